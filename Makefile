@@ -1,0 +1,33 @@
+# `make test` and `make demo` are all a fresh machine needs.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: test demo lint format bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix src tests benchmarks
+	$(VENV)/bin/ruff format src tests benchmarks
+
+test: lint
+	$(PY) -m pytest -n 2 -q
+
+demo: $(STAMP)
+	$(PY) -m example_project.demo
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_hash.py
+
+clean:
+	rm -rf $(VENV) .demo .pytest_cache

@@ -1,0 +1,1 @@
+"""datom_dagster: every Dagster asset output becomes a datom version."""

@@ -1,0 +1,1 @@
+"""STUDY-001: an example clinical-trial project on datom and Dagster."""
