@@ -3,6 +3,7 @@
 (Public API is assembled here; see ``__all__``.)
 """
 
+from datom_core._canonical import canonical_json, metadata_sha
 from datom_core._errors import (
     AmbiguousVersionError,
     DatomError,
@@ -16,8 +17,26 @@ from datom_core._errors import (
     StoreError,
     UnhashableColumnsError,
 )
+from datom_core._identity import (
+    ColumnHash,
+    ColumnReport,
+    HashabilityReport,
+    TableHash,
+    check_hashable,
+    file_sha,
+    hash_table,
+)
 
 __all__ = [
+    "ColumnHash",
+    "ColumnReport",
+    "HashabilityReport",
+    "TableHash",
+    "canonical_json",
+    "check_hashable",
+    "file_sha",
+    "hash_table",
+    "metadata_sha",
     "AmbiguousVersionError",
     "DatomError",
     "GitError",

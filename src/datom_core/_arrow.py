@@ -1,0 +1,167 @@
+"""The Arrow boundary: the only module that knows pandas and polars.
+
+Everything inside datom works on ``pyarrow.Table``. :func:`to_arrow` converts what users
+hand us, column by column, so that every problem can be reported at once;
+:func:`from_arrow` converts back in a way that keeps identity (a table read back re-hashes
+to its recorded ``data_sha``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["ConvertedColumn", "ConvertedTable", "OutputKind", "from_arrow", "to_arrow"]
+
+OutputKind = Literal["pandas", "arrow", "polars"]
+
+_MIXED = "cast the column to one type explicitly (for example .astype(str))"
+_OTHER = (
+    "convert it to a supported type (number, string, date, time, duration, boolean); "
+    "Python objects such as Decimal, Period, Interval or geometries are not values datom can hash"
+)
+
+
+@dataclass(frozen=True)
+class ConvertedColumn:
+    """One source column on its way to Arrow."""
+
+    name: Any  # the label as given (may be a non-string, which is refused later)
+    dtype: str  # the source dtype, as the user knows it
+    array: pa.ChunkedArray | None  # None when the conversion itself was refused
+    problem: str | None = None  # the recourse when refused
+
+
+@dataclass(frozen=True)
+class ConvertedTable:
+    """All columns of a source table plus table-level problems (index, zero columns)."""
+
+    columns: tuple[ConvertedColumn, ...]
+    problems: tuple[tuple[str, str], ...] = ()  # (what, recourse)
+
+    def table(self) -> pa.Table:
+        """The Arrow table; only valid when every column converted."""
+        return pa.Table.from_arrays(
+            [c.array for c in self.columns], names=[str(c.name) for c in self.columns]
+        )
+
+
+def to_arrow(data: Any) -> ConvertedTable:
+    """Convert a pandas/polars frame or a pyarrow Table/RecordBatch, never mutating it."""
+    if isinstance(data, pa.Table):
+        return _from_arrow_table(data)
+    if isinstance(data, pa.RecordBatch):
+        return _from_arrow_table(pa.Table.from_batches([data]))
+    if isinstance(data, pd.DataFrame):
+        return _from_pandas(data)
+    if _is_polars(data):
+        return _from_polars(data)
+    raise TypeError(
+        f"datom stores pandas DataFrames, polars DataFrames and pyarrow Tables or RecordBatches; "
+        f"got {type(data).__module__}.{type(data).__qualname__}. Convert it to one of those first."
+    )
+
+
+def _from_arrow_table(table: pa.Table) -> ConvertedTable:
+    cols = tuple(
+        ConvertedColumn(name, str(table.schema.field(i).type), table.column(i))
+        for i, name in enumerate(table.column_names)
+    )
+    return ConvertedTable(cols)
+
+
+def _is_polars(data: Any) -> bool:
+    module = type(data).__module__
+    return module.startswith("polars") and type(data).__name__ == "DataFrame"
+
+
+def _from_polars(df: Any) -> ConvertedTable:
+    cols = []
+    for series in df.get_columns():
+        try:
+            array = pa.chunked_array(series.to_arrow())
+            cols.append(ConvertedColumn(series.name, str(series.dtype), array))
+        except Exception:  # polars Object columns and friends have no Arrow form
+            cols.append(ConvertedColumn(series.name, str(series.dtype), None, _OTHER))
+    return ConvertedTable(tuple(cols))
+
+
+def _from_pandas(df: pd.DataFrame) -> ConvertedTable:
+    problems = []
+    if not _default_index(df.index):
+        problems.append(
+            (
+                "(index)",
+                "the DataFrame has a non-default index: reset_index() to keep it as a column, "
+                "or reset_index(drop=True) to drop it",
+            )
+        )
+    cols = tuple(_pandas_column(df.iloc[:, i], df.columns[i]) for i in range(df.shape[1]))
+    return ConvertedTable(cols, tuple(problems))
+
+
+def _default_index(index: pd.Index) -> bool:
+    if isinstance(index, pd.RangeIndex):
+        return index.start == 0 and index.step == 1
+    # An integer index holding exactly 0..n-1 in order carries no information either.
+    if isinstance(index, pd.MultiIndex) or index.dtype.kind not in "iu":
+        return False
+    return bool((index == pd.RangeIndex(len(index))).all())
+
+
+def _pandas_column(series: pd.Series, name: Any) -> ConvertedColumn:
+    dtype = series.dtype
+    label = str(dtype)
+    if dtype.kind == "c":
+        return ConvertedColumn(name, label, None, "split it into real and imaginary float columns")
+    if isinstance(dtype, pd.PeriodDtype | pd.IntervalDtype | pd.SparseDtype):
+        return ConvertedColumn(name, label, None, _OTHER)
+    try:
+        array = pa.array(series, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError):
+        return ConvertedColumn(name, label, None, _object_recourse(series))
+    return ConvertedColumn(name, label, pa.chunked_array([array]))
+
+
+def _object_recourse(series: pd.Series) -> str:
+    kinds = {type(v) for v in series.dropna()}
+    return _MIXED if len(kinds) > 1 else _OTHER
+
+
+def from_arrow(table: pa.Table, as_: OutputKind = "pandas") -> Any:
+    """Convert an Arrow table to the requested kind without losing identity."""
+    if as_ == "arrow":
+        return table
+    if as_ == "polars":
+        import polars as pl  # optional extra
+
+        return pl.from_arrow(table)
+    if as_ == "pandas":
+        return _to_pandas(table)
+    raise ValueError(f'as_ must be "pandas", "arrow" or "polars", not {as_!r}')
+
+
+def _to_pandas(table: pa.Table) -> pd.DataFrame:
+    df = table.to_pandas()
+    # numpy dtypes cannot tell NaN from missing, nor hold int64 beyond 2^53 next to a
+    # missing value, nor nanosecond times of day: those columns stay Arrow-backed.
+    for name in table.column_names:
+        column = table.column(name)
+        if _needs_arrow_dtype(column):
+            df[name] = pd.arrays.ArrowExtensionArray(column)
+    return df
+
+
+def _needs_arrow_dtype(column: pa.ChunkedArray) -> bool:
+    t = column.type
+    if pa.types.is_floating(t):
+        return len(column) > 0 and bool(pc.any(pc.is_nan(column)).as_py())
+    if pa.types.is_integer(t) and column.null_count:
+        lo_hi = pc.min_max(column)
+        lo, hi = lo_hi["min"].as_py(), lo_hi["max"].as_py()
+        return lo is not None and (lo < -(2**53) or hi > 2**53)
+    return pa.types.is_time64(t) and t.unit == "ns"
