@@ -103,7 +103,7 @@ def _double(v: float) -> str:
     if 1e-5 < a < _R_INT_MAX:
         return _modp_dtoa2(v)
     p = 5 if v == 0 else math.ceil(min(15, max(1, math.log10(a)) + 4))
-    return "%.*g" % (p, v)
+    return f"{v:.{p}g}"  # C printf("%.*g")
 
 
 def _modp_dtoa2(v: float) -> str:
