@@ -19,6 +19,7 @@ __all__ = ["ConvertedColumn", "ConvertedTable", "OutputKind", "from_arrow", "to_
 
 OutputKind = Literal["pandas", "arrow", "polars"]
 
+_R_INT_MAX = 2147483647
 _MIXED = "cast the column to one type explicitly (for example .astype(str))"
 _OTHER = (
     "convert it to a supported type (number, string, date, time, duration, boolean); "
@@ -124,7 +125,9 @@ def _pandas_column(series: pd.Series, name: Any) -> ConvertedColumn:
         array = pa.array(series, from_pandas=True)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError):
         return ConvertedColumn(name, label, None, _object_recourse(series))
-    return ConvertedColumn(name, label, pa.chunked_array([array]))
+    # Arrow-backed pandas columns hand back a ChunkedArray already.
+    chunked = array if isinstance(array, pa.ChunkedArray) else pa.chunked_array([array])
+    return ConvertedColumn(name, label, chunked)
 
 
 def _object_recourse(series: pd.Series) -> str:
@@ -147,8 +150,8 @@ def from_arrow(table: pa.Table, as_: OutputKind = "pandas") -> Any:
 
 def _to_pandas(table: pa.Table) -> pd.DataFrame:
     df = table.to_pandas()
-    # numpy dtypes cannot tell NaN from missing, nor hold int64 beyond 2^53 next to a
-    # missing value, nor nanosecond times of day: those columns stay Arrow-backed.
+    # numpy dtypes cannot tell NaN from missing, nor keep an int64 next to a missing value,
+    # nor nanosecond times of day: those columns stay Arrow-backed.
     for name in table.column_names:
         column = table.column(name)
         if _needs_arrow_dtype(column):
@@ -163,5 +166,10 @@ def _needs_arrow_dtype(column: pa.ChunkedArray) -> bool:
     if pa.types.is_integer(t) and column.null_count:
         lo_hi = pc.min_max(column)
         lo, hi = lo_hi["min"].as_py(), lo_hi["max"].as_py()
-        return lo is not None and (lo < -(2**53) or hi > 2**53)
-    return pa.types.is_time64(t) and t.unit == "ns"
+        # numpy would turn the column into float64: beyond R's integer range that changes
+        # its cv1 encoding (i64 -> num), so it stays Arrow-backed.
+        return lo is not None and (lo < -_R_INT_MAX or hi > _R_INT_MAX)
+    if pa.types.is_date(t) or pa.types.is_time(t):
+        # pandas holds these as Python objects; with no value left, the type would be lost.
+        return column.null_count == len(column) or (pa.types.is_time64(t) and t.unit == "ns")
+    return False
