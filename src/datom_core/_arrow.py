@@ -81,8 +81,13 @@ def _is_polars(data: Any) -> bool:
 
 
 def _from_polars(df: Any) -> ConvertedTable:
+    import polars as pl
+
     cols = []
     for series in df.get_columns():
+        if series.dtype == pl.Object:  # polars would hand these to Arrow as opaque bytes
+            cols.append(ConvertedColumn(series.name, str(series.dtype), None, _OTHER))
+            continue
         try:
             array = pa.chunked_array(series.to_arrow())
             cols.append(ConvertedColumn(series.name, str(series.dtype), array))

@@ -82,13 +82,17 @@ def test_pandas_polars_and_arrow_hash_the_same(table: pa.Table) -> None:
 
 @SETTINGS
 @given(tables(min_rows=2), st.data())
-def test_chunking_and_dictionary_encoding_do_not_matter(table: pa.Table, data: st.DataObject) -> None:
+def test_chunking_and_dictionary_encoding_do_not_matter(
+    table: pa.Table, data: st.DataObject
+) -> None:
     expected = sha(table)
     cut = data.draw(st.integers(0, table.num_rows))
     assert sha(pa.concat_tables([table.slice(0, cut), table.slice(cut)])) == expected
     encoded = pa.table(
         [
-            c.dictionary_encode() if pa.types.is_string(c.type) or pa.types.is_integer(c.type) else c
+            c.dictionary_encode()
+            if pa.types.is_string(c.type) or pa.types.is_integer(c.type)
+            else c
             for c in table.columns
         ],
         names=table.column_names,
@@ -110,13 +114,18 @@ def test_parquet_round_trip_preserves_data_sha(table: pa.Table) -> None:
 @SETTINGS
 @given(st.lists(st.integers(0, 2**52 - 1), min_size=1, max_size=6), st.booleans())
 def test_nan_payloads_and_negative_zero_fold(payloads: list[int], negative: bool) -> None:
-    nans = [struct.unpack("<d", struct.pack("<Q", 0x7FF0000000000000 | (p or 1) | (negative << 63)))[0] for p in payloads]
+    nans = [
+        struct.unpack("<d", struct.pack("<Q", 0x7FF0000000000000 | (p or 1) | (negative << 63)))[0]
+        for p in payloads
+    ]
     assert all(math.isnan(v) for v in nans)
     canonical = pa.table({"x": pa.array([math.nan] * len(nans) + [0.0])})
     weird = pa.table({"x": pa.array(nans + [-0.0])})
     assert sha(weird) == sha(canonical)
     # ... but NaN and missing stay distinct.
-    assert sha(pa.table({"x": pa.array([None] * len(nans) + [0.0], pa.float64())})) != sha(canonical)
+    assert sha(pa.table({"x": pa.array([None] * len(nans) + [0.0], pa.float64())})) != sha(
+        canonical
+    )
 
 
 @SETTINGS
