@@ -241,32 +241,26 @@ def _update_chr(h: hashlib._Hash, column: pa.ChunkedArray) -> None:
     for part in _slices(column):
         missing = pc.is_null(part).to_numpy(zero_copy_only=False)
         h.update(missing.view(np.uint8))
+    if pa.types.is_string_view(column.type):
+        column = column.cast(pa.large_string())
     for part in _slices(column):
         h.update(_chr_values(part))
 
 
-def _chr_values(arr: pa.Array) -> bytes | np.ndarray:
-    if pa.types.is_string_view(arr.type):
-        arr = arr.cast(pa.large_string())
-    if arr.null_count:
-        arr = arr.fill_null("")  # a null slot may still span bytes; it contributes only its NUL
-    n = len(arr)
-    if n == 0:
-        return b""
-    offset_type = np.int64 if pa.types.is_large_string(arr.type) else np.int32
-    offsets = np.frombuffer(arr.buffers()[1], dtype=offset_type)[arr.offset : arr.offset + n + 1]
-    first, last = int(offsets[0]), int(offsets[-1])
-    data = arr.buffers()[2]
-    raw = (
-        np.frombuffer(data, dtype=np.uint8)[first:last]
-        if data is not None and last > first
-        else None
+def _chr_values(arr: pa.Array) -> memoryview:
+    """Every value's UTF-8 bytes followed by one NUL; a missing value is just the NUL."""
+    if len(arr) == 0:
+        return memoryview(b"")
+    # Arrow's join kernel appends the terminator in C++ (nulls become ""), so the result's
+    # data buffer is exactly the payload: no per-value work in Python.
+    joined = pc.binary_join_element_wise(
+        arr,
+        pa.scalar("", arr.type),
+        pa.scalar("\0", arr.type),
+        null_handling="replace",
+        null_replacement="",
     )
-    out = np.zeros((last - first) + n, dtype=np.uint8)
-    # Value i ends at offsets[i+1]; its terminator lands i positions later in the output.
-    terminators = (offsets[1:] - first) + np.arange(n, dtype=np.int64)
-    if raw is not None:
-        keep = np.ones(out.size, dtype=bool)
-        keep[terminators] = False
-        out[keep] = raw
-    return out
+    width = np.int64 if pa.types.is_large_string(joined.type) else np.int32
+    offsets = np.frombuffer(joined.buffers()[1], dtype=width)
+    first, last = int(offsets[joined.offset]), int(offsets[joined.offset + len(joined)])
+    return memoryview(joined.buffers()[2])[first:last]

@@ -1,0 +1,49 @@
+"""Shared helpers for the benchmarks: timing and peak-RSS sampling, ratios only."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from typing import Any
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * _PAGE
+
+
+@contextmanager
+def peak_rss(interval: float = 0.001):
+    """Yield a dict whose ``extra`` is the peak RSS growth (bytes) inside the block."""
+    result = {"extra": 0}
+    base = rss_bytes()
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            result["extra"] = max(result["extra"], rss_bytes() - base)
+            time.sleep(interval)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    try:
+        yield result
+    finally:
+        stop.set()
+        t.join()
+        result["extra"] = max(result["extra"], rss_bytes() - base)
+
+
+def best_of(fn: Callable[[], Any], repeat: int = 3) -> float:
+    """Fastest wall time of ``repeat`` calls (the least noisy estimate)."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
