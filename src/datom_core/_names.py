@@ -1,0 +1,53 @@
+"""Validation of table names and version arguments, before either reaches a path.
+
+The rules are STORE.md's, shared with the R package, so that a name valid in one language
+is valid in the other.
+"""
+
+from __future__ import annotations
+
+import re
+
+from datom_core._errors import InvalidNameError
+
+__all__ = ["RESERVED_NAMES", "validate_project_name", "validate_table_name", "validate_version"]
+
+RESERVED_NAMES = frozenset(
+    {"datom", "input_files", "renv", ".datom", ".metadata", ".git", ".gitignore"}
+)
+
+_TABLE = re.compile(r"[A-Za-z][A-Za-z0-9_\- ()]{0,127}")
+_VERSION = re.compile(r"[0-9a-f]{6,64}")
+_PROJECT = re.compile(r"[A-Za-z][A-Za-z0-9_\-.]{0,127}")
+
+
+def validate_table_name(name: object) -> str:
+    """Return ``name`` if it is a valid table name, else raise :class:`InvalidNameError`."""
+    if not isinstance(name, str) or not _TABLE.fullmatch(name):
+        raise InvalidNameError(
+            f"invalid table name {name!r}: use 1-128 characters, a letter first, then letters, "
+            "digits, '_', '-', space, '(' or ')'"
+        )
+    if name.lower() in RESERVED_NAMES:
+        raise InvalidNameError(f"table name {name!r} is reserved; choose another name")
+    return name
+
+
+def validate_version(version: object) -> str:
+    """Return ``version`` if it is 6-64 lowercase hex characters, else raise."""
+    if not isinstance(version, str) or not _VERSION.fullmatch(version):
+        raise InvalidNameError(
+            f"invalid version {version!r}: give a metadata_sha or a unique prefix of it "
+            "(6-64 lowercase hex characters)"
+        )
+    return version
+
+
+def validate_project_name(name: object) -> str:
+    """Project names become a path segment in no store, but travel in every document."""
+    if not isinstance(name, str) or not _PROJECT.fullmatch(name):
+        raise InvalidNameError(
+            f"invalid project name {name!r}: use 1-128 characters, a letter first, then letters, "
+            "digits, '_', '-' or '.'"
+        )
+    return name

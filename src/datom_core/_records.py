@@ -1,0 +1,155 @@
+"""The records datom operations return: frozen, typed, printable."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "Change",
+    "LineageNode",
+    "Problem",
+    "ProjectStatus",
+    "TableInfo",
+    "ValidationReport",
+    "VersionInfo",
+    "WriteResult",
+]
+
+Change = Literal["none", "metadata_only", "full"]
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What a write did. ``change`` is ``none`` (nothing recorded), ``metadata_only`` (a new
+    version over the same data, nothing uploaded) or ``full`` (new data)."""
+
+    table: str
+    change: Change
+    version: str
+    data_sha: str
+    parquet_sha: str
+    commit: str | None  # None when nothing was committed
+    uploaded: bool = False  # whether parquet bytes were sent to the store
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    """One entry of a table's version history (newest first)."""
+
+    version: str
+    data_sha: str
+    parquet_sha: str | None
+    timestamp: str
+    author: str
+    commit_message: str
+    original_file_sha: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> VersionInfo:
+        known = {
+            "version",
+            "data_sha",
+            "parquet_sha",
+            "timestamp",
+            "author",
+            "commit_message",
+            "original_file_sha",
+        }
+        return cls(
+            version=d["version"],
+            data_sha=d["data_sha"],
+            parquet_sha=d.get("parquet_sha"),
+            timestamp=d.get("timestamp", ""),
+            author=d.get("author", ""),
+            commit_message=d.get("commit_message", ""),
+            original_file_sha=d.get("original_file_sha"),
+            extra={k: v for k, v in d.items() if k not in known},
+        )
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """A table as the manifest lists it."""
+
+    name: str
+    current_version: str
+    current_data_sha: str
+    last_updated: str | None
+    size_bytes: int
+    version_count: int
+    original_file_sha: str | None = None
+    original_format: str | None = None
+
+    @classmethod
+    def from_manifest(cls, name: str, d: Mapping[str, Any]) -> TableInfo:
+        return cls(
+            name=name,
+            current_version=d["current_version"],
+            current_data_sha=d["current_data_sha"],
+            last_updated=d.get("last_updated"),
+            size_bytes=int(d.get("size_bytes") or 0),
+            version_count=int(d.get("version_count") or 0),
+            original_file_sha=d.get("original_file_sha"),
+            original_format=d.get("original_format"),
+        )
+
+
+@dataclass(frozen=True)
+class LineageNode:
+    """A table version and the versions it was derived from (``parents`` depth)."""
+
+    project: str
+    table: str
+    version: str | None
+    data_sha: str
+    parents: tuple[LineageNode, ...] = ()
+    resolved: bool = True  # False when the parent lives in a project this connection cannot read
+
+
+@dataclass(frozen=True)
+class ProjectStatus:
+    """Where a connection points and whether the clone is in step with its remote."""
+
+    project_name: str
+    role: Literal["developer", "reader"]
+    store: str
+    remote: str | None
+    head: str | None
+    unpushed_commits: bool
+    tables: int
+    inbox_files: int
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding of :meth:`Connection.validate`."""
+
+    kind: str  # missing_parquet, parquet_mismatch, missing_mirror, stale_mirror, missing_snapshot, manifest_drift, ...
+    table: str | None
+    key: str
+    detail: str
+    fixable: bool
+    fixed: bool = False
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """The outcome of :meth:`Connection.validate`; ``ok`` when nothing (left) is wrong."""
+
+    problems: tuple[Problem, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(p.fixed for p in self.problems)
+
+    def __str__(self) -> str:
+        if not self.problems:
+            return "ok: repo and store agree"
+        lines = []
+        for p in self.problems:
+            state = "fixed" if p.fixed else ("fixable" if p.fixable else "NOT fixable")
+            lines.append(f"{p.kind:<18} {p.key:<60} {state}: {p.detail}")
+        return "\n".join(lines)

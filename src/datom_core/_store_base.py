@@ -1,0 +1,364 @@
+"""The store abstraction: bytes under a datom root, over any fsspec filesystem.
+
+A store knows nothing about tables or JSON. Keys are ``/``-separated paths relative to the
+datom root ``<root>/<prefix>/datom/`` (``dm/<data_sha>.parquet``, ``.metadata/manifest.json``).
+Every key is validated before it reaches a path, and every backend error is translated
+into :class:`~datom_core.NotFoundError` or :class:`~datom_core.StoreError`, naming the key,
+the store and what to do next, with any credential scrubbed from the message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import logging
+import os
+import re
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+from datom_core._errors import DatomError, InvalidNameError, NotFoundError, StoreError
+
+__all__ = ["CHUNK_SIZE", "Store", "check_source", "normalise_prefix", "validate_key"]
+
+logger = logging.getLogger("datom_core.store")
+
+CHUNK_SIZE = 1 << 20
+"""Bytes per read when hashing or copying: memory stays constant whatever the object size."""
+
+# Local writes go through a temp file next to the target; a crash can leave one behind,
+# so listings hide anything with this shape and keys may not take it.
+TEMP_MARKER = ".datom-tmp-"
+_TEMP_NAME = re.compile(r"^\..+\.datom-tmp-[0-9a-f]+$")
+# fsspec expands these as globs in some calls; no datom key ever needs them.
+_FORBIDDEN_CHARS = set("\\*?[]") | {chr(c) for c in range(32)} | {"\x7f"}
+# For these actions "not found" means the key is absent; otherwise (write, list...) it
+# means the bucket or directory itself is missing: a store problem, not a missing object.
+_READ_ACTIONS = frozenset({"read", "open", "inspect"})
+
+
+def validate_key(key: str, *, prefix: bool = False) -> str:
+    """Return ``key`` if it is a safe store key, else raise :class:`InvalidNameError`.
+
+    A key is relative (no leading ``/``), uses ``/`` only (no backslashes), and has no empty,
+    ``.`` or ``..`` segment. With ``prefix=True`` the empty string (the whole store) and one
+    trailing ``/`` are accepted, and the normalised prefix (no trailing ``/``) is returned.
+    """
+    if not isinstance(key, str):
+        raise InvalidNameError(f"store key must be a string, got {type(key).__name__}")
+    if prefix:
+        if key == "":
+            return key
+        if key.endswith("/") and not key.endswith("//"):
+            key = key[:-1]
+    if key == "":
+        raise InvalidNameError("store key is empty")
+    bad = sorted(set(key) & _FORBIDDEN_CHARS)
+    if bad:
+        raise InvalidNameError(
+            f"store key {key!r} contains forbidden characters {bad!r} "
+            "(keys are '/'-separated, with no backslash, glob or control characters)"
+        )
+    if key.startswith("/"):
+        raise InvalidNameError(f"store key {key!r} must be relative (no leading '/')")
+    for segment in key.split("/"):
+        if segment in ("", ".", ".."):
+            raise InvalidNameError(
+                f"store key {key!r} has an empty, '.' or '..' segment; "
+                "keys are plain paths below the datom root"
+            )
+        if TEMP_MARKER in segment:
+            raise InvalidNameError(f"store key {key!r} uses the reserved marker {TEMP_MARKER!r}")
+    return key
+
+
+def normalise_prefix(prefix: str | None) -> str | None:
+    """``None`` for no prefix, else the prefix without outer slashes, validated like a key."""
+    if prefix is None:
+        return None
+    if not isinstance(prefix, str):
+        raise InvalidNameError(f"store prefix must be a string, got {type(prefix).__name__}")
+    stripped = prefix.strip("/")
+    return validate_key(stripped) if stripped else None
+
+
+def check_source(local_path: str | os.PathLike[str], key: str) -> str:
+    """The local file to upload as ``key``; :class:`NotFoundError` if it is not a file."""
+    path = os.fspath(local_path)
+    if not os.path.isfile(path):
+        raise NotFoundError(f"local file {path!r} to upload as {key!r} does not exist")
+    return path
+
+
+class Store:
+    """Bytes under one datom root, over one fsspec filesystem.
+
+    Subclasses only say how to build the filesystem (:meth:`_make_fs`) and how to describe
+    themselves; :class:`LocalStore` also replaces the writes with crash-safe ones. The
+    filesystem is built lazily and rebuilt after a fork, because async fsspec filesystems
+    (s3fs) are bound to the event loop of the process that created them.
+    """
+
+    url: str
+    """The datom root as a URL, e.g. ``s3://bucket/proj/datom``. Never holds secrets."""
+
+    def __init__(self, url: str, root: str) -> None:
+        self.url = url
+        self._root = root.rstrip("/")
+        self._fs_cache: Any = None
+        self._fs_pid: int | None = None
+
+    # -- construction hooks -------------------------------------------------------------
+
+    def _make_fs(self) -> Any:
+        """Build the fsspec filesystem (called lazily, once per process)."""
+        raise NotImplementedError
+
+    def describe(self) -> dict[str, Any]:
+        """What ``project.yaml`` records to find this store again. Never secrets."""
+        raise NotImplementedError
+
+    def _secrets(self) -> tuple[str, ...]:
+        """Credential strings that must never appear in a message."""
+        return ()
+
+    def _backend_errors(self) -> tuple[type[BaseException], ...]:
+        """Exception types of the backend that mean "the store failed" (translated)."""
+        return (OSError,)
+
+    def _remedy(self) -> str:
+        """What to check when the store fails, appended to error messages."""
+        return "check that the store location exists and is readable/writable"
+
+    def _open_kwargs(self) -> dict[str, Any]:
+        """Extra arguments for ``fs.open`` when reading (e.g. a bounded block size)."""
+        return {}
+
+    # -- plumbing -----------------------------------------------------------------------
+
+    @property
+    def _fs(self) -> Any:
+        pid = os.getpid()
+        if self._fs_cache is None or self._fs_pid != pid:
+            self._fs_cache = self._make_fs()
+            self._fs_pid = pid
+        return self._fs_cache
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A live filesystem (event loop, sockets) cannot cross a process boundary.
+        state = self.__dict__.copy()
+        state["_fs_cache"] = None
+        state["_fs_pid"] = None
+        return state
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"
+
+    def _path(self, key: str) -> str:
+        return f"{self._root}/{validate_key(key)}"
+
+    def _redact(self, text: str) -> str:
+        for secret in self._secrets():
+            if secret:
+                text = text.replace(secret, "***")
+        return text
+
+    def _detail(self, error: BaseException) -> str:
+        text = str(error) or type(error).__name__
+        return self._redact(f"{type(error).__name__}: {text}")
+
+    @contextlib.contextmanager
+    def _translated(self, action: str, key: str) -> Iterator[None]:
+        """Turn backend errors raised inside the block into datom errors."""
+        try:
+            yield
+        except DatomError:
+            raise
+        except FileNotFoundError as e:
+            if action not in _READ_ACTIONS:
+                raise StoreError(
+                    f"could not {action} {key!r} in store {self.url}: its location is missing "
+                    f"({self._detail(e)}); {self._remedy()}"
+                ) from e
+            raise NotFoundError(f"{key!r} not found in store {self.url} ({self._detail(e)})") from e
+        except PermissionError as e:
+            raise StoreError(
+                f"access denied while trying to {action} {key!r} in store {self.url} "
+                f"({self._detail(e)}); {self._remedy()}"
+            ) from e
+        except self._backend_errors() as e:
+            raise StoreError(
+                f"could not {action} {key!r} in store {self.url} ({self._detail(e)}); "
+                f"{self._remedy()}"
+            ) from e
+
+    def _info(self, key: str) -> dict[str, Any] | None:
+        """The backend's info for an object at ``key``, or None if there is none."""
+        path = self._path(key)
+        with self._translated("inspect", key):
+            try:
+                info = self._fs.info(path)
+            except FileNotFoundError:
+                return None
+        return info if info.get("type") == "file" else None
+
+    # -- reading ------------------------------------------------------------------------
+
+    def read_bytes(self, key: str) -> bytes:
+        """The whole object at ``key``. :class:`NotFoundError` if there is none."""
+        path = self._path(key)
+        with self._translated("read", key):
+            return bytes(self._fs.cat_file(path))
+
+    def open_read(self, key: str) -> BinaryIO:
+        """A seekable binary stream over the object at ``key`` (close it, or use ``with``).
+
+        Errors while reading are translated like those of :meth:`read_bytes`.
+        """
+        path = self._path(key)
+        with self._translated("open", key):
+            if self._info(key) is None:
+                raise FileNotFoundError(path)
+            handle = self._fs.open(path, "rb", **self._open_kwargs())
+        return _TranslatingReader(handle, self, key)  # type: ignore[return-value]
+
+    def exists(self, key: str) -> bool:
+        """Whether an object (not a directory) exists at ``key``."""
+        return self._info(key) is not None
+
+    def size(self, key: str) -> int:
+        """Size in bytes of the object at ``key``. :class:`NotFoundError` if there is none."""
+        info = self._info(key)
+        if info is None:
+            raise NotFoundError(f"{key!r} not found in store {self.url}")
+        return int(info["size"])
+
+    def sha256(self, key: str) -> str:
+        """Hex SHA-256 of the object at ``key``, streamed in 1 MiB chunks."""
+        digest = hashlib.sha256()
+        with self.open_read(key) as stream:
+            while chunk := stream.read(CHUNK_SIZE):
+                digest.update(chunk)
+        return digest.hexdigest()
+
+    def list(self, prefix: str = "") -> list[str]:
+        """Sorted keys of every object below ``prefix`` (recursive; ``""`` is everything).
+
+        ``prefix`` is a directory-like key: ``"dm"`` lists ``dm/...``, not ``dm2/...``.
+        A prefix with nothing under it gives an empty list.
+        """
+        prefix = validate_key(prefix, prefix=True)
+        base = f"{self._root}/{prefix}" if prefix else self._root
+        with self._translated("list", prefix or "/"):
+            self._fs.invalidate_cache(base)
+            found = self._fs.find(base, withdirs=False)
+        strip = self._fs._strip_protocol(self._root).rstrip("/") + "/"
+        keys = []
+        for path in found:
+            if not path.startswith(strip) or path.endswith("/"):
+                continue
+            key = path[len(strip) :]
+            if prefix and not key.startswith(prefix + "/"):
+                continue
+            if _TEMP_NAME.match(key.rsplit("/", 1)[-1]):
+                continue
+            keys.append(key)
+        return sorted(keys)
+
+    # -- writing ------------------------------------------------------------------------
+
+    def write_bytes(self, key: str, data: bytes) -> None:
+        """Store ``data`` at ``key``, replacing any object already there."""
+        path = self._path(key)
+        with self._translated("write", key):
+            self._fs.pipe_file(path, bytes(data))
+
+    def upload_file(self, local_path: str | os.PathLike[str], key: str) -> None:
+        """Stream a local file to ``key``, replacing any object already there."""
+        path = self._path(key)
+        source = check_source(local_path, key)
+        with self._translated("upload", key):
+            self._fs.put_file(source, path)
+
+    def put_if_absent(self, key: str, data: bytes | str | os.PathLike[str]) -> bool:
+        """Store ``data`` (bytes, or a local file path) at ``key`` unless an object is there.
+
+        Returns True if this call wrote the object, False if one already existed (whose
+        bytes are left untouched). Used for content-addressed parquet, so a pinned object is
+        never overwritten. This generic version checks, then writes with fsspec's
+        ``mode="create"``; how atomic that is depends on the filesystem.
+        """
+        path = self._path(key)
+        source = check_source(data, key) if isinstance(data, str | os.PathLike) else None
+        if self.exists(key):
+            return False
+        with self._translated("write", key):
+            try:
+                if source is not None:
+                    self._fs.put_file(source, path, mode="create")
+                else:
+                    self._fs.pipe_file(path, bytes(data), mode="create")
+            except FileExistsError:
+                return False
+        return True
+
+    def delete(self, key: str) -> None:
+        """Remove the object at ``key`` (repair and tests only). Missing is not an error."""
+        path = self._path(key)
+        with self._translated("delete", key):
+            try:
+                self._fs.rm_file(path)
+            except FileNotFoundError:
+                pass
+
+    def check_access(self) -> None:
+        """Cheap probe of the store; :class:`StoreError` with the remedy if it fails."""
+        with self._translated("reach", "/"):
+            try:
+                self._fs.info(self._root)
+            except FileNotFoundError:
+                pass  # nothing written yet: reachable is all we can ask
+
+
+class _TranslatingReader(io.RawIOBase):
+    """A read-only stream that turns backend errors into datom errors mid-read."""
+
+    def __init__(self, handle: Any, store: Store, key: str) -> None:
+        super().__init__()
+        self._handle = handle
+        self._store = store
+        self._key = key
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        with self._store._translated("read", self._key):
+            return self._handle.read(size)
+
+    def readall(self) -> bytes:
+        return self.read(-1)
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        with self._store._translated("read", self._key):
+            return self._handle.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._handle.tell()
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                with self._store._translated("read", self._key):
+                    self._handle.close()
+            finally:
+                super().close()

@@ -1,0 +1,245 @@
+"""A store in an S3 bucket (AWS or any S3-compatible endpoint), over s3fs."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+from datom_core._errors import InvalidNameError, StoreError
+from datom_core._store_base import Store, check_source, normalise_prefix
+
+__all__ = ["S3Store"]
+
+logger = logging.getLogger("datom_core.store")
+
+# Fail fast on an unreachable endpoint: botocore's standard mode would otherwise retry
+# with back-off inside each of s3fs's own retries, turning a typo into minutes of waiting.
+_CONNECT_TIMEOUT_S = 3
+_BOTOCORE_ATTEMPTS = 3
+_S3FS_RETRIES = 2
+# Streaming reads fetch this much per request: bounded memory, few round trips.
+_READ_BLOCK = 8 << 20
+# How long put_if_absent waits for a concurrent conditional write of the same key.
+_CONFLICT_WAIT_S = 10.0
+
+
+class S3Store(Store):
+    """A datom root in an S3 bucket: ``s3://<bucket>/<prefix>/datom/``.
+
+    Credentials come from the explicit ``key``/``secret``/``token`` arguments, else the
+    usual botocore chain (environment, ``profile``/``AWS_PROFILE``, instance role);
+    ``anon=True`` reads a public bucket unsigned. They are kept in memory only: never in
+    :attr:`url`, :meth:`describe`, ``repr`` or any error message. Extra keyword arguments
+    go to :class:`s3fs.S3FileSystem` (``config_kwargs`` and ``client_kwargs`` are merged
+    with datom's defaults).
+
+    Listing caches are off and every store has its own filesystem instance, so one store
+    sees another's writes (other process or instance) at once.
+    """
+
+    def __init__(
+        self,
+        bucket: str,
+        prefix: str | None = None,
+        endpoint_url: str | None = None,
+        region: str | None = None,
+        profile: str | None = None,
+        key: str | None = None,
+        secret: str | None = None,
+        token: str | None = None,
+        anon: bool = False,
+        **s3fs_options: Any,
+    ) -> None:
+        self.bucket = _check_bucket(bucket)
+        self.prefix = normalise_prefix(prefix)
+        self.endpoint_url = _check_endpoint(endpoint_url)
+        self.region = region
+        self._profile = profile
+        self._key = key
+        self._secret = secret
+        self._token = token
+        self._anon = anon
+        self._options = s3fs_options
+        root = f"{self.bucket}/{self.prefix}/datom" if self.prefix else f"{self.bucket}/datom"
+        super().__init__(url=f"s3://{root}", root=root)
+
+    def __repr__(self) -> str:
+        if self.endpoint_url:
+            return f"S3Store({self.url!r}, endpoint_url={self.endpoint_url!r})"
+        return f"S3Store({self.url!r})"
+
+    def describe(self) -> dict[str, Any]:
+        """``{"type": "s3", "bucket", "prefix", "endpoint_url", "region"}``; no credentials."""
+        return {
+            "type": "s3",
+            "bucket": self.bucket,
+            "prefix": self.prefix,
+            "endpoint_url": self.endpoint_url,
+            "region": self.region,
+        }
+
+    def _make_fs(self) -> Any:
+        import s3fs
+
+        options = dict(self._options)
+        config = {
+            "connect_timeout": _CONNECT_TIMEOUT_S,
+            "retries": {"total_max_attempts": _BOTOCORE_ATTEMPTS, "mode": "standard"},
+        }
+        config.update(options.pop("config_kwargs", None) or {})
+        client = dict(options.pop("client_kwargs", None) or {})
+        if self.region:
+            client.setdefault("region_name", self.region)
+        if self._profile:
+            options["profile"] = self._profile
+        fs = s3fs.S3FileSystem(
+            anon=self._anon,
+            key=self._key,
+            secret=self._secret,
+            token=self._token,
+            endpoint_url=self.endpoint_url,
+            client_kwargs=client,
+            config_kwargs=config,
+            skip_instance_cache=True,
+            use_listings_cache=False,
+            **options,
+        )
+        fs.retries = _S3FS_RETRIES
+        return fs
+
+    def _secrets(self) -> tuple[str, ...]:
+        return tuple(s for s in (self._key, self._secret, self._token) if s)
+
+    def _backend_errors(self) -> tuple[type[BaseException], ...]:
+        import aiohttp
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        return (OSError, BotoCoreError, ClientError, aiohttp.ClientError)
+
+    def _remedy(self) -> str:
+        where = f"endpoint_url {self.endpoint_url}" if self.endpoint_url else "AWS S3"
+        if self.region:
+            where += f", region {self.region}"
+        return (
+            "check the AWS credentials (key/secret, AWS_PROFILE or the environment), "
+            f"that bucket {self.bucket!r} exists, and the endpoint ({where})"
+        )
+
+    def _open_kwargs(self) -> dict[str, Any]:
+        return {"block_size": _READ_BLOCK, "cache_type": "readahead"}
+
+    def put_if_absent(self, key: str, data: bytes | str | os.PathLike[str]) -> bool:
+        """Store ``data`` (bytes or a local file path) at ``key`` unless an object is there.
+
+        Uses a conditional PUT (``If-None-Match: *``): the endpoint itself refuses to
+        replace an existing object, so concurrent writers cannot overwrite each other.
+        Endpoints that answer "not implemented" get a check-then-put instead, which
+        leaves a small race window; endpoints that silently ignore the header (some old
+        S3-compatible servers) cannot be detected and have that same window.
+        """
+        path = self._path(key)
+        source = check_source(data, key) if isinstance(data, str | os.PathLike) else None
+        payload = None if source is not None else bytes(data)  # type: ignore[arg-type]
+        if self.exists(key):
+            return False
+
+        def put(mode: str) -> None:
+            if source is not None:
+                self._fs.put_file(source, path, mode=mode)
+            else:
+                self._fs.pipe_file(path, payload, mode=mode)
+
+        with self._translated("write", key):
+            try:
+                put("create")
+            except FileExistsError:
+                return False
+            except OSError as e:
+                code = _s3_error_code(e)
+                if code == "ConditionalRequestConflict":
+                    return self._await_concurrent_write(key)
+                if code != "NotImplemented":
+                    raise
+                logger.warning(
+                    "store %s: endpoint does not support conditional writes; "
+                    "writing %r after an existence check",
+                    self.url,
+                    key,
+                )
+                if self.exists(key):
+                    return False
+                put("overwrite")
+        return True
+
+    def _await_concurrent_write(self, key: str) -> bool:
+        # S3 answers 409 while another conditional write of the key is in flight; that
+        # writer wins if it completes, so wait to see it land rather than race it.
+        deadline = time.monotonic() + _CONFLICT_WAIT_S
+        while time.monotonic() < deadline:
+            if self.exists(key):
+                return False
+            time.sleep(0.2)
+        raise StoreError(
+            f"a concurrent write of {key!r} to store {self.url} neither completed nor "
+            "released the key; retry the write"
+        )
+
+    def check_access(self) -> None:
+        """List at most one key under the datom root; :class:`StoreError` if that fails."""
+        try:
+            self._fs.call_s3(
+                "list_objects_v2",
+                Bucket=self.bucket,
+                Prefix=self._root[len(self.bucket) + 1 :] + "/",
+                MaxKeys=1,
+            )
+        except FileNotFoundError as e:
+            raise StoreError(
+                f"bucket {self.bucket!r} does not exist at {self.endpoint_url or 'AWS S3'} "
+                f"(store {self.url}); create it or fix the bucket name / endpoint_url"
+            ) from e
+        except PermissionError as e:
+            raise StoreError(
+                f"access denied to store {self.url} ({self._detail(e)}); {self._remedy()}"
+            ) from e
+        except self._backend_errors() as e:
+            raise StoreError(
+                f"cannot reach store {self.url} ({self._detail(e)}); {self._remedy()}"
+            ) from e
+
+
+def _check_bucket(bucket: str) -> str:
+    if not isinstance(bucket, str) or not bucket or "/" in bucket or ":" in bucket:
+        raise InvalidNameError(
+            f"S3 bucket name {bucket!r} is malformed; give the bare bucket name "
+            "(the prefix goes in prefix=)"
+        )
+    return bucket
+
+
+def _check_endpoint(endpoint_url: str | None) -> str | None:
+    if endpoint_url is None:
+        return None
+    parts = urlsplit(endpoint_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise StoreError(f"endpoint_url {parts.scheme}://{parts.hostname} is not an http(s) URL")
+    if parts.username or parts.password:
+        # Refuse rather than strip: a URL is recorded in project.yaml and shown in errors.
+        raise StoreError(
+            "endpoint_url must not embed credentials; pass key=/secret= or use the environment"
+        )
+    return endpoint_url.rstrip("/")
+
+
+def _s3_error_code(error: BaseException) -> str | None:
+    """The S3 error code behind an s3fs-translated exception, if there is one."""
+    seen: BaseException | None = error
+    while seen is not None:
+        response = getattr(seen, "response", None)
+        if isinstance(response, dict):
+            return response.get("Error", {}).get("Code")
+        seen = seen.__cause__ or seen.__context__
+    return None

@@ -1,0 +1,251 @@
+"""The write protocol of STORE.md, step by step.
+
+1. validate the name and parents, hash the table (nothing changed anywhere yet);
+2. build the metadata and classify the change against the current version;
+3. for a ``full`` change, reuse a recorded parquet for the same data or upload a new one;
+4. write the documents, commit, push (a rejected push is redone on the new remote state);
+5. mirror the documents into the store.
+
+Every step is safe to interrupt: re-running the same write converges (see ``_mirror``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from datom_core import _layout as L
+from datom_core._canonical import canonical_json, metadata_sha
+from datom_core._cv1 import TableHash, hash_arrow_table
+from datom_core._documents import (
+    ParentRef,
+    SourceRef,
+    build_metadata,
+    dump,
+    history_entry,
+    load,
+    union_lineage,
+)
+from datom_core._errors import DatomError, GitError, IntegrityError, PushRejectedError
+from datom_core._identity import prepare_table
+from datom_core._mirror import converge_mirror, manifest_with, mirror_table
+from datom_core._names import validate_table_name
+from datom_core._parquet import read_verified, serialized
+from datom_core._records import WriteResult
+
+if TYPE_CHECKING:
+    from datom_core._project import Connection
+
+__all__ = ["WriteRequest", "write_table"]
+
+_MAX_ATTEMPTS = 20
+
+
+@dataclass(frozen=True)
+class WriteRequest:
+    """Everything a write records besides the data."""
+
+    table: str
+    message: str
+    table_type: str = "derived"
+    parents: tuple[ParentRef, ...] = ()
+    source_lineage: tuple[SourceRef, ...] | None = None  # None: derived from the parents
+    custom: Mapping[str, Any] | None = None
+    original_file_sha: str | None = None
+    history_extra: Mapping[str, Any] | None = None  # e.g. original_format, the orchestrator run
+
+
+@dataclass(frozen=True)
+class _Current:
+    metadata: dict[str, Any] | None
+    history: list[dict[str, Any]]
+
+
+def write_table(conn: Connection, request: WriteRequest, data: Any) -> WriteResult:
+    """Record ``data`` as the new version of ``request.table`` (see the module docstring)."""
+    validate_table_name(request.table)
+    _check_custom(request)
+    table = prepare_table(data, table=request.table)
+    table_hash = hash_arrow_table(table)
+    repo = conn.repo
+    with repo.lock():
+        for _ in range(_MAX_ATTEMPTS):
+            repo.fetch_and_reset()
+            result = _attempt(conn, request, table, table_hash)
+            if result is not None:
+                return result
+    raise PushRejectedError(
+        f"table {request.table!r}: the remote kept moving; gave up after {_MAX_ATTEMPTS} attempts. "
+        "Nothing was recorded; retry the write."
+    )
+
+
+def _attempt(
+    conn: Connection, req: WriteRequest, table: pa.Table, th: TableHash
+) -> WriteResult | None:
+    """One try on top of the freshly fetched remote state; None when the push lost a race."""
+    repo = conn.repo
+    current = _read_current(conn, req.table)
+    draft = _metadata(conn, req, table, th, parquet_sha="", size_bytes=None)
+    version = metadata_sha(draft)
+    if current.metadata is not None and metadata_sha(current.metadata) == version:
+        converge_mirror(conn, req.table)
+        return WriteResult(
+            req.table, "none", version, th.data_sha, current.metadata.get("parquet_sha", ""), None
+        )
+
+    same_data = current.metadata is not None and current.metadata["data_sha"] == th.data_sha
+    if same_data:
+        parquet_sha = current.metadata.get("parquet_sha", "")
+        size, uploaded = current.metadata.get("size_bytes"), False
+    else:
+        parquet_sha, size, uploaded = _store_parquet(conn, req.table, table, th, current.history)
+    checkpoint("uploaded")
+
+    known = next((h for h in current.history if h.get("version") == version), None)
+    metadata_bytes = _known_snapshot(conn, req.table, version) if known else None
+    if metadata_bytes is None:
+        final = _metadata(conn, req, table, th, parquet_sha=parquet_sha, size_bytes=size)
+        metadata_bytes = dump(final)
+    history = current.history
+    if known is None:  # the dedup guard: a version appears in the history once
+        author = str(repo.default_author())
+        entry = history_entry(
+            load(metadata_bytes, key=L.git_metadata(req.table)),
+            author=author,
+            commit_message=req.message,
+            extra=req.history_extra,
+        )
+        history = [entry, *history]
+    history_bytes = dump(history)
+    manifest_bytes = manifest_with(conn, req.table, load(metadata_bytes, key="metadata"), history)
+    files = {
+        L.git_metadata(req.table): metadata_bytes,
+        L.git_history(req.table): history_bytes,
+        L.MANIFEST: manifest_bytes,
+    }
+    commit = repo.commit(files, req.message)
+    checkpoint("committed")
+    try:
+        repo.push()
+    except PushRejectedError:
+        return None
+    except GitError:
+        _undo(conn, req.table, th.data_sha, uploaded)
+        raise
+    checkpoint("pushed")
+    mirror_table(conn, req.table, version, metadata_bytes, history_bytes, manifest_bytes)
+    checkpoint("mirrored")
+    change = "metadata_only" if same_data else "full"
+    return WriteResult(req.table, change, version, th.data_sha, parquet_sha, commit, uploaded)
+
+
+def _metadata(
+    conn: Connection,
+    req: WriteRequest,
+    table: pa.Table,
+    th: TableHash,
+    *,
+    parquet_sha: str,
+    size_bytes: int | None,
+) -> dict[str, Any]:
+    lineage = req.source_lineage if req.source_lineage is not None else union_lineage(req.parents)
+    return build_metadata(
+        table_hash=th,
+        colnames=table.column_names,
+        parquet_sha=parquet_sha,
+        table_type=req.table_type,
+        datom_version=conn.datom_version,
+        parents=req.parents,
+        source_lineage=lineage,
+        original_file_sha=req.original_file_sha,
+        size_bytes=size_bytes,
+        custom=req.custom,
+    )
+
+
+def _read_current(conn: Connection, table: str) -> _Current:
+    raw_meta = conn.repo.read(L.git_metadata(table))
+    raw_hist = conn.repo.read(L.git_history(table))
+    metadata = load(raw_meta, key=L.git_metadata(table)) if raw_meta is not None else None
+    history = load(raw_hist, key=L.git_history(table)) if raw_hist is not None else []
+    return _Current(metadata, list(history))
+
+
+def _store_parquet(
+    conn: Connection,
+    table_name: str,
+    table: pa.Table,
+    th: TableHash,
+    history: Sequence[Mapping[str, Any]],
+) -> tuple[str, int | None, bool]:
+    """Step 3: (parquet_sha, size_bytes, uploaded) for new data."""
+    store, key = conn.store, L.store_parquet(table_name, th.data_sha)
+    recorded = next(
+        (h for h in history if h.get("data_sha") == th.data_sha and h.get("parquet_sha")), None
+    )
+    if recorded is not None:
+        # Re-serialising could change the bytes and break that version's pin: reuse them.
+        size = recorded.get("size_bytes")
+        return recorded["parquet_sha"], size if size is not None else store.size(key), False
+    with serialized(table) as sp:
+        if store.put_if_absent(key, sp.path):
+            return sp.parquet_sha, sp.size_bytes, True
+    # An object nobody recorded (an interrupted or concurrent write): keep it if it holds our data.
+    existing = store.sha256(key)
+    stored = read_verified(store, key, existing)
+    if hash_arrow_table(stored).data_sha != th.data_sha:
+        raise IntegrityError(
+            f"table {table_name!r}: {key} in {store.url} holds other data than its name says; "
+            "no recorded version pins it. Delete that object and write again.",
+            key=key,
+            expected=th.data_sha,
+            actual=hash_arrow_table(stored).data_sha,
+        )
+    return existing, store.size(key), False
+
+
+def _known_snapshot(conn: Connection, table: str, version: str) -> bytes | None:
+    """The stored bytes of a version already in the history (a revert), if intact."""
+    try:
+        raw = conn.store.read_bytes(L.store_snapshot(table, version))
+    except DatomError:
+        return None
+    try:
+        return raw if metadata_sha(load(raw, key="snapshot")) == version else None
+    except IntegrityError:
+        return None
+
+
+def _undo(conn: Connection, table: str, data_sha: str, uploaded: bool) -> None:
+    """A push the remote refused: leave git and the store as they were before this write."""
+    conn.repo.fetch_and_reset()
+    if uploaded:
+        conn.store.delete(L.store_parquet(table, data_sha))
+
+
+def _check_custom(req: WriteRequest) -> None:
+    if req.custom is None:
+        return
+    if not isinstance(req.custom, Mapping):
+        raise DatomError(
+            f"table {req.table!r}: metadata= must be a dict of JSON values, not {type(req.custom).__name__}"
+        )
+    try:
+        canonical_json({"custom": req.custom})
+    except TypeError as e:
+        raise DatomError(f"table {req.table!r}: metadata= is not JSON: {e}") from e
+
+
+def checkpoint(step: str) -> None:
+    """Crash-test hook: ``DATOM_CRASH_AT=<step>`` kills the process here with SIGKILL.
+
+    Used by the crash-safety tests to stop a writer at each step boundary; a no-op otherwise.
+    """
+    if os.environ.get("DATOM_CRASH_AT") == step:
+        os.kill(os.getpid(), signal.SIGKILL)

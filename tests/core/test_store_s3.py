@@ -1,0 +1,250 @@
+"""S3-only store behaviour, against a real moto server on loopback."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import pickle
+import socket
+import subprocess
+import sys
+import urllib.request
+import uuid
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from datom_core._errors import DatomError, NotFoundError, StoreError
+from datom_core._store import S3Store, store_from_description, store_from_url
+
+LEAKY_KEY = "AKIALEAKCHECK0000001"
+LEAKY_SECRET = "s3cr3t-leak-check-value"
+LEAKY_TOKEN = "t0ken-leak-check-value"
+
+
+def _closed_loopback_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _messages(error: BaseException) -> str:
+    """Every message in an exception chain, as a caller or a log would see them."""
+    parts = []
+    seen: BaseException | None = error
+    while seen is not None:
+        parts.append(f"{type(seen).__name__}: {seen}")
+        seen = seen.__cause__ or seen.__context__
+    return "\n".join(parts)
+
+
+def _set_moto_auth(endpoint: str, free_requests: str) -> None:
+    request = urllib.request.Request(
+        f"{endpoint}/moto-api/reset-auth",
+        data=free_requests.encode(),
+        method="POST",
+        headers={"Content-Type": "application/octet-stream"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert json.loads(response.read())["status"] == "ok"
+
+
+@pytest.fixture
+def iam_credentials(s3_endpoint: str, s3_bucket: str) -> Iterator[tuple[str, str]]:
+    """Real IAM credentials on moto, with moto's request authentication switched on.
+
+    moto accepts any credentials by default; with authentication on it checks the access
+    key id and the SigV4 signature like AWS does. Switched off again afterwards (the
+    setting is process-wide, and tests in one worker run one at a time).
+    """
+    import boto3
+
+    iam = boto3.client("iam", endpoint_url=s3_endpoint, region_name="us-east-1")
+    try:
+        user = f"datom-{uuid.uuid4().hex[:12]}"
+        iam.create_user(UserName=user)
+        iam.put_user_policy(
+            UserName=user,
+            PolicyName="everything",
+            PolicyDocument=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}],
+                }
+            ),
+        )
+        access = iam.create_access_key(UserName=user)["AccessKey"]
+    finally:
+        iam.close()
+    _set_moto_auth(s3_endpoint, "0")
+    try:
+        yield access["AccessKeyId"], access["SecretAccessKey"]
+    finally:
+        _set_moto_auth(s3_endpoint, "inf")
+
+
+@pytest.mark.timeout(60)
+def test_unreachable_endpoint_is_a_store_error(s3_endpoint: str) -> None:
+    endpoint = f"http://127.0.0.1:{_closed_loopback_port()}"
+    store = S3Store("some-bucket", prefix="proj", endpoint_url=endpoint)
+    calls = [
+        store.check_access,
+        lambda: store.read_bytes("dm/x.parquet"),
+        lambda: store.exists("dm/x.parquet"),
+        lambda: store.write_bytes("dm/x.parquet", b"x"),
+    ]
+    for call in calls:
+        with pytest.raises(StoreError) as caught:
+            call()
+        assert isinstance(caught.value, DatomError)
+        assert not isinstance(caught.value, NotFoundError)
+        assert store.url in str(caught.value)
+        assert endpoint in str(caught.value)
+
+
+def test_missing_bucket_is_a_store_error_naming_it(s3_endpoint: str) -> None:
+    store = S3Store(f"datom-absent-{uuid.uuid4().hex[:12]}", endpoint_url=s3_endpoint)
+    with pytest.raises(StoreError, match=rf"bucket '{store.bucket}' does not exist"):
+        store.check_access()
+    for call in (
+        lambda: store.write_bytes("k", b"x"),
+        lambda: store.put_if_absent("k", b"x"),
+        lambda: store.list(),
+    ):
+        with pytest.raises(StoreError) as caught:
+            call()
+        assert not isinstance(caught.value, NotFoundError)
+        assert store.bucket in str(caught.value)
+
+
+def test_wrong_credentials_are_a_store_error(
+    s3_endpoint: str, s3_bucket: str, iam_credentials: tuple[str, str]
+) -> None:
+    key, secret = iam_credentials
+    good = S3Store(s3_bucket, prefix="proj", endpoint_url=s3_endpoint, key=key, secret=secret)
+    good.check_access()
+    good.write_bytes("dm/x.parquet", b"allowed")
+    assert good.read_bytes("dm/x.parquet") == b"allowed"
+
+    wrong_secret = S3Store(
+        s3_bucket, prefix="proj", endpoint_url=s3_endpoint, key=key, secret=LEAKY_SECRET
+    )
+    unknown_key = S3Store(
+        s3_bucket, prefix="proj", endpoint_url=s3_endpoint, key=LEAKY_KEY, secret=secret
+    )
+    for store in (wrong_secret, unknown_key):
+        for call in (
+            store.check_access,
+            lambda s=store: s.read_bytes("dm/x.parquet"),
+            lambda s=store: s.write_bytes("dm/y.parquet", b"denied"),
+        ):
+            with pytest.raises(StoreError, match="credentials") as caught:
+                call()
+            assert not isinstance(caught.value, NotFoundError)
+            for leaked in (secret, LEAKY_SECRET, LEAKY_KEY):
+                assert leaked not in _messages(caught.value)
+    assert good.list() == ["dm/x.parquet"]
+
+
+def test_credentials_never_appear_in_url_repr_description_or_errors(
+    s3_endpoint: str, s3_bucket: str
+) -> None:
+    store = S3Store(
+        s3_bucket,
+        prefix="proj",
+        endpoint_url=s3_endpoint,
+        key=LEAKY_KEY,
+        secret=LEAKY_SECRET,
+        token=LEAKY_TOKEN,
+    )
+    store.write_bytes("dm/x.parquet", b"x")  # moto accepts any credentials by default
+    shown = [store.url, repr(store), str(store), json.dumps(store.describe())]
+    with pytest.raises(NotFoundError) as missing:
+        store.read_bytes("dm/absent.parquet")
+    shown.append(_messages(missing.value))
+    unreachable = S3Store(
+        s3_bucket,
+        endpoint_url=f"http://127.0.0.1:{_closed_loopback_port()}",
+        key=LEAKY_KEY,
+        secret=LEAKY_SECRET,
+        token=LEAKY_TOKEN,
+    )
+    with pytest.raises(StoreError) as failed:
+        unreachable.check_access()
+    shown.append(_messages(failed.value))
+    for text in shown:
+        for secret in (LEAKY_KEY, LEAKY_SECRET, LEAKY_TOKEN):
+            assert secret not in text
+
+
+def test_describe_records_the_address_only(s3_endpoint: str, s3_bucket: str) -> None:
+    store = S3Store(s3_bucket, prefix="/team/proj/", endpoint_url=s3_endpoint, region="eu-west-1")
+    assert store.url == f"s3://{s3_bucket}/team/proj/datom"
+    assert store.describe() == {
+        "type": "s3",
+        "bucket": s3_bucket,
+        "prefix": "team/proj",
+        "endpoint_url": s3_endpoint,
+        "region": "eu-west-1",
+    }
+    assert store_from_description(store.describe()).url == store.url
+
+
+def test_keys_land_under_prefix_datom(s3_endpoint: str, s3_bucket: str, s3_admin: Any) -> None:
+    store = store_from_url(f"s3://{s3_bucket}/team/proj", endpoint_url=s3_endpoint)
+    assert isinstance(store, S3Store)
+    store.write_bytes("dm/abc.parquet", b"x")
+    store.write_bytes(".metadata/manifest.json", b"{}")
+    listed = s3_admin.list_objects_v2(Bucket=s3_bucket)["Contents"]
+    assert sorted(o["Key"] for o in listed) == [
+        "team/proj/datom/.metadata/manifest.json",
+        "team/proj/datom/dm/abc.parquet",
+    ]
+    no_prefix = store_from_url(f"s3://{s3_bucket}", endpoint_url=s3_endpoint)
+    assert no_prefix.url == f"s3://{s3_bucket}/datom"
+    assert no_prefix.list() == []
+
+
+def test_credentials_in_urls_are_refused(s3_endpoint: str) -> None:
+    with pytest.raises(StoreError) as caught:
+        S3Store("bucket-x", endpoint_url="http://user:hunter2@127.0.0.1:9")
+    assert "hunter2" not in str(caught.value)
+    with pytest.raises(StoreError) as caught:
+        store_from_url("s3://AKIAX:hunter2@bucket-x/proj")
+    assert "hunter2" not in str(caught.value)
+
+
+def test_a_pickled_store_works_in_another_process(s3_endpoint: str, s3_bucket: str) -> None:
+    store = S3Store(s3_bucket, prefix="proj", endpoint_url=s3_endpoint)
+    assert not store.exists("dm/child.parquet")  # the parent's filesystem is live now
+    child = (
+        "import pickle, sys\n"
+        "store = pickle.loads(sys.stdin.buffer.read())\n"
+        "store.write_bytes('dm/child.parquet', b'from another process')\n"
+    )
+    subprocess.run([sys.executable, "-c", child], input=pickle.dumps(store), check=True, timeout=60)
+    assert store.exists("dm/child.parquet")
+    assert store.read_bytes("dm/child.parquet") == b"from another process"
+
+
+def _write_in_child(store: S3Store) -> None:
+    store.write_bytes("dm/forked.parquet", b"from a forked child")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(sys.platform == "win32", reason="fork() does not exist on Windows")
+def test_a_store_keeps_working_after_fork(s3_endpoint: str, s3_bucket: str) -> None:
+    store = S3Store(s3_bucket, prefix="proj", endpoint_url=s3_endpoint)
+    store.write_bytes("dm/parent.parquet", b"x")  # binds the filesystem to this process
+    with warnings.catch_warnings():
+        # Python >= 3.12 warns about fork() in a threaded process (moto runs in a thread
+        # here); the child only talks HTTP, which is what this test is about.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        child = multiprocessing.get_context("fork").Process(target=_write_in_child, args=(store,))
+        child.start()
+    child.join(50)
+    assert child.exitcode == 0
+    assert store.read_bytes("dm/forked.parquet") == b"from a forked child"
+    assert store.read_bytes("dm/parent.parquet") == b"x"
