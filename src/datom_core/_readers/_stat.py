@@ -1,0 +1,181 @@
+"""SAS (sas7bdat, xpt), SPSS (sav, zsav, por) and Stata (dta) files through pyreadstat.
+
+The file is read in chunks of rows, each chunk converted to Arrow before the next is
+read, so the Python objects pyreadstat makes never hold more than one chunk. Values come
+out as follows:
+
+* numbers: ``float64`` (SAS and SPSS store only doubles), ``int64`` for Stata's integer
+  storage types; missing values (``.``, ``.A``-``.Z``, ``._``, SPSS user-missing) are null.
+* dates, datetimes and times (by the variable's display format, as pyreadstat decides):
+  ``date32``, ``timestamp[us]`` and ``time64[us]``; never the raw number.
+* strings: ``string``. These formats have no missing string, only the empty string, so
+  an empty string becomes null, in every chunk and every format alike.
+* value labels and other variable metadata are not applied: the stored codes are the data.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyreadstat
+
+from datom_core._readers._common import Source, check_column_names
+
+#: Cells per chunk: bounds the Python objects alive at once (a few hundred MB at most).
+CELLS_PER_CHUNK = 2_000_000
+
+_READ_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "sas7bdat": pyreadstat.read_sas7bdat,
+    "xpt": pyreadstat.read_xport,
+    "sav": pyreadstat.read_sav,
+    "zsav": pyreadstat.read_sav,
+    "por": pyreadstat.read_por,
+    "dta": pyreadstat.read_dta,
+}
+_FAMILY = {"sas7bdat": "sas", "xpt": "sas", "sav": "spss", "zsav": "spss", "por": "spss"}
+_INTEGER_STORAGE = {"int8", "int16", "int32"}
+_ERRORS = (
+    pyreadstat.ReadstatError,
+    pyreadstat.PyreadstatError,
+    OSError,
+    ValueError,
+    OverflowError,
+    UnicodeError,
+    pa.ArrowException,
+)
+
+
+def read_statistical(source: Source, *, chunk_rows: int | None = None) -> pa.Table:
+    """Read a SAS, SPSS or Stata file into a table (see the module docstring for types).
+
+    ``chunk_rows`` overrides the number of rows read per chunk (default: about
+    :data:`CELLS_PER_CHUNK` cells).
+    """
+    read = _READ_FUNCTIONS[source.fmt]
+    with source.local_path() as path:
+        try:
+            _, meta = read(path, metadataonly=True, output_format="dict")
+        except _ERRORS as e:
+            raise source.corrupt(e) from e
+        names = list(meta.column_names)
+        check_column_names(source, names)
+        columns = {
+            name: _Column(
+                storage=meta.readstat_variable_types[name],
+                display_format=meta.original_variable_types.get(name) or "",
+                family=_FAMILY.get(source.fmt, "stata"),
+            )
+            for name in names
+        }
+        rows = chunk_rows or max(1, CELLS_PER_CHUNK // len(names))
+        try:
+            for chunk in _chunks(read, path, meta.number_rows, rows):
+                for name, column in columns.items():
+                    column.add(chunk[name])
+            arrays = [column.finish() for column in columns.values()]
+        except _ERRORS as e:
+            raise source.corrupt(e) from e
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def _chunks(
+    read: Callable[..., Any], path: str, number_rows: int | None, rows: int
+) -> Iterator[dict[str, list[Any]]]:
+    if number_rows:
+        for data, _ in pyreadstat.read_file_in_chunks(
+            read, path, chunksize=rows, output_format="dict"
+        ):
+            yield data
+        return
+    # xpt and por do not record their row count, and read_file_in_chunks never stops on
+    # them with dict output (an empty dict chunk still has a non-zero len): page by hand.
+    offset = 0
+    while True:
+        data, _ = read(path, row_offset=offset, row_limit=rows, output_format="dict")
+        got = len(next(iter(data.values()), []))
+        if got:
+            yield data
+        if got < rows:
+            return
+        offset += got
+
+
+class _Column:
+    """Arrow chunks of one variable, given one common type when the file is read."""
+
+    def __init__(self, storage: str, display_format: str, family: str) -> None:
+        self._storage = storage
+        self._format = display_format
+        self._family = family
+        self._chunks: list[pa.Array] = []
+
+    def add(self, values: list[Any]) -> None:
+        if self._storage == "string":
+            array = pa.array(values, type=pa.string())
+            empty = pc.fill_null(pc.equal(array, ""), False)
+            self._chunks.append(pc.if_else(empty, pa.scalar(None, pa.string()), array))
+        else:
+            # Infer: pyreadstat hands over date/datetime/time objects for temporal formats.
+            self._chunks.append(pa.array(values))
+
+    def finish(self) -> pa.ChunkedArray:
+        target = next((c.type for c in self._chunks if c.type != pa.null()), None)
+        if target is None:  # every value missing: the type comes from the metadata alone
+            target = self._type_without_values()
+        elif pa.types.is_integer(target) and self._storage not in _INTEGER_STORAGE:
+            target = pa.float64()  # a double variable whose values all happen to be whole
+        return pa.chunked_array([c.cast(target) for c in self._chunks], type=target)
+
+    def _type_without_values(self) -> pa.DataType:
+        if self._storage == "string":
+            return pa.string()
+        kind = temporal_kind(self._format, self._family)
+        if kind is not None:
+            return kind
+        return pa.int64() if self._storage in _INTEGER_STORAGE else pa.float64()
+
+
+# Display formats that pyreadstat reads as dates, datetimes and times (names without
+# width or decimals). Only needed for a temporal column whose values are all missing.
+_SAS_DATE = {"DATE", "WEEKDATE", "WEEKDATX", "DTDATE", "IS8601DA", "E8601DA", "B8601DA"}
+_SAS_DATE_PREFIXES = ("DDMMYY", "MMDDYY", "YYMMDD")
+_SAS_DATETIME = {"DATETIME", "E8601DT", "IS8601DT", "B8601DT", "B8601DN", "DATEAMPM", "MDYAMPM"}
+_SAS_TIME = {"TIME", "HHMM", "TOD", "TIMEAMPM", "IS8601TM", "E8601TM", "B8601TM"}
+_SPSS_DATE = {"DATE", "ADATE", "EDATE", "JDATE", "SDATE"}
+_SPSS_DATETIME = {"DATETIME", "YMDHMS"}
+_SPSS_TIME = {"TIME", "DTIME"}
+_STATA_DATE = {"%td", "%d", "%tdD_m_Y", "%tdCCYY-NN-DD"}
+_STATA_DATETIME = {"%tc", "%tC"}
+_STATA_TIME = {"%tcHH:MM:SS", "%tcHH:MM"}
+_FORMAT_NAME = re.compile(r"^([A-Z][A-Z0-9]*[A-Z])(\d+)?(\.\d*)?$")
+
+_DATE, _TIMESTAMP, _TIME = pa.date32(), pa.timestamp("us"), pa.time64("us")
+
+
+def temporal_kind(display_format: str, family: str) -> pa.DataType | None:
+    """The Arrow type of a variable with this display format, if it is a date or time."""
+    if family == "stata":
+        if display_format in _STATA_DATE:
+            return _DATE
+        if display_format in _STATA_DATETIME:
+            return _TIMESTAMP
+        return _TIME if display_format in _STATA_TIME else None
+    match = _FORMAT_NAME.match(display_format.upper())
+    if match is None:
+        return None
+    name = match.group(1)
+    if family == "spss":
+        dates, datetimes, times = _SPSS_DATE, _SPSS_DATETIME, _SPSS_TIME
+    else:
+        dates, datetimes, times = _SAS_DATE, _SAS_DATETIME, _SAS_TIME
+        if name[:6] in _SAS_DATE_PREFIXES and len(name) <= 7:
+            return _DATE
+    if name in dates:
+        return _DATE
+    if name in datetimes:
+        return _TIMESTAMP
+    return _TIME if name in times else None

@@ -1,0 +1,141 @@
+"""Delimited text (csv, tsv, psv, txt) through ``pyarrow.csv``.
+
+pyarrow parses numbers with correct rounding and infers one type per column. The file is
+streamed block by block (``open_csv``), so memory holds the Arrow table and one block of
+text rather than the whole text. ``open_csv`` fixes each column's type from the first
+block; when a later block does not fit that type (an integer column that turns decimal,
+a column empty in the first block) the file is read again with ``read_csv``, which widens
+a column's type across all blocks. Both use pyarrow's default null handling: in a string
+column an empty field is the empty string ``""``, in other columns it is null.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from datom_core._errors import OnboardingError
+from datom_core._readers._common import Source, check_column_names
+
+#: Bytes of text per block. Large, so that type inference on the first block usually
+#: sees the whole file; larger files fall back to ``read_csv`` only on a type change.
+BLOCK_SIZE = 16 << 20
+
+#: txt delimiters, in order of preference when the first line holds as many of each.
+TXT_DELIMITERS = (",", "\t", "|", ";")
+
+_FIXED_DELIMITERS = {"csv": ",", "tsv": "\t", "psv": "|"}
+_SNIFF_BYTES = 1 << 20
+
+
+def read_delimited(source: Source, *, block_size: int | None = None) -> pa.Table:
+    """Read a delimited text file whole into a table (streamed; see the module docstring)."""
+    delimiter = _FIXED_DELIMITERS.get(source.fmt) or sniff_delimiter(source)
+    size = block_size or BLOCK_SIZE
+    try:
+        return _require_utf8(source, stream_delimited(source, delimiter, block_size=size))
+    except pa.ArrowInvalid:
+        # A later block did not fit the first block's types (or the text is malformed,
+        # which read_csv reports again below): read_csv infers across every block.
+        pass
+    try:
+        with _input(source) as src:
+            table = pacsv.read_csv(
+                src,
+                read_options=pacsv.ReadOptions(block_size=size),
+                parse_options=_parse_options(delimiter),
+            )
+    except (pa.ArrowException, OSError, UnicodeError) as e:
+        raise _text_error(source, e) from e
+    check_column_names(source, table.column_names)
+    return _require_utf8(source, table)
+
+
+def stream_delimited(source: Source, delimiter: str, *, block_size: int) -> pa.Table:
+    """Stream the file with ``open_csv``, typing every column from the first block.
+
+    Raises ``pyarrow.ArrowInvalid`` when a later block does not convert to those types;
+    other failures are :class:`~datom_core.OnboardingError`.
+    """
+    try:
+        with _input(source) as src:
+            try:
+                reader = pacsv.open_csv(
+                    src,
+                    read_options=pacsv.ReadOptions(block_size=block_size),
+                    parse_options=_parse_options(delimiter),
+                )
+            except pa.ArrowInvalid as e:  # the header or the first block is malformed
+                raise _text_error(source, e) from e
+            # Refuse bad headers before converting a possibly large body.
+            check_column_names(source, reader.schema.names)
+            batches = list(reader)  # ArrowInvalid here: a later block; the caller retries
+    except pa.ArrowInvalid:
+        raise
+    except (pa.ArrowException, OSError, UnicodeError) as e:
+        raise _text_error(source, e) from e
+    return pa.Table.from_batches(batches, schema=reader.schema)
+
+
+def sniff_delimiter(source: Source) -> str:
+    """The delimiter of a ``.txt`` file, guessed from its first line.
+
+    Counts ``,`` ``\\t`` ``|`` ``;`` outside double quotes on the first line and takes the
+    most frequent; ties go to the earlier one in that order. A first line holding none of
+    them is a one-column file, read with ``,``.
+    """
+    try:
+        with source.open() as handle:
+            head = handle.read(_SNIFF_BYTES)
+    except OSError as e:
+        raise _text_error(source, e) from e
+    line = head.split(b"\n", 1)[0].decode("utf-8", errors="replace").lstrip("\ufeff")
+    counts = dict.fromkeys(TXT_DELIMITERS, 0)
+    quoted = False
+    for char in line:
+        if char == '"':
+            quoted = not quoted
+        elif not quoted and char in counts:
+            counts[char] += 1
+    best = max(TXT_DELIMITERS, key=lambda d: counts[d])  # max keeps the first of equals
+    return best if counts[best] else ","
+
+
+def _require_utf8(source: Source, table: pa.Table) -> pa.Table:
+    # pyarrow types a column of non-UTF-8 text as binary rather than failing.
+    for field in table.schema:
+        if pa.types.is_binary(field.type) or pa.types.is_large_binary(field.type):
+            raise source.fail(
+                f"column {field.name!r} is not valid UTF-8 text",
+                "save the file as UTF-8 (or convert it once to parquet) and onboard it again",
+            )
+    return table
+
+
+def _parse_options(delimiter: str) -> pacsv.ParseOptions:
+    # Free-text fields of EDC exports often hold line breaks inside quotes.
+    return pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=True)
+
+
+def _input(source: Source) -> AbstractContextManager[Any]:
+    # A local path goes to pyarrow as is, so that it reads with its own (faster) file I/O.
+    if source.is_local:
+        return nullcontext(source.path)
+    return source.open()
+
+
+def _text_error(source: Source, error: BaseException) -> OnboardingError:
+    message = str(error)
+    if "UTF8" in message or isinstance(error, UnicodeError):
+        return source.fail(
+            f"the text is not valid UTF-8 ({message})",
+            "save the file as UTF-8 (or convert it once to parquet) and onboard it again",
+        )
+    if "Empty CSV file" in message:
+        return source.fail(
+            "the file holds no header line", "export the table again with its header row"
+        )
+    return source.corrupt(error)
