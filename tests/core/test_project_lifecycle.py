@@ -132,7 +132,7 @@ def test_lineage_across_tables_and_projects(tmp_path) -> None:
     ext = raw.parent("dm")
     adsl = conn.write("adsl", frame(seed=3), parents=[ext])
     adae = conn.write("adae", frame(seed=4), parents=["adsl"])
-    meta = conn.metadata("adae")
+    meta = conn.metadata("adae", adae.version)
     assert meta["parents"] == [
         {"source": "ANALYSIS", "table": "adsl", "version": adsl.version, "data_sha": adsl.data_sha}
     ]
