@@ -103,3 +103,4 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
 
 # Smart-HTTP git server fixture (tests/gitserver.py).
 from tests.gitserver import git_http_server  # noqa: E402, F401
+from tests.s3util import iam_credentials  # noqa: E402, F401

@@ -5,29 +5,21 @@ from __future__ import annotations
 import json
 import multiprocessing
 import pickle
-import socket
 import subprocess
 import sys
-import urllib.request
 import uuid
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from datom_core._errors import DatomError, NotFoundError, StoreError
 from datom_core._store import S3Store, store_from_description, store_from_url
+from tests.s3util import closed_loopback_port as _closed_loopback_port
 
 LEAKY_KEY = "AKIALEAKCHECK0000001"
 LEAKY_SECRET = "s3cr3t-leak-check-value"
 LEAKY_TOKEN = "t0ken-leak-check-value"
-
-
-def _closed_loopback_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _messages(error: BaseException) -> str:
@@ -38,51 +30,6 @@ def _messages(error: BaseException) -> str:
         parts.append(f"{type(seen).__name__}: {seen}")
         seen = seen.__cause__ or seen.__context__
     return "\n".join(parts)
-
-
-def _set_moto_auth(endpoint: str, free_requests: str) -> None:
-    request = urllib.request.Request(
-        f"{endpoint}/moto-api/reset-auth",
-        data=free_requests.encode(),
-        method="POST",
-        headers={"Content-Type": "application/octet-stream"},
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        assert json.loads(response.read())["status"] == "ok"
-
-
-@pytest.fixture
-def iam_credentials(s3_endpoint: str, s3_bucket: str) -> Iterator[tuple[str, str]]:
-    """Real IAM credentials on moto, with moto's request authentication switched on.
-
-    moto accepts any credentials by default; with authentication on it checks the access
-    key id and the SigV4 signature like AWS does. Switched off again afterwards (the
-    setting is process-wide, and tests in one worker run one at a time).
-    """
-    import boto3
-
-    iam = boto3.client("iam", endpoint_url=s3_endpoint, region_name="us-east-1")
-    try:
-        user = f"datom-{uuid.uuid4().hex[:12]}"
-        iam.create_user(UserName=user)
-        iam.put_user_policy(
-            UserName=user,
-            PolicyName="everything",
-            PolicyDocument=json.dumps(
-                {
-                    "Version": "2012-10-17",
-                    "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}],
-                }
-            ),
-        )
-        access = iam.create_access_key(UserName=user)["AccessKey"]
-    finally:
-        iam.close()
-    _set_moto_auth(s3_endpoint, "0")
-    try:
-        yield access["AccessKeyId"], access["SecretAccessKey"]
-    finally:
-        _set_moto_auth(s3_endpoint, "inf")
 
 
 @pytest.mark.timeout(60)
