@@ -49,6 +49,8 @@ from ._git_remote import DEFAULT_TOKEN_ENV, GitCredentials, normalize_remote
 
 __all__ = ["Author", "CommitInfo", "GitCredentials", "MetadataRepo"]
 
+_FETCH_ATTEMPTS = 20
+
 
 @dataclass(frozen=True)
 class Author:
@@ -395,9 +397,18 @@ class MetadataRepo:
                 s for n, s in refs.items() if n.startswith(gi.HEADS) and s not in r.object_store
             ]
 
-        with gi.remote_errors(remote, "fetch from"):
-            result = remote.client.fetch(remote.path, r, determine_wants=wants)
-        heads = {n: s for n, s in result.refs.items() if n.startswith(gi.HEADS) and s is not None}
+        # A push landing mid-fetch can make the advertised refs newer than the pack we got
+        # (seen with local remotes): fetch again until every advertised head is present.
+        for _ in range(_FETCH_ATTEMPTS):
+            with gi.remote_errors(remote, "fetch from"):
+                result = remote.client.fetch(remote.path, r, determine_wants=wants)
+            heads = {
+                n: s for n, s in result.refs.items() if n.startswith(gi.HEADS) and s is not None
+            }
+            if all(s in r.object_store for s in heads.values()):
+                break
+        else:
+            raise GitError(f"fetch from {remote.url} kept racing concurrent pushes; retry")
         for name, sha in heads.items():
             r.refs[gi.tracking_ref(name)] = sha
         for stale in r.refs.keys(base=gi.TRACKING) - {n[len(gi.HEADS) :] for n in heads}:
