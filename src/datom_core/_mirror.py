@@ -90,10 +90,15 @@ def _write_mirror(
     manifest_bytes: bytes,
 ) -> None:
     # Order matters for readers: the snapshot exists before anything names the version.
+    from datom_core._write import checkpoint
+
     store = conn.store
     store.put_if_absent(L.store_snapshot(table, version), metadata_bytes)
+    checkpoint("mirror:snapshot")
     store.write_bytes(L.store_history(table), history_bytes)
+    checkpoint("mirror:history")
     store.write_bytes(L.store_metadata(table), metadata_bytes)
+    checkpoint("mirror:metadata")
     store.write_bytes(L.STORE_MANIFEST, manifest_bytes)
 
 

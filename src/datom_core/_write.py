@@ -58,6 +58,9 @@ class WriteRequest:
     custom: Mapping[str, Any] | None = None
     original_file_sha: str | None = None
     history_extra: Mapping[str, Any] | None = None  # e.g. original_format, the orchestrator run
+    # An onboarded file: source_lineage is this table's own data (its data_sha is only
+    # known once the table is hashed, inside the write).
+    self_lineage: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,7 @@ def write_table(conn: Connection, request: WriteRequest, data: Any) -> WriteResu
     _check_custom(request)
     table = prepare_table(data, table=request.table)
     table_hash = hash_arrow_table(table)
+    checkpoint("hashed")
     repo = conn.repo
     with repo.lock():
         for _ in range(_MAX_ATTEMPTS):
@@ -154,7 +158,12 @@ def _metadata(
     parquet_sha: str,
     size_bytes: int | None,
 ) -> dict[str, Any]:
-    lineage = req.source_lineage if req.source_lineage is not None else union_lineage(req.parents)
+    if req.self_lineage:
+        lineage: Sequence[SourceRef] = (SourceRef(conn.project_name, req.table, th.data_sha),)
+    elif req.source_lineage is not None:
+        lineage = req.source_lineage
+    else:
+        lineage = union_lineage(req.parents)
     return build_metadata(
         table_hash=th,
         colnames=table.column_names,
