@@ -137,9 +137,19 @@ def column_problem(name: object, column: pa.ChunkedArray) -> str | None:
 
 
 def _has_nul(column: pa.ChunkedArray) -> bool:
-    if len(column) == 0:
-        return False
-    return bool(pc.any(pc.match_substring(column, "\0")).as_py())
+    if pa.types.is_string_view(column.type):
+        column = column.cast(pa.large_string())
+    for chunk in column.chunks:
+        if len(chunk) == 0:
+            continue
+        width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=width)
+        first, last = int(offsets[chunk.offset]), int(offsets[chunk.offset + len(chunk)])
+        data = chunk.buffers()[2]
+        # Bytes under null slots may be anything; only refuse when a present value holds NUL.
+        if data is not None and last > first and np.frombuffer(data, np.uint8)[first:last].min() == 0:
+            return bool(pc.any(pc.match_substring(chunk, "\0")).as_py())
+    return False
 
 
 def hash_arrow_table(table: pa.Table, *, threads: int | None = None) -> TableHash:

@@ -1,0 +1,84 @@
+"""write/read overhead against plain pyarrow, measured in one run (ratios only).
+
+Prints, for a 1,000,000-row mixed table on the local store:
+  write / (hash_table + pyarrow.parquet.write_table)        target <= 1.5
+  read  / pyarrow.parquet.read_table                         target <= 1.3
+  none re-write / (hash_table + reading current metadata)    target ~<= 1 (plus a git fetch)
+and the number of store reads needed to list 200 tables (target: 1).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _measure import best_of  # noqa: E402
+from bench_hash import mixed_table  # noqa: E402
+
+import datom_core as dc  # noqa: E402
+
+
+class CountingStore(dc.LocalStore):
+    """A local store that counts reads, to show what listing costs."""
+
+    reads = 0
+
+    def read_bytes(self, key: str) -> bytes:
+        CountingStore.reads += 1
+        return super().read_bytes(key)
+
+
+def main() -> None:
+    table = mixed_table()
+    tmp = Path(tempfile.mkdtemp(prefix="datom-bench-"))
+    conn = dc.init_repo(tmp / "repo", "BENCH", dc.LocalStore(tmp / "store"))
+
+    def baseline_write() -> None:
+        dc.hash_table(table)
+        pq.write_table(table, tmp / "plain.parquet")
+
+    t_base = best_of(baseline_write)
+    counter = iter(range(10**6))
+
+    def datom_write() -> None:
+        # new data each time (one changed value), so every write is a full write
+        i = next(counter)
+        conn.write("t", table.set_column(0, "value", pd.Series(table.column(0).to_numpy()) + i))
+
+    t_write = best_of(datom_write)
+    print(f"write / (hash + parquet write)       = {t_write / t_base:5.2f}  (target <= 1.5)")
+
+    key = dc.LocalStore(tmp / "store").url.removeprefix("file://")
+    current = conn.metadata("t")
+    path = Path(key) / "t" / f"{current['data_sha']}.parquet"
+    t_plain_read = best_of(lambda: pq.read_table(path))
+    t_read = best_of(lambda: conn.read("t", as_="arrow"))
+    print(f"read(arrow) / pyarrow read_table      = {t_read / t_plain_read:5.2f}  (target <= 1.3)")
+    t_read_pd = best_of(lambda: conn.read("t"))
+    t_plain_pd = best_of(lambda: pq.read_table(path).to_pandas())
+    print(f"read(pandas) / read_table().to_pandas = {t_read_pd / t_plain_pd:5.2f}")
+
+    conn.write("same", table)
+    t_none = best_of(lambda: conn.write("same", table))
+    t_floor = best_of(lambda: (dc.hash_table(table), conn.metadata("same")))
+    print(f"none re-write / (hash + read metadata) = {t_none / t_floor:5.2f}  (includes one git fetch)")
+
+    small = dc.init_repo(tmp / "repo200", "MANY", CountingStore(tmp / "store200"))
+    start = time.perf_counter()
+    for i in range(200):
+        small.write(f"t{i:03d}", table.slice(0, 10))
+    build = time.perf_counter() - start
+    CountingStore.reads = 0
+    listed = small.tables()
+    print(f"tables() over {len(listed)} tables          = {CountingStore.reads} store read(s)  (target 1)")
+    print(f"(200 small writes took {build / 200 * 1000:.0f} ms each)")
+
+
+if __name__ == "__main__":
+    main()
