@@ -11,9 +11,11 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -147,7 +149,11 @@ def _has_nul(column: pa.ChunkedArray) -> bool:
         first, last = int(offsets[chunk.offset]), int(offsets[chunk.offset + len(chunk)])
         data = chunk.buffers()[2]
         # Bytes under null slots may be anything; only refuse when a present value holds NUL.
-        if data is not None and last > first and np.frombuffer(data, np.uint8)[first:last].min() == 0:
+        if (
+            data is not None
+            and last > first
+            and np.frombuffer(data, np.uint8)[first:last].min() == 0
+        ):
             return bool(pc.any(pc.match_substring(chunk, "\0")).as_py())
     return False
 
@@ -180,16 +186,38 @@ def _column_digest(name: str, column: pa.ChunkedArray) -> str:
         column = _decoded(column)
     h = hashlib.sha256(plan.tag.encode() + name.encode("utf-8") + b"\0")
     if plan.kind == "num":
-        for part in _slices(column):
-            h.update(_num_payload(part, plan.divisor))
+        _feed(h, _slices(column), lambda part: _num_payload(part, plan.divisor))
         if plan.tag == "drtn":
             h.update(b"\0secs")
     elif plan.kind == "i64":
-        for part in _slices(column):
-            h.update(_i64_payload(part))
+        _feed(h, _slices(column), _i64_payload)
     else:
         _update_chr(h, column)
     return h.hexdigest()
+
+
+_PREPARE_POOL: ThreadPoolExecutor | None = None
+_WINDOW = 3  # slices prepared ahead of the hash: bounds the extra memory
+
+
+def _feed(h: Any, parts: Iterator[pa.Array], payload: Callable[[pa.Array], Any]) -> None:
+    """Hash the payloads of ``parts`` in order, preparing the next ones in other threads.
+
+    SHA-256 is sequential, but encoding a slice is not: while one slice is hashed the next
+    ones are encoded (numpy, Arrow and hashlib all release the GIL on large buffers).
+    """
+    global _PREPARE_POOL
+    if _PREPARE_POOL is None:
+        _PREPARE_POOL = ThreadPoolExecutor(
+            max_workers=os.cpu_count() or 2, thread_name_prefix="datom-cv1"
+        )
+    pending: deque[Future[Any]] = deque()
+    for part in parts:
+        pending.append(_PREPARE_POOL.submit(payload, part))
+        if len(pending) >= _WINDOW:
+            h.update(pending.popleft().result())
+    while pending:
+        h.update(pending.popleft().result())
 
 
 def _slices(column: pa.ChunkedArray) -> Iterator[pa.Array]:
@@ -246,15 +274,14 @@ def _i64_payload(arr: pa.Array) -> np.ndarray:
     return arr.cast(pa.int64()).fill_null(_NA_INT64).to_numpy(zero_copy_only=False)
 
 
-def _update_chr(h: hashlib._Hash, column: pa.ChunkedArray) -> None:
+def _update_chr(h: Any, column: pa.ChunkedArray) -> None:
     # Payload: one mask byte per row for the whole column, then every value NUL-terminated.
     for part in _slices(column):
         missing = pc.is_null(part).to_numpy(zero_copy_only=False)
         h.update(missing.view(np.uint8))
     if pa.types.is_string_view(column.type):
         column = column.cast(pa.large_string())
-    for part in _slices(column):
-        h.update(_chr_values(part))
+    _feed(h, _slices(column), _chr_values)
 
 
 def _chr_values(arr: pa.Array) -> memoryview:
