@@ -1,0 +1,161 @@
+"""A real smart-HTTP git server on 127.0.0.1 for tests (dulwich.web over wsgiref).
+
+It serves bare repositories from a temporary directory at ``http://127.0.0.1:<port>/<name>``
+and demands HTTP basic auth whose password is :attr:`GitHTTPServer.token` (any username)
+for every request, fetch and push alike: no or a wrong token gets ``401``. A repository
+can also be made to refuse pushes (``403``, like a read-only deploy token), or be given a
+``pre-receive`` hook. The server is single-threaded: requests are served one at a time.
+
+Use the ``git_http_server`` fixture (registered in ``tests/conftest.py``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+import os
+import re
+import secrets
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+from wsgiref.simple_server import make_server
+
+import pytest
+from dulwich.errors import NotGitRepository
+from dulwich.repo import Repo
+from dulwich.server import Backend, BackendRepo
+from dulwich.web import WSGIRequestHandlerLogger, WSGIServerLogger, make_wsgi_chain
+
+__all__ = ["GitHTTPServer", "git_http_server"]
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_StartResponse = Callable[..., Any]
+_PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+
+
+class _Backend(Backend):
+    """Serves ``<root>/<name>``; keeps each opened repository until :meth:`close`."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._repos: dict[str, Repo] = {}
+
+    def open_repository(self, path: str | bytes) -> BackendRepo:  # type: ignore[override]
+        name = os.fsdecode(path).strip("/")
+        if not _NAME.fullmatch(name) or not (self.root / name).is_dir():
+            raise NotGitRepository(f"no repository {path!r}")
+        if name not in self._repos:
+            self._repos[name] = Repo(str(self.root / name))
+        return self._repos[name]  # type: ignore[return-value]
+
+    def close(self) -> None:
+        for repo in self._repos.values():
+            repo.close()
+        self._repos.clear()
+
+
+class GitHTTPServer:
+    """A smart-HTTP git server on loopback with token (basic-auth) checking."""
+
+    def __init__(self, root: Path, token: str) -> None:
+        self.root = root
+        self.token = token
+        self.usernames: list[str] = []  # usernames of authenticated requests, in order
+        self._deny_push: set[str] = set()
+        self._backend = _Backend(root)
+        self._app = make_wsgi_chain(self._backend)
+        self._server = make_server(
+            "127.0.0.1",
+            0,
+            self._wsgi,
+            server_class=WSGIServerLogger,
+            handler_class=WSGIRequestHandlerLogger,
+        )
+        self.port: int = self._server.server_address[1]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    def url_for(self, repo_name: str) -> str:
+        """The clone URL of ``repo_name`` (no credentials in it)."""
+        return f"http://127.0.0.1:{self.port}/{repo_name}"
+
+    def create_bare(self, repo_name: str, branch: str = "main") -> Path:
+        """Create an empty bare repository served as ``repo_name``; returns its path."""
+        if not _NAME.fullmatch(repo_name):
+            raise ValueError(f"bad repository name {repo_name!r}")
+        path = self.root / repo_name
+        with closing(Repo.init_bare(str(path), mkdir=True, default_branch=branch.encode())):
+            pass
+        return path
+
+    def deny_push(self, repo_name: str) -> None:
+        """Answer ``403`` to every push to ``repo_name`` (fetch still works)."""
+        self._deny_push.add(repo_name)
+
+    def add_pre_receive_hook(self, repo_name: str, script: str) -> None:
+        """Install an executable ``pre-receive`` hook (a shell script) in ``repo_name``."""
+        hook = self.root / repo_name / "hooks" / "pre-receive"
+        hook.parent.mkdir(exist_ok=True)
+        hook.write_text(script)
+        hook.chmod(0o755)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=10)
+        self._backend.close()
+
+    def _authorized(self, header: str) -> bool:
+        scheme, _, encoded = header.partition(" ")
+        if scheme.lower() != "basic":
+            return False
+        try:
+            username, _, password = base64.b64decode(encoded).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            return False
+        if not username or not hmac.compare_digest(password.encode(), self.token.encode()):
+            return False
+        self.usernames.append(username)
+        return True
+
+    def _wsgi(self, environ: dict[str, Any], start_response: _StartResponse) -> Iterable[bytes]:
+        if not self._authorized(environ.get("HTTP_AUTHORIZATION", "")):
+            return _plain(start_response, "401 Unauthorized", [("WWW-Authenticate", 'Basic realm="git"')])
+        path, query = environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", "")
+        is_push = path.endswith("/git-receive-pack") or "service=git-receive-pack" in query
+        if is_push and path.strip("/").split("/")[0] in self._deny_push:
+            return _plain(start_response, "403 Forbidden", [])
+        return self._app(environ, start_response)
+
+
+def _plain(start_response: _StartResponse, status: str, headers: list[tuple[str, str]]) -> list[bytes]:
+    body = status.encode() + b"\n"
+    start_response(status, [("Content-Type", "text/plain"), ("Content-Length", str(len(body))), *headers])
+    return [body]
+
+
+@pytest.fixture
+def git_http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitHTTPServer]:
+    """A fresh smart-HTTP git server on 127.0.0.1 (random port) with its own token.
+
+    Proxy variables are cleared for the test, so requests go straight to loopback.
+    """
+    server = GitHTTPServer(tmp_path_factory.mktemp("git-http"), token=secrets.token_urlsafe(24))
+    with pytest.MonkeyPatch.context() as env:
+        for name in _PROXY_ENV:
+            env.delenv(name, raising=False)
+        env.setenv("NO_PROXY", "127.0.0.1,localhost")
+        env.setenv("no_proxy", "127.0.0.1,localhost")
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
