@@ -20,6 +20,7 @@ from datom_core._documents import ParentRef, assemble_manifest, dump, load, sour
 from datom_core._errors import DatomError, GitError, InvalidNameError, NotFoundError, ReadOnlyError
 from datom_core._git import MetadataRepo
 from datom_core._names import validate_project_name, validate_table_name
+from datom_core._onboard import ScanRow, SyncRow
 from datom_core._records import (
     ProjectStatus,
     TableInfo,
@@ -221,6 +222,40 @@ class Connection:
         from datom_core._validate import validate
 
         return validate(self, fix=fix, verify_data=verify_data)
+
+    # -- onboarding ------------------------------------------------------------------------
+
+    def scan_inbox(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> list[ScanRow]:
+        """One row per inbox file: ``new``, ``changed``, ``unchanged``, ``unsupported_format``...
+
+        ``path``: the clone's ``input_files/`` by default, or any local folder or fsspec URL
+        (``s3://bucket/prefix``, with ``storage_options``). Writes nothing.
+        """
+        from datom_core._onboard import scan_inbox
+
+        return scan_inbox(self, path, storage_options=storage_options)
+
+    def sync(
+        self,
+        manifest: Sequence[ScanRow | Mapping[str, Any]] | None = None,
+        continue_on_error: bool = True,
+        *,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> list[SyncRow]:
+        """Onboard the ``new`` and ``changed`` rows of a scan (``None``: scan the inbox first).
+
+        One imported version (one commit) per table; per-row results ``synced``,
+        ``skipped`` or ``error`` (a failing file never stops the others unless
+        ``continue_on_error=False``).
+        """
+        from datom_core._onboard import sync
+
+        return sync(self, manifest, continue_on_error, storage_options=storage_options)
 
 
 def _checked_parent(p: ParentRef) -> ParentRef:

@@ -1,0 +1,80 @@
+"""The ``datom`` command line.
+
+Works as a developer, in a clone (found from the working directory, or ``--repo PATH``),
+and as a reader, from the store alone (``--store URL --project NAME``, or the environment
+variables ``DATOM_REPO``, ``DATOM_STORE`` and ``DATOM_PROJECT``). Storage credentials come
+from the environment only (e.g. ``AWS_ACCESS_KEY_ID``), git tokens from ``DATOM_GIT_TOKEN``.
+
+Commands: ``init``, ``clone``, ``status``, ``list``, ``history``, ``show``, ``read``,
+``lineage``, ``diff``, ``scan``, ``sync``, ``validate``, ``check-hashable``. Output is a
+human-readable table by default and one JSON document on stdout with ``--json`` (before
+or after the command name). Progress bars go to stderr, only on a terminal and never
+with ``--json``.
+
+``datom init PATH --project NAME`` needs no server: without ``--remote`` the git remote
+is a bare repository at ``PATH.remote.git``, and without ``--store`` the data goes to a
+local store at ``PATH.store``, both next to the clone (never inside it, so data never
+sits in the git working tree).
+
+Errors print one line, ``datom: error: <message>``, on stderr; ``--debug`` adds the
+traceback. Exit codes:
+
+====  ==========================================================================
+0     ok
+1     a finding: ``validate`` found problems, ``check-hashable`` refused columns,
+      ``sync`` could not onboard a file (``diff`` exits 0 whatever it finds)
+2     usage error (click's), including a malformed table name or version
+3     not found (:class:`~datom_core.NotFoundError`: table, version, column, file)
+4     integrity error (:class:`~datom_core.IntegrityError`: bytes do not match their hash)
+5     any other :class:`~datom_core.DatomError` (store, git, read-only, onboarding...)
+70    internal error (a bug; rerun with ``--debug`` and report the traceback)
+130   interrupted (Ctrl-C)
+====  ==========================================================================
+"""
+
+from __future__ import annotations
+
+from datom_core.cli._app import cli
+from datom_core.cli._commands_inbox import (
+    check_hashable_command,
+    scan_command,
+    sync_command,
+)
+from datom_core.cli._commands_project import (
+    clone_command,
+    init_command,
+    status_command,
+    validate_command,
+)
+from datom_core.cli._commands_tables import (
+    diff_command,
+    history_command,
+    lineage_command,
+    list_command,
+    read_command,
+    show_command,
+)
+
+__all__ = ["cli", "main"]
+
+for _command in (
+    init_command,
+    clone_command,
+    status_command,
+    list_command,
+    history_command,
+    show_command,
+    read_command,
+    lineage_command,
+    diff_command,
+    scan_command,
+    sync_command,
+    validate_command,
+    check_hashable_command,
+):
+    cli.add_command(_command)
+
+
+def main() -> None:
+    """Entry point of the ``datom`` console script."""
+    cli(prog_name="datom")

@@ -1,0 +1,166 @@
+"""Project commands: ``init``, ``clone``, ``status`` and ``validate``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from datom_core._project import Connection, clone, init_repo
+from datom_core._records import ProjectStatus, ValidationReport
+from datom_core.cli._app import AppState, json_option, pass_state
+from datom_core.cli._connect import make_store
+from datom_core.cli._exit import EXIT_FINDING
+from datom_core.cli._render import emit_json, print_fields, print_table, short, to_jsonable
+
+__all__ = ["clone_command", "init_command", "status_command", "validate_command"]
+
+#: Suffix of the default local store of ``datom init PATH``: ``PATH.store`` next to the clone.
+DEFAULT_STORE_SUFFIX = ".store"
+
+
+def default_store_path(clone_path: Path) -> Path:
+    """Where ``datom init PATH`` keeps the data when no ``--store`` is given: ``PATH.store``.
+
+    A sibling of the clone, not inside it, so that data never sits in the git working tree;
+    like the embedded git remote (``PATH.remote.git``) it needs no server and no account.
+    """
+    absolute = clone_path.absolute()
+    return absolute.with_name(absolute.name + DEFAULT_STORE_SUFFIX)
+
+
+@click.command("init")
+@click.argument("path", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--project", "project_name", required=True, metavar="NAME", help="Project name.")
+@click.option(
+    "--store",
+    "store_url",
+    metavar="URL",
+    help="Where the data lives (path, file://, s3://bucket/prefix). Default: PATH.store",
+)
+@click.option(
+    "--remote",
+    metavar="URL",
+    help="Git remote for the metadata (empty). Default: a bare repository at PATH.remote.git",
+)
+@json_option
+@pass_state
+def init_command(
+    state: AppState, path: Path, project_name: str, store_url: str | None, remote: str | None
+) -> None:
+    """Create a project: a clone at PATH.
+
+    Without --remote the git remote is a bare repository at PATH.remote.git; without
+    --store the data goes to a local store at PATH.store. Both sit next to PATH.
+    """
+    store = make_store(store_url or str(default_store_path(path)), state.options)
+    conn = init_repo(path, project_name, store, remote)
+    _print_status(state, conn.status(), conn, f"Initialised project {project_name} in {path}")
+
+
+@click.command("clone")
+@click.argument("remote")
+@click.argument("path", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--store",
+    "store_url",
+    metavar="URL",
+    help="Use this store instead of the one the project records, for this command "
+    "(later: datom --store URL ...).",
+)
+@json_option
+@pass_state
+def clone_command(state: AppState, remote: str, path: Path, store_url: str | None) -> None:
+    """Join a project: clone REMOTE into PATH.
+
+    REMOTE is the project's git remote; a token, if needed, comes from DATOM_GIT_TOKEN.
+    """
+    store = make_store(store_url, state.options) if store_url else None
+    conn = clone(remote, path, store)
+    _print_status(state, conn.status(), conn, f"Cloned project {conn.project_name} into {path}")
+
+
+@click.command("status")
+@json_option
+@pass_state
+def status_command(state: AppState) -> None:
+    """Show where the project lives.
+
+    The project, the role (developer or reader), the store, the remote and whether the
+    clone has unpushed commits.
+    """
+    conn = state.connection()
+    _print_status(state, conn.status(), conn, None)
+
+
+def _print_status(
+    state: AppState, status: ProjectStatus, conn: Connection, headline: str | None
+) -> None:
+    path = str(conn.path) if conn.role == "developer" else None
+    if state.json:
+        emit_json({**to_jsonable(status), "path": path})
+        return
+    if headline:
+        state.out.print(headline)
+    print_fields(
+        state.out,
+        [
+            ("project", status.project_name),
+            ("role", status.role),
+            ("clone", path),
+            ("store", status.store),
+            ("remote", status.remote),
+            ("head", short(status.head) if status.head else None),
+            ("unpushed", "yes" if status.unpushed_commits else "no"),
+            ("tables", status.tables),
+            ("inbox files", status.inbox_files),
+        ],
+    )
+
+
+@click.command("validate")
+@click.option("--fix", is_flag=True, help="Repair from git what git can restore.")
+@click.option(
+    "--no-verify-data",
+    is_flag=True,
+    help="Only check that parquet objects exist; do not download and re-hash them.",
+)
+@json_option
+@pass_state
+def validate_command(state: AppState, fix: bool, no_verify_data: bool) -> None:
+    """Check the store against the clone; exit 1 if not ok.
+
+    The clone's git history is the truth; --fix restores mirrors, snapshots and the
+    manifest from it. Missing or altered data cannot be recreated.
+    """
+    report = state.connection().validate(fix=fix, verify_data=not no_verify_data)
+    if state.json:
+        emit_json({"ok": report.ok, **to_jsonable(report)})
+    else:
+        _print_report(state, report)
+    if not report.ok:
+        raise click.exceptions.Exit(EXIT_FINDING)
+
+
+def _print_report(state: AppState, report: ValidationReport) -> None:
+    if not report.problems:
+        state.out.print("ok: repo and store agree")
+        return
+    rows = [
+        (
+            p.kind,
+            p.table,
+            p.key,
+            "fixed" if p.fixed else ("fixable" if p.fixable else "NOT fixable"),
+            p.detail,
+        )
+        for p in report.problems
+    ]
+    print_table(state.out, ("problem", "table", "key", "state", "detail"), rows)
+    remaining = sum(1 for p in report.problems if not p.fixed)
+    fixable = sum(1 for p in report.problems if not p.fixed and p.fixable)
+    if remaining:
+        hint = f"; {fixable} fixable with --fix" if fixable else ""
+        state.out.print(f"{remaining} problem(s) remain{hint}")
+    else:
+        state.out.print("ok: every problem was fixed")

@@ -1,0 +1,87 @@
+"""Which project a command talks to: a clone (developer) or a store alone (reader)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from datom_core import _layout as L
+from datom_core._project import Connection, connect
+from datom_core._store import Store, store_from_url
+
+__all__ = ["ConnectionOptions", "find_clone", "make_store", "open_connection"]
+
+
+@dataclass(frozen=True)
+class ConnectionOptions:
+    """The global connection options, as given (flags or ``DATOM_*`` environment variables)."""
+
+    repo: Path | None = None
+    store: str | None = None
+    project: str | None = None
+    endpoint_url: str | None = None
+    region: str | None = None
+
+
+def find_clone(start: Path) -> Path | None:
+    """The nearest directory at or above ``start`` holding ``.datom/project.yaml``."""
+    start = start.absolute()
+    for directory in (start, *start.parents):
+        if (directory / L.PROJECT_YAML).is_file():
+            return directory
+    return None
+
+
+def make_store(url: str, options: ConnectionOptions) -> Store:
+    """The store at ``url``; S3 endpoint and region from the options, credentials from the
+    environment only (never from a flag, so they stay out of shell history and ``ps``)."""
+    s3_options: dict[str, Any] = {}
+    if options.endpoint_url:
+        s3_options["endpoint_url"] = options.endpoint_url
+    if options.region:
+        s3_options["region"] = options.region
+    if s3_options and not url.lower().startswith(("s3://", "s3a://")):
+        raise click.UsageError("--endpoint-url and --region apply to s3:// stores only")
+    return store_from_url(url, **s3_options)
+
+
+def open_connection(options: ConnectionOptions) -> Connection:
+    """Developer connection if a clone is named or found, reader with ``--store/--project``.
+
+    Precedence: ``--repo``; else ``--store`` with ``--project`` (reader); else the clone
+    around the working directory. A developer's store is the one ``project.yaml`` records,
+    unless ``--store`` overrides it (e.g. a local mirror).
+    """
+    store = make_store(options.store, options) if options.store else None
+    if options.repo is not None:
+        conn = connect(find_clone(options.repo) or options.repo, store=store)
+        _check_project(conn, options.project)
+        return conn
+    if store is not None and options.project:
+        return connect(store=store, project_name=options.project)
+    if options.project:
+        raise click.UsageError(
+            "--project needs --store URL (or DATOM_STORE) to open a project as a reader"
+        )
+    found = find_clone(Path.cwd())
+    if found is None:
+        remedy = (
+            "--store also needs --project NAME to open a project from its store alone"
+            if store
+            else "pass --repo PATH, or --store URL --project NAME to read a project from its store"
+        )
+        raise click.UsageError(
+            f"not inside a datom clone (no {L.PROJECT_YAML} here or in any parent directory); "
+            + remedy
+        )
+    return connect(found, store=store)
+
+
+def _check_project(conn: Connection, expected: str | None) -> None:
+    if expected and expected != conn.project_name:
+        raise click.UsageError(
+            f"the clone at {conn.path} holds project {conn.project_name!r}, not {expected!r}"
+        )

@@ -1,0 +1,77 @@
+"""Exit codes of ``datom`` and the one-line error report (see the package docstring)."""
+
+from __future__ import annotations
+
+import traceback
+
+import click
+
+from datom_core._errors import DatomError, IntegrityError, InvalidNameError, NotFoundError
+
+__all__ = [
+    "EXIT_DATOM",
+    "EXIT_FINDING",
+    "EXIT_INTEGRITY",
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_NOT_FOUND",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "EXIT_CODES_HELP",
+    "exit_code_for",
+    "report_error",
+]
+
+EXIT_OK = 0
+EXIT_FINDING = 1
+EXIT_USAGE = 2
+EXIT_NOT_FOUND = 3
+EXIT_INTEGRITY = 4
+EXIT_DATOM = 5
+EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in datom, not a problem with the project
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+
+EXIT_CODES_HELP = """\
+Exit codes:
+
+\b
+  0   ok
+  1   a finding: validate found problems, check-hashable refused columns,
+      sync could not onboard a file
+  2   usage error (bad option or argument, malformed table name or version)
+  3   not found (table, version, column, project or file)
+  4   integrity error (stored bytes do not match their recorded hash)
+  5   any other datom error (store, git, read-only connection, onboarding...)
+  70  internal error (a bug: please report it with the --debug output)
+  130 interrupted
+"""
+
+
+def exit_code_for(error: BaseException) -> int:
+    """The exit code that tells a script what kind of failure ``error`` is."""
+    if isinstance(error, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    if isinstance(error, InvalidNameError):
+        return EXIT_USAGE
+    if isinstance(error, NotFoundError):
+        return EXIT_NOT_FOUND
+    if isinstance(error, IntegrityError):
+        return EXIT_INTEGRITY
+    if isinstance(error, DatomError):
+        return EXIT_DATOM
+    return EXIT_INTERNAL
+
+
+def report_error(error: BaseException, *, debug: bool) -> None:
+    """``datom: error: <message>`` on stderr; the traceback first only with ``--debug``."""
+    if debug:
+        click.echo("".join(traceback.format_exception(error)).rstrip(), err=True)
+    if isinstance(error, KeyboardInterrupt):
+        message = "interrupted"
+    elif isinstance(error, DatomError):
+        message = str(error) or type(error).__name__
+    else:
+        hint = "" if debug else "; run with --debug for the traceback and report it"
+        message = f"internal error ({type(error).__name__}: {error}){hint}"
+    # Continuation lines (e.g. one per refused column) are indented under the first.
+    click.echo("datom: error: " + message.replace("\n", "\n  "), err=True)
