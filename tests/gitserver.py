@@ -128,7 +128,9 @@ class GitHTTPServer:
 
     def _wsgi(self, environ: dict[str, Any], start_response: _StartResponse) -> Iterable[bytes]:
         if not self._authorized(environ.get("HTTP_AUTHORIZATION", "")):
-            return _plain(start_response, "401 Unauthorized", [("WWW-Authenticate", 'Basic realm="git"')])
+            return _plain(
+                start_response, "401 Unauthorized", [("WWW-Authenticate", 'Basic realm="git"')]
+            )
         path, query = environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", "")
         is_push = path.endswith("/git-receive-pack") or "service=git-receive-pack" in query
         if is_push and path.strip("/").split("/")[0] in self._deny_push:
@@ -136,9 +138,13 @@ class GitHTTPServer:
         return self._app(environ, start_response)
 
 
-def _plain(start_response: _StartResponse, status: str, headers: list[tuple[str, str]]) -> list[bytes]:
+def _plain(
+    start_response: _StartResponse, status: str, headers: list[tuple[str, str]]
+) -> list[bytes]:
     body = status.encode() + b"\n"
-    start_response(status, [("Content-Type", "text/plain"), ("Content-Length", str(len(body))), *headers])
+    start_response(
+        status, [("Content-Type", "text/plain"), ("Content-Length", str(len(body))), *headers]
+    )
     return [body]
 
 

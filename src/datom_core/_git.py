@@ -133,8 +133,9 @@ class MetadataRepo:
         """Create a new clone at ``path`` whose ``origin`` is ``remote``; commits nothing.
 
         ``remote=None`` creates (or re-uses, if it holds no branch) the embedded bare
-        repository at :meth:`embedded_remote_path`. Use :meth:`clone` for a remote that
-        already holds a project.
+        repository at :meth:`embedded_remote_path` (stored as an absolute path: moving the
+        project means updating ``origin``). Any other remote is not contacted here; use
+        :meth:`clone` for a remote that already holds a project.
         """
         clone = Path(path).absolute()
         gi.check_branch(branch)
@@ -217,7 +218,7 @@ class MetadataRepo:
         gi.check_relpath(relpath)
         try:
             return (self.path / relpath).read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
 
     def read_at(self, commit: str, relpath: str) -> bytes | None:
@@ -278,6 +279,8 @@ class MetadataRepo:
             gi.check_relpath(relpath)
         if not message.strip():
             raise GitError("A commit needs a non-empty message.")
+        if not files:
+            return None
         with self._repo() as r:
             who = author if author is not None else _author_from(r.get_config_stack())
             branch = gi.branch_ref(r)

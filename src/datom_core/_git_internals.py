@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 from urllib.parse import urlsplit
 
 from dulwich import porcelain
@@ -24,6 +25,7 @@ from dulwich.client import (
     Urllib3HttpGitClient,
 )
 from dulwich.errors import GitProtocolError, NotGitRepository
+from dulwich.file import FileLocked
 from dulwich.graph import can_fast_forward
 from dulwich.index import index_entry_from_stat
 from dulwich.objects import Blob, Commit, Tree
@@ -254,6 +256,35 @@ def require_clean(r: Repo) -> None:
 # -- transport --------------------------------------------------------------------------
 
 
+class _HttpClient(Urllib3HttpGitClient):
+    """dulwich's HTTP client, closing the response of a failed request before raising.
+
+    dulwich raises on 401/403/404 without closing the (unread, streamed) response, which
+    leaks the connection's socket; its own status mapping is reproduced here.
+    """
+
+    def _http_request(
+        self,
+        url: str,
+        headers: dict[str, str] | None = None,
+        data: bytes | Iterator[bytes] | None = None,
+        raise_for_status: bool = True,
+    ) -> tuple[Any, Callable[[int], bytes]]:
+        resp, read = super()._http_request(url, headers, data, raise_for_status=False)
+        if not raise_for_status or resp.status == 200:
+            return resp, read
+        status, challenge = resp.status, resp.headers.get("WWW-Authenticate")
+        proxy_challenge = resp.headers.get("Proxy-Authenticate")
+        resp.close()
+        if status == 404:
+            raise NotGitRepository(f"no repository at {url}")
+        if status == 401:
+            raise HTTPUnauthorized(challenge, url)
+        if status == 407:
+            raise HTTPProxyUnauthorized(proxy_challenge, url)
+        raise GitProtocolError(f"unexpected http resp {status} for {url}")
+
+
 @dataclass(frozen=True)
 class Remote:
     """An open connection to ``origin`` for one operation."""
@@ -278,7 +309,7 @@ def open_remote(r: Repo, explicit: GitCredentials | None, token_env: str) -> Ite
             raise GitError(
                 f"Refusing to send the git token over unencrypted HTTP to {url}: use https://."
             )
-        client = Urllib3HttpGitClient(
+        client = _HttpClient(
             url,
             config=r.get_config_stack(),
             username=creds.username if creds else None,
@@ -321,7 +352,7 @@ def remote_errors(remote: Remote, action: str) -> Iterator[None]:
     except NotGitRepository as e:
         raise fail(f"Cannot {where}: no git repository there. Check the remote path/URL.") from e
     except GitProtocolError as e:
-        detail = str(e)
+        detail = " ".join(str(e).split())
         if "http resp 403" in detail:
             detail = (
                 f"the server refused access (HTTP 403): the token in {remote.token_env} "
@@ -330,6 +361,10 @@ def remote_errors(remote: Remote, action: str) -> Iterator[None]:
         raise fail(f"Cannot {where}: {detail}. Check the remote and your access to it.") from e
     except OSError as e:
         raise fail(f"Cannot {where}: {e.strerror or e}. Check the remote path/URL.") from e
+    except FileLocked as e:
+        raise fail(f"Cannot {where}: a ref is locked by another git process; retry.") from e
+    except ValueError as e:  # dulwich's word for a malformed server reply
+        raise fail(f"Cannot {where}: unexpected reply ({e}). Is it a git server?") from e
 
 
 def check_ref_status(ref_status: Mapping[bytes, str | None], url: str) -> None:

@@ -76,7 +76,9 @@ def http_repo(git_http_server: GitHTTPServer, tmp_path: Path) -> Iterator[tuple[
     """(URL, bare path) of an HTTP repository holding one pushed commit."""
     bare = git_http_server.create_bare("proj")
     url = git_http_server.url_for("proj")
-    seed = MetadataRepo.clone(url, tmp_path / "seed", credentials=GitCredentials(git_http_server.token))
+    seed = MetadataRepo.clone(
+        url, tmp_path / "seed", credentials=GitCredentials(git_http_server.token)
+    )
     seed.commit({"t/metadata.json": b"{}"}, "seed", ME)
     seed.push()
     yield url, bare
@@ -116,6 +118,18 @@ def test_clone_commit_push_round_trip_on_every_remote_kind(remote: str, tmp_path
     a.pull()
     assert a.head() == second
     assert a.read("dm/metadata.json") == b'{"v": 2}\n'
+
+
+def test_a_clone_of_an_empty_remote_catches_up_by_pull(tmp_path: Path) -> None:
+    writer = MetadataRepo.init(tmp_path / "w", None)
+    early = MetadataRepo.clone(writer.remote_url, tmp_path / "early")
+    assert early.head() is None and not early.has_unpushed_commits()
+    early.pull()  # still empty: nothing to do
+    sha = writer.commit({"dm/metadata.json": b"1"}, "first", ME)
+    writer.push()
+    early.pull()
+    assert early.head() == sha and early.read("dm/metadata.json") == b"1"
+    assert early.commit({}, "nothing") is None
 
 
 def test_bytes_are_kept_exactly(tmp_path: Path) -> None:
@@ -191,7 +205,9 @@ def test_read_at_rejects_unknown_commits(tmp_path: Path) -> None:
             repo.read_at(bad, "x")
 
 
-@pytest.mark.parametrize("relpath", ["", "/etc/passwd", "../x", "a/../../x", ".git/config", "a//b", "a\\b", "dir/"])
+@pytest.mark.parametrize(
+    "relpath", ["", "/etc/passwd", "../x", "a/../../x", ".git/config", "a//b", "a\\b", "dir/"]
+)
 def test_paths_outside_the_working_tree_are_refused(tmp_path: Path, relpath: str) -> None:
     repo = MetadataRepo.init(tmp_path / "a", None)
     with pytest.raises(InvalidNameError):
@@ -235,7 +251,9 @@ def test_clone_refuses_a_non_empty_target_and_cleans_up_after_failure(tmp_path: 
 # -- concurrent writers ---------------------------------------------------------------
 
 
-def test_second_push_is_rejected_then_succeeds_after_fetch_and_reset(remote: str, tmp_path: Path) -> None:
+def test_second_push_is_rejected_then_succeeds_after_fetch_and_reset(
+    remote: str, tmp_path: Path
+) -> None:
     seed = MetadataRepo.clone(remote, tmp_path / "seed")
     base = seed.commit({"dm/metadata.json": b"v0"}, "seed", ME)
     seed.push()
@@ -277,7 +295,8 @@ def test_a_push_the_server_acknowledged_but_did_not_apply_is_rejected(
         r.object_store.add_objects([(r2, None) for r2 in _all_objects(other.path)])
         r.refs[b"refs/heads/other"] = other_sha
     git_http_server.add_pre_receive_hook(
-        "proj", '#!/bin/sh\ncat >/dev/null\ncp "$GIT_DIR/refs/heads/other" "$GIT_DIR/refs/heads/main"\n'
+        "proj",
+        '#!/bin/sh\ncat >/dev/null\ncp "$GIT_DIR/refs/heads/other" "$GIT_DIR/refs/heads/main"\n',
     )
     mine = MetadataRepo.clone(url, tmp_path / "mine", credentials=creds)
     mine.commit({"y": b"mine"}, "mine", ME)
@@ -363,7 +382,9 @@ def test_lock_serialises_processes(tmp_path: Path, start_method: str) -> None:
     (repo.path / "journal.txt").write_text("")
     ctx = multiprocessing.get_context(start_method)
     rounds = 25
-    procs = [ctx.Process(target=_append_under_lock, args=(str(repo.path), w, rounds)) for w in range(4)]
+    procs = [
+        ctx.Process(target=_append_under_lock, args=(str(repo.path), w, rounds)) for w in range(4)
+    ]
     for p in procs:
         p.start()
     for p in procs:
@@ -395,7 +416,9 @@ def test_lock_times_out_is_reentrant_and_not_inherited_by_fork(tmp_path: Path) -
     with repo.lock():
         with repo.lock(timeout=0):  # same thread: re-entrant, no self-deadlock
             pass
-        child = multiprocessing.get_context("fork").Process(target=_try_lock, args=(str(repo.path),))
+        child = multiprocessing.get_context("fork").Process(
+            target=_try_lock, args=(str(repo.path),)
+        )
         child.start()
         child.join(timeout=60)
         assert child.exitcode == 0
@@ -459,7 +482,10 @@ def test_explicit_credentials_and_a_custom_token_env(
 
 
 def test_wrong_or_missing_token_fails_clearly_without_leaking(
-    http_repo: tuple[str, Path], git_http_server: GitHTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    http_repo: tuple[str, Path],
+    git_http_server: GitHTTPServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     url, bare = http_repo
     wrong = "wrong-" + git_http_server.token[::-1]
@@ -510,7 +536,9 @@ def test_a_remote_that_forbids_pushes_leaves_local_state_unchanged(
 ) -> None:
     url, bare = http_repo
     published = remote_head(bare)
-    repo = MetadataRepo.clone(url, tmp_path / "a", credentials=GitCredentials(git_http_server.token))
+    repo = MetadataRepo.clone(
+        url, tmp_path / "a", credentials=GitCredentials(git_http_server.token)
+    )
     git_http_server.deny_push("proj")
     sha = repo.commit({"x": b"1"}, "x", ME)
     with pytest.raises(GitError, match="403") as failed:
@@ -525,10 +553,14 @@ def test_a_declining_pre_receive_hook_is_a_git_error_not_a_rejection(
 ) -> None:
     url, bare = http_repo
     published = remote_head(bare)
-    git_http_server.add_pre_receive_hook("proj", "#!/bin/sh\ncat >/dev/null\necho 'policy: no' >&2\nexit 1\n")
-    repo = MetadataRepo.clone(url, tmp_path / "a", credentials=GitCredentials(git_http_server.token))
+    git_http_server.add_pre_receive_hook(
+        "proj", "#!/bin/sh\ncat >/dev/null\necho 'policy: no' >&2\nexit 1\n"
+    )
+    repo = MetadataRepo.clone(
+        url, tmp_path / "a", credentials=GitCredentials(git_http_server.token)
+    )
     sha = repo.commit({"x": b"1"}, "x", ME)
-    with pytest.raises(GitError, match="pre-receive hook declined") as failed:
+    with pytest.raises(GitError, match="pre-receive hook.*policy: no") as failed:
         repo.push()
     assert not isinstance(failed.value, PushRejectedError)
     assert repo.head() == sha and remote_head(bare) == published
@@ -542,7 +574,10 @@ def test_remote_normalisation(tmp_path: Path) -> None:
     assert url == "https://git.example.org:8443/team/proj.git"
     assert creds == GitCredentials(token="s@cret", username="bot")
     assert "s@cret" not in repr(creds)
-    assert normalize_remote("https://git.example.org/p.git") == ("https://git.example.org/p.git", None)
+    assert normalize_remote("https://git.example.org/p.git") == (
+        "https://git.example.org/p.git",
+        None,
+    )
     assert normalize_remote(tmp_path / "r.git") == (str(tmp_path / "r.git"), None)
     assert normalize_remote((tmp_path / "r.git").as_uri())[0] == (tmp_path / "r.git").as_uri()
     for unsupported in ("ssh://git@host/p.git", "git@github.com:team/p.git", "git://host/p"):
