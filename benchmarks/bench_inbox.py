@@ -149,7 +149,8 @@ def onboard_fresh(csv: Path, workdir: Path) -> list[Any]:
 
 
 def measure_child(kind: str, csv: Path, workdir: Path) -> None:
-    """In a fresh process: peak extra RSS of one run, and the Arrow table's size."""
+    """In a fresh process: peak extra RSS of one run."""
+    workdir.mkdir(parents=True, exist_ok=True)
     with peak_rss() as peak:
         if kind == "datom":
             onboard_fresh(csv, workdir)

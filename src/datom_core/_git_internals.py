@@ -241,10 +241,15 @@ def hard_reset(r: Repo, branch: bytes, target: bytes | None) -> None:
     r.refs.remove_if_equals(branch, None)
 
 
+def dirty_paths(r: Repo) -> list[bytes]:
+    """Tracked files with staged or unstaged changes."""
+    status = porcelain.status(r, untracked_files="no")
+    return [p for paths in status.staged.values() for p in paths] + list(status.unstaged)
+
+
 def require_clean(r: Repo) -> None:
     """:class:`GitError` if tracked files have staged or unstaged changes."""
-    status = porcelain.status(r, untracked_files="no")
-    dirty = [p for paths in status.staged.values() for p in paths] + list(status.unstaged)
+    dirty = dirty_paths(r)
     if dirty:
         names = ", ".join(sorted({os.fsdecode(p) for p in dirty})[:5])
         raise GitError(

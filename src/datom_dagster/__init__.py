@@ -1,1 +1,44 @@
-"""datom_dagster: every Dagster asset output becomes a datom version."""
+"""datom_dagster: every Dagster asset output becomes a datom version.
+
+Change one line to get content-addressed, pinned, lineage-aware versions of your assets::
+
+    from dagster import Definitions
+    from datom_dagster import DatomIOManager
+
+    defs = Definitions(assets=[...], resources={"io_manager": DatomIOManager()})
+
+* :class:`DatomIOManager` stores pandas, polars and pyarrow outputs as datom versions and
+  loads inputs (current, or pinned with ``AssetIn(metadata={"datom_version": ...})``);
+  each materialization shows ``datom/*`` metadata, and its Dagster data version is the
+  table's ``data_sha``.
+* :class:`DatomResource` is the same project description as a resource, for asset bodies
+  and ops that use datom directly (``datom.connection()``).
+* :func:`build_datom_asset_checks` adds integrity and lineage checks to chosen assets.
+* :func:`table_name` is the documented mapping from asset key and partition to table name.
+
+With no configuration the project lives under ``$DATOM_HOME`` (default ``~/.datom``).
+"""
+
+from datom_dagster._checks import DATOM_CHECK_NAME, build_datom_asset_checks
+from datom_dagster._config import (
+    DEFAULT_HOME,
+    DEFAULT_PROJECT,
+    DatomProjectConfig,
+    DatomResource,
+    datom_home,
+)
+from datom_dagster._io_manager import DatomIOManager
+from datom_dagster._naming import TABLE_METADATA_KEY, table_name
+
+__all__ = [
+    "DATOM_CHECK_NAME",
+    "DEFAULT_HOME",
+    "DEFAULT_PROJECT",
+    "TABLE_METADATA_KEY",
+    "DatomIOManager",
+    "DatomProjectConfig",
+    "DatomResource",
+    "build_datom_asset_checks",
+    "datom_home",
+    "table_name",
+]
