@@ -1,6 +1,17 @@
 """datom_core: versioned, content-addressed, lineage-aware tables.
 
-(Public API is assembled here; see ``__all__``.)
+A project is a git repository of metadata plus a data store of parquet bytes. Every table
+version has three SHA-256 names: ``data_sha`` (the values), ``metadata_sha`` (the version)
+and ``parquet_sha`` (the stored bytes), byte-compatible with the R package ``datom``.
+
+* Identity: :func:`hash_table`, :func:`check_hashable`, :func:`canonical_json`,
+  :func:`metadata_sha`, :func:`file_sha`.
+* Stores: :class:`LocalStore`, :class:`S3Store`, :class:`FsspecStore`, :func:`store_from_url`.
+* Projects: :func:`init_repo`, :func:`connect`, :func:`clone` and :class:`Connection`
+  (``write``, ``read``, ``history``, ``tables``, ``parent``, ``lineage``, ``status``,
+  ``validate``, ``scan_inbox``, ``sync``).
+* Onboarding formats: :data:`SUPPORTED_FORMATS`, :func:`detect_format`, :func:`read_extract`.
+* Errors: :class:`DatomError` and its subclasses (see ``datom_core._errors``).
 """
 
 from datom_core._canonical import canonical_json, metadata_sha
@@ -27,7 +38,11 @@ from datom_core._identity import (
     file_sha,
     hash_table,
 )
+from datom_core._names import validate_table_name, validate_version
+from datom_core._onboard import ScanRow, SyncRow
 from datom_core._project import Connection, clone, connect, init_repo
+from datom_core._readers import SUPPORTED_FORMATS, detect_format
+from datom_core._readers import read_file as read_extract
 from datom_core._records import (
     LineageNode,
     Problem,
@@ -40,6 +55,11 @@ from datom_core._records import (
 from datom_core._store import FsspecStore, LocalStore, S3Store, Store, store_from_url
 
 __all__ = [
+    "SUPPORTED_FORMATS",
+    "ScanRow",
+    "SyncRow",
+    "detect_format",
+    "read_extract",
     "Connection",
     "FsspecStore",
     "LineageNode",
@@ -58,6 +78,8 @@ __all__ = [
     "connect",
     "init_repo",
     "store_from_url",
+    "validate_table_name",
+    "validate_version",
     "ColumnHash",
     "ColumnReport",
     "HashabilityReport",
