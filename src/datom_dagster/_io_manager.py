@@ -1,0 +1,269 @@
+"""``DatomIOManager``: every asset output becomes a content-addressed, pinned datom version.
+
+Storing (``handle_output``): the output is written with :meth:`datom_core.Connection.write`
+to the table named by :mod:`datom_dagster._naming`; the commit message and the version's
+history entry name the asset, the partition and the run. The materialization carries the
+metadata of :mod:`datom_dagster._metadata`, and its Dagster data version is the table's
+``data_sha``: an identical result leaves downstream assets fresh, a changed one marks them
+stale. A step that materialises several partitions at once (a single-run backfill) must
+return a dict ``{partition_key: table}``; each partition gets its own metadata, and Dagster
+computes the data version as usual (its data-version record is per asset, not per
+partition). Unsupported outputs and unhashable tables fail the step with the recourse,
+without retries, and nothing is written.
+
+Loading (``load_input``): the current version by default. Input metadata
+(``AssetIn(metadata={...})``) refines it:
+
+* ``datom_version``: a version id or unique prefix to pin (for several partitions, a dict
+  ``{partition_key: version}``);
+* ``columns``: the columns to read;
+* ``datom_concat``: ``True`` to get several partitions as one concatenated table;
+* ``allow_missing_partitions``: ``True`` to skip partitions that were never stored.
+
+The value has the type the input is annotated with (see :mod:`datom_dagster._type_handlers`).
+Several partitions come as a dict keyed by partition key, unless the input is annotated
+with a table type or ``datom_concat`` is set: then as one table, partitions in order.
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+from dagster._core.errors import DagsterInvariantViolationError
+
+import datom_core as dc
+from dagster import ConfigurableIOManager, Failure, InputContext, OutputContext
+from datom_dagster import _data_version as internals
+from datom_dagster._config import DatomProjectConfig
+from datom_dagster._lineage import output_parents, record_loaded
+from datom_dagster._metadata import materialization_metadata
+from datom_dagster._naming import TABLE_METADATA_KEY, table_name
+from datom_dagster._type_handlers import (
+    InputSpec,
+    concat,
+    from_read,
+    input_spec,
+    output_table,
+    read_kind,
+)
+
+__all__ = ["DatomIOManager"]
+
+_NO_RETRY = (dc.UnhashableColumnsError, dc.InvalidNameError)
+
+
+class DatomIOManager(ConfigurableIOManager, DatomProjectConfig):
+    """Stores asset outputs as datom versions and loads inputs from datom.
+
+    ``DatomIOManager()`` works with no configuration (a local project under
+    ``$DATOM_HOME``); the fields of :class:`~datom_dagster.DatomProjectConfig` point it at
+    any project. See the module docstring for what it records and how inputs are shaped.
+    """
+
+    # -- storing ----------------------------------------------------------------------------
+
+    def handle_output(self, context: OutputContext, obj: Any) -> None:
+        """Write ``obj`` as the new version of the asset's table (one per partition)."""
+        label = _asset_label(context)
+        try:
+            tables = _output_tables(context, obj, label)
+        except dc.DatomError as e:
+            raise Failure(description=str(e), allow_retries=False) from e
+        conn = self.connection()
+        parents = output_parents(context, self)
+        names = {pk: self._output_table_name(context, pk) for pk in tables}
+        single = len(tables) == 1
+        for pk, table in tables.items():
+            try:
+                result = conn.write(
+                    names[pk],
+                    table,
+                    message=_commit_message(context, label, pk),
+                    parents=parents,
+                    history_extra=_history_extra(context, label, pk),
+                )
+            except _NO_RETRY as e:
+                raise Failure(description=str(e), allow_retries=False) from e
+            metadata = materialization_metadata(conn, result, table)
+            if single:
+                context.add_output_metadata(metadata)
+                internals.set_data_version(context, result.data_sha)
+            else:
+                internals.add_partition_metadata(context, pk, metadata)
+            context.log.info(
+                f"datom: {label}{_partition_note(pk)} -> {result.table} "
+                f"{result.version[:12]} ({result.change})"
+            )
+
+    def _output_table_name(self, context: OutputContext, partition_key: str | None) -> str:
+        try:
+            return table_name(
+                context.asset_key,
+                partition_key,
+                partitions_def=context.asset_partitions_def if partition_key else None,
+                override=(context.definition_metadata or {}).get(TABLE_METADATA_KEY),
+            )
+        except dc.InvalidNameError as e:
+            raise Failure(description=str(e), allow_retries=False) from e
+
+    # -- loading ----------------------------------------------------------------------------
+
+    def load_input(self, context: InputContext) -> Any:
+        """The upstream asset's table(s): current versions unless pinned (module docstring)."""
+        if not context.has_asset_key:
+            raise dc.DatomError(
+                f"input {context.name!r}: DatomIOManager loads asset inputs only; give the "
+                "upstream output an asset key, or load it with another IO manager"
+            )
+        label = context.asset_key.to_user_string()
+        options = dict(context.definition_metadata or {})
+        spec = input_spec(_annotation(context), label)
+        partitioned = context.has_asset_partitions
+        keys: list[str | None] = list(context.asset_partition_keys) if partitioned else [None]
+        pins = _pins(options.get("datom_version"), keys, label)
+        upstream = context.upstream_output
+        override = (
+            (upstream.definition_metadata or {}).get(TABLE_METADATA_KEY) if upstream else None
+        )
+        conn = self.connection()
+        loaded: dict[str | None, Any] = {}
+        refs = []
+        for pk in keys:
+            name = table_name(
+                context.asset_key,
+                pk,
+                partitions_def=context.asset_partitions_def if partitioned else None,
+                override=override,
+            )
+            try:
+                version = conn.resolve(name, pins.get(pk))
+            except dc.NotFoundError:
+                if partitioned and options.get("allow_missing_partitions"):
+                    continue
+                raise
+            data = conn.read(
+                name, version, columns=options.get("columns"), as_=read_kind(spec.kind)
+            )
+            loaded[pk] = from_read(data, spec.kind)
+            refs.append(conn.parent(name, version))
+            context.log.debug(f"datom: loaded {name} {version[:12]} for {label}")
+        record_loaded(context, refs)
+        return _shape(loaded, spec, partitioned, bool(options.get("datom_concat")), label)
+
+
+def _asset_label(context: OutputContext) -> str:
+    if not context.has_asset_key:
+        raise Failure(
+            description=(
+                f"output {context.name!r}: DatomIOManager stores asset outputs only; give the "
+                "output an asset key (define it as an asset), or use another IO manager"
+            ),
+            allow_retries=False,
+        )
+    return context.asset_key.to_user_string()
+
+
+def _output_tables(context: OutputContext, obj: Any, label: str) -> dict[str | None, Any]:
+    """The table to write per partition (None: unpartitioned), all checked before any write."""
+    if not context.has_asset_partitions:
+        return {None: output_table(obj, label)}
+    keys = list(context.asset_partition_keys)
+    if len(keys) == 1 and not isinstance(obj, Mapping):
+        return {keys[0]: output_table(obj, label)}
+    if not isinstance(obj, Mapping) or set(map(str, obj)) != set(map(str, keys)):
+        got = sorted(map(str, obj)) if isinstance(obj, Mapping) else type(obj).__qualname__
+        raise dc.DatomError(
+            f"asset {label}: this step materialises {len(keys)} partition(s) "
+            f"({keys[0]} ... {keys[-1]}); return a dict {{partition_key: table}} with one "
+            f"table per partition (got {got}). Nothing was written."
+        )
+    by_key = {str(k): v for k, v in obj.items()}
+    tables = {k: output_table(by_key[str(k)], f"{label} [{k}]") for k in keys}
+    reports = {k: dc.check_hashable(t) for k, t in tables.items()}
+    bad = {k: r for k, r in reports.items() if not r.ok}
+    if bad:
+        details = "\n".join(f"partition {k}:\n{r}" for k, r in bad.items())
+        raise dc.DatomError(
+            f"asset {label}: datom cannot hash {len(bad)} partition(s); nothing was written. "
+            f"Fix each column marked unsupported:\n{details}"
+        )
+    return tables
+
+
+def _annotation(context: InputContext) -> Any:
+    try:
+        return context.dagster_type.typing_type
+    except DagsterInvariantViolationError:  # a hand-built context without a type: pandas
+        return Any
+
+
+def _pins(version: Any, keys: list[str | None], label: str) -> dict[str | None, str | None]:
+    if version is None:
+        return {}
+    if isinstance(version, Mapping):
+        return {k: version.get(k) for k in keys}
+    if len(keys) > 1:
+        raise dc.DatomError(
+            f"input {label}: datom_version pins one version but {len(keys)} partitions are "
+            "loaded; give a dict {partition_key: version} instead"
+        )
+    return {keys[0]: str(version)}
+
+
+def _shape(
+    loaded: dict[str | None, Any],
+    spec: InputSpec,
+    partitioned: bool,
+    concat_requested: bool,
+    label: str,
+) -> Any:
+    if not partitioned:
+        if spec.as_dict:
+            raise dc.DatomError(
+                f"input {label}: a dict annotation asks for several partitions, but "
+                f"{label} is not partitioned; annotate the input with a table type"
+            )
+        return loaded[None]
+    if spec.as_dict:
+        if concat_requested:
+            raise dc.DatomError(
+                f"input {label}: datom_concat asks for one table but the input is annotated "
+                "as a dict; choose one"
+            )
+        return {str(k): v for k, v in loaded.items()}
+    if not loaded:
+        raise dc.NotFoundError(
+            f"input {label}: none of the requested partitions is stored in datom; "
+            "materialize them first, or annotate the input as a dict to accept none"
+        )
+    if len(loaded) == 1 and not concat_requested:
+        return next(iter(loaded.values()))
+    if concat_requested or spec.annotated:
+        return concat(list(loaded.values()), spec.kind)
+    return {str(k): v for k, v in loaded.items()}
+
+
+def _commit_message(context: OutputContext, label: str, partition_key: str | None) -> str:
+    return f"dagster: materialize {label}{_partition_note(partition_key)} (run {_run_id(context)})"
+
+
+def _history_extra(context: OutputContext, label: str, partition_key: str | None) -> dict[str, Any]:
+    extra: dict[str, Any] = {"dagster_asset_key": label, "dagster_run_id": _run_id(context)}
+    if partition_key is not None:
+        extra["dagster_partition"] = str(partition_key)
+    try:
+        extra["dagster_step_key"] = context.step_key
+        extra["dagster_job"] = context.job_name
+    except Exception:  # hand-built contexts have neither
+        pass
+    return extra
+
+
+def _run_id(context: OutputContext) -> str | None:
+    try:
+        return context.run_id
+    except Exception:  # a hand-built context without a run
+        return None
+
+
+def _partition_note(partition_key: str | None) -> str:
+    return f" [partition {partition_key}]" if partition_key is not None else ""

@@ -1,0 +1,91 @@
+"""Fixtures for the Dagster plugin: a real temporary Dagster instance and datom projects."""
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import datom_core as dc
+from dagster import AssetKey, DagsterInstance, instance_for_test
+from datom_dagster import DatomIOManager
+
+
+@pytest.fixture
+def fresh_instance(tmp_path: Path) -> Iterator[DagsterInstance]:
+    """A persistent (sqlite) Dagster instance of its own, in a temp dir.
+
+    For tests that look at more than the latest materialization of the assets they ran
+    (staleness, event counts) and for the multiprocess executor and the webserver.
+    """
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    with instance_for_test(temp_dir=str(home)) as inst:
+        yield inst
+
+
+@pytest.fixture(scope="module")
+def instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DagsterInstance]:
+    """A persistent Dagster instance shared by one module's tests (creating one takes ~1.5 s).
+
+    Each test writes to its own datom project and reads back only the latest
+    materialization of assets it just ran, so sharing the event log is harmless.
+    """
+    home = tmp_path_factory.mktemp("dagster_home")
+    with instance_for_test(temp_dir=str(home)) as inst:
+        yield inst
+
+
+@pytest.fixture
+def io_manager(tmp_path: Path) -> DatomIOManager:
+    """An IO manager on a fresh local project (created on first use)."""
+    return project_io_manager(tmp_path, "study")
+
+
+def project_io_manager(tmp_path: Path, project: str, **fields: Any) -> DatomIOManager:
+    """A DatomIOManager for project ``project`` with clone and store under ``tmp_path``."""
+    return DatomIOManager(
+        project_name=project,
+        clone_path=str(tmp_path / project / "repo"),
+        store_url=str(tmp_path / project / "store"),
+        **fields,
+    )
+
+
+def latest(instance: DagsterInstance, key: str | AssetKey, partition: str | None = None) -> Any:
+    """The latest AssetMaterialization of ``key`` (of one partition if given)."""
+    asset_key = AssetKey.from_coercible(key)
+    if partition is None:
+        entry = instance.get_latest_materialization_event(asset_key)
+        assert entry is not None, f"{asset_key} was never materialized"
+        return entry.asset_materialization
+    from dagster import AssetRecordsFilter
+
+    records = instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=asset_key, asset_partitions=[partition]), limit=1
+    ).records
+    assert records, f"{asset_key} [{partition}] was never materialized"
+    return records[0].asset_materialization
+
+
+def meta(materialization: Any, key: str) -> Any:
+    """The plain value of one metadata entry."""
+    return materialization.metadata[key].value
+
+
+def onboard(conn: dc.Connection, name: str, data: Any) -> dc.WriteResult:
+    """Record ``data`` as an onboarded (imported) table: its source_lineage is itself.
+
+    The core's onboarding API is not there yet; this uses its write protocol directly.
+    """
+    from datom_core._documents import SourceRef
+    from datom_core._write import WriteRequest, write_table
+
+    sha = dc.hash_table(data).data_sha
+    request = WriteRequest(
+        table=name,
+        message=f"Import {name}",
+        table_type="imported",
+        source_lineage=(SourceRef(conn.project_name, name, sha),),
+    )
+    return write_table(conn, request, data)

@@ -1,0 +1,118 @@
+"""The asset check factory: stored bytes match parquet_sha; lineage is the parents' union."""
+
+import pandas as pd
+
+import datom_core as dc
+from dagster import (
+    AssetCheckSeverity,
+    AssetExecutionContext,
+    AssetSelection,
+    AssetSpec,
+    StaticPartitionsDefinition,
+    asset,
+    materialize,
+)
+from datom_dagster import DATOM_CHECK_NAME, build_datom_asset_checks
+
+from .conftest import onboard, project_io_manager
+
+VENDOR_DM = AssetSpec("vendor_dm", metadata={"datom_table": "dm"}).with_io_manager_key("vendor")
+
+
+@asset
+def base(vendor_dm: pd.DataFrame) -> pd.DataFrame:
+    return vendor_dm.assign(n=1)
+
+
+@asset
+def top(base: pd.DataFrame) -> pd.DataFrame:
+    return base.assign(m=2)
+
+
+@asset(partitions_def=StaticPartitionsDefinition(["p1", "p2"]))
+def parts(context: AssetExecutionContext) -> pd.DataFrame:
+    return pd.DataFrame({"p": [context.partition_key]})
+
+
+def _evaluations(result):
+    return {e.asset_key.path[-1]: e for e in result.get_asset_check_evaluations()}
+
+
+def _run_checks(instance, assets, checks, resources):
+    result = materialize(
+        [*assets, *checks],
+        instance=instance,
+        resources=resources,
+        selection=AssetSelection.all_asset_checks(),
+    )
+    return _evaluations(result)
+
+
+def test_checks_pass_then_catch_corruption_and_wrong_lineage(instance, tmp_path):
+    study, vendor = project_io_manager(tmp_path, "study"), project_io_manager(tmp_path, "vendor")
+    onboard(vendor.connection(), "dm", pd.DataFrame({"subject": ["s1", "s2"]}))
+    resources = {"io_manager": study, "vendor": vendor}
+    assets = [VENDOR_DM, base, top]
+    checks = build_datom_asset_checks([base, top], other_projects=["vendor"])
+    result = materialize([*assets, *checks], instance=instance, resources=resources)
+    evaluations = _evaluations(result)
+    assert {e.check_name for e in evaluations.values()} == {DATOM_CHECK_NAME}
+    assert all(e.passed for e in evaluations.values()), evaluations
+
+    conn = study.connection()
+    # Corrupt the stored parquet of `top`: its check fails, naming the object.
+    data_sha = conn.metadata("top")["data_sha"]
+    stored = tmp_path / "study" / "store" / "datom" / "top" / f"{data_sha}.parquet"
+    stored.write_bytes(stored.read_bytes()[:-8] + b"corrupt!")
+    evaluations = _run_checks(instance, assets, checks, resources)
+    assert evaluations["base"].passed
+    assert not evaluations["top"].passed
+    assert evaluations["top"].severity == AssetCheckSeverity.ERROR
+    [problem] = evaluations["top"].metadata["datom/problems"].value
+    assert f"top/{data_sha}.parquet hashes to" in problem
+
+    # A version whose source_lineage is not its parents' union.
+    from datom_core._documents import SourceRef
+    from datom_core._write import WriteRequest, write_table
+
+    bogus = SourceRef("elsewhere", "x", "0" * 64)
+    write_table(
+        conn,
+        WriteRequest("base", "tampered", parents=(conn.parent("top"),), source_lineage=(bogus,)),
+        pd.DataFrame({"z": [1]}),
+    )
+    evaluations = _run_checks(instance, assets, checks, resources)
+    [problem] = evaluations["base"].metadata["datom/problems"].value
+    assert "is not the union of its parents'" in problem and "elsewhere" in problem
+
+
+def test_a_parent_in_an_unreachable_project_is_a_warning(instance, tmp_path):
+    study, vendor = project_io_manager(tmp_path, "study"), project_io_manager(tmp_path, "vendor")
+    onboard(vendor.connection(), "dm", pd.DataFrame({"subject": ["s1"]}))
+    resources = {"io_manager": study, "vendor": vendor}
+    checks = build_datom_asset_checks([base])  # no other_projects
+    evaluation = _evaluations(
+        materialize([VENDOR_DM, base, *checks], instance=instance, resources=resources)
+    )["base"]
+    assert not evaluation.passed and evaluation.severity == AssetCheckSeverity.WARN
+    assert (
+        "add its resource key to other_projects" in evaluation.metadata["datom/problems"].value[0]
+    )
+
+
+def test_partitioned_assets_check_every_stored_partition(instance, io_manager):
+    checks = build_datom_asset_checks([parts])
+    resources = {"io_manager": io_manager}
+    result = materialize(
+        [parts, *checks], instance=instance, resources=resources, partition_key="p1"
+    )
+    assert result.success
+    [evaluation] = result.get_asset_check_evaluations()
+    assert evaluation.passed and evaluation.metadata["datom/tables_checked"].value == 1
+    materialize([parts], instance=instance, resources=resources, partition_key="p2")
+    evaluation = _run_checks(instance, [parts], checks, resources)["parts"]
+    assert evaluation.passed and evaluation.metadata["datom/tables_checked"].value == 2
+    assert {t.name for t in dc.connect(io_manager.project_clone_path()).tables()} == {
+        "parts(p1)",
+        "parts(p2)",
+    }

@@ -1,0 +1,104 @@
+"""Project configuration: S3 with EnvVar credentials, re-cloning, first use."""
+
+import shutil
+import zlib
+from pathlib import Path
+
+import pandas as pd
+
+import datom_core as dc
+from dagster import EnvVar, asset, materialize
+from datom_dagster import DatomIOManager, DatomResource
+
+from .conftest import latest, meta
+
+KEY_ID = "AKIDDATOMTEST0000001"
+SECRET = "s3cr3t-value-that-must-not-leak-0001"
+
+
+@asset
+def measures() -> pd.DataFrame:
+    return pd.DataFrame({"m": [1.5, 2.5]})
+
+
+@asset
+def uses_resource(datom: DatomResource) -> pd.DataFrame:
+    return pd.DataFrame({"tables": [t.name for t in datom.connection().tables()]})
+
+
+def test_s3_store_with_envvar_credentials_never_leaks_them(
+    fresh_instance, tmp_path, s3_endpoint, s3_bucket, monkeypatch
+):
+    monkeypatch.setenv("STUDY_AWS_KEY_ID", KEY_ID)
+    monkeypatch.setenv("STUDY_AWS_SECRET", SECRET)
+    fields = {
+        "project_name": "s3study",
+        "clone_path": str(tmp_path / "repo"),
+        "bucket": s3_bucket,
+        "prefix": "team",
+        "endpoint_url": s3_endpoint,
+        "aws_access_key_id": EnvVar("STUDY_AWS_KEY_ID"),
+        "aws_secret_access_key": EnvVar("STUDY_AWS_SECRET"),
+    }
+    # Configured in Python with EnvVar, and at launch with {"env": ...} in the run config.
+    launch = {**fields, "aws_access_key_id": {"env": "STUDY_AWS_KEY_ID"}}
+    launch["aws_secret_access_key"] = {"env": "STUDY_AWS_SECRET"}
+    resources = {
+        "io_manager": DatomIOManager.configure_at_launch(),
+        "datom": DatomResource(**fields),
+    }
+    result = materialize(
+        [measures, uses_resource],
+        instance=fresh_instance,
+        resources=resources,
+        run_config={"resources": {"io_manager": {"config": launch}}},
+    )
+    assert result.success
+
+    store = dc.S3Store(s3_bucket, "team", endpoint_url=s3_endpoint)
+    reader = dc.connect(store=store, project_name="s3study")
+    assert reader.read("measures")["m"].tolist() == [1.5, 2.5]
+    assert reader.read("uses_resource")["tables"].tolist() == ["measures"]
+    uri = meta(latest(fresh_instance, "measures"), "datom/data_sha")
+    assert meta(latest(fresh_instance, "measures"), "dagster/uri") == (
+        f"s3://{s3_bucket}/team/datom/measures/{uri}.parquet"
+    )
+
+    # The secret is in none of: the run record, the event log, the clone, the store.
+    run = fresh_instance.get_run_by_id(result.run_id)
+    places = [repr(run.run_config), repr(run)]
+    places += [repr(e) for e in fresh_instance.all_logs(result.run_id)]
+    places += [
+        p.read_bytes().decode("utf-8", "replace") for p in tmp_path.rglob("*") if p.is_file()
+    ]
+    places += [
+        store.read_bytes(k).decode("utf-8", "replace")
+        for k in store.list()
+        if not k.endswith(".parquet")
+    ]
+    objects = [_text(p) for p in (tmp_path / "repo" / ".git" / "objects").rglob("*") if p.is_file()]
+    assert any("dagster: materialize measures" in t for t in objects)  # really decompressed
+    for text in places:
+        assert SECRET not in text and KEY_ID not in text
+    assert "STUDY_AWS_SECRET" in repr(run.run_config)  # Dagster kept the variable's name only
+
+
+def _text(path: Path) -> str:
+    raw = path.read_bytes()
+    if ".git" in path.parts and "objects" in path.parts:
+        try:  # git's loose objects are zlib-compressed
+            raw = zlib.decompress(raw)
+        except zlib.error:
+            pass
+    return raw.decode("utf-8", "replace")
+
+
+def test_a_lost_clone_is_recloned_from_its_remote(tmp_path):
+    fields = {"clone_path": str(tmp_path / "repo"), "store_url": str(tmp_path / "store")}
+    first = DatomIOManager(**fields).connection()
+    written = first.write("t", pd.DataFrame({"a": [1]}))
+    shutil.rmtree(tmp_path / "repo")
+
+    again = DatomIOManager(**fields).connection()
+    assert again.resolve("t") == written.version and again.path == tmp_path / "repo"
+    assert again.write("t", pd.DataFrame({"a": [1]})).change == "none"

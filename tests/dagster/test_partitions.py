@@ -1,0 +1,198 @@
+"""Partitioned assets: one datom table per partition; loading one or several; backfills."""
+
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+from dagster._core.definitions.data_version import DATA_VERSION_TAG
+from dagster._core.storage.tags import (
+    ASSET_PARTITION_RANGE_END_TAG,
+    ASSET_PARTITION_RANGE_START_TAG,
+)
+
+from dagster import (
+    AssetExecutionContext,
+    AssetIn,
+    DailyPartitionsDefinition,
+    DynamicPartitionsDefinition,
+    MultiPartitionKey,
+    MultiPartitionsDefinition,
+    StaticPartitionsDefinition,
+    asset,
+    materialize,
+)
+
+from .conftest import latest, meta
+
+REGIONS = StaticPartitionsDefinition(["eu", "us", "New York"])
+DAYS = DailyPartitionsDefinition(start_date="2024-01-01", end_date="2024-01-05")
+BATCHES = DynamicPartitionsDefinition(name="batches")
+SALES = MultiPartitionsDefinition(
+    {"date": DAYS, "region": StaticPartitionsDefinition(["eu", "us"])}
+)
+
+
+# -- static: one partition per run; several loaded as a dict or one table ---------------------
+
+
+@asset(partitions_def=REGIONS)
+def by_region(context: AssetExecutionContext) -> pd.DataFrame:
+    return pd.DataFrame({"region": [context.partition_key], "n": [len(context.partition_key)]})
+
+
+@asset(partitions_def=REGIONS)
+def region_copy(by_region: pd.DataFrame) -> pd.DataFrame:
+    return by_region
+
+
+@asset(ins={"by_region": AssetIn(metadata={"allow_missing_partitions": True})})
+def regions_dict(by_region: dict[str, pl.DataFrame]) -> pd.DataFrame:
+    assert all(isinstance(v, pl.DataFrame) for v in by_region.values())
+    return pd.DataFrame({"keys": sorted(by_region)})
+
+
+@asset(ins={"by_region": AssetIn(metadata={"allow_missing_partitions": True})})
+def regions_concat(by_region: pa.Table) -> pa.Table:
+    return by_region.sort_by("region")
+
+
+STATIC = [by_region, region_copy, regions_dict, regions_concat]
+
+
+def test_static_partitions(instance, io_manager):
+    resources = {"io_manager": io_manager}
+    for key in ("eu", "New York"):
+        run = materialize(
+            STATIC,
+            instance=instance,
+            resources=resources,
+            partition_key=key,
+            selection=["by_region", "region_copy"],
+        )
+        assert run.success
+    conn = io_manager.connection()
+    assert conn.read("by_region(New York)")["region"].tolist() == ["New York"]
+    event = latest(instance, "by_region", "eu")
+    assert meta(event, "datom/table") == "by_region(eu)"
+    assert event.tags[DATA_VERSION_TAG] == conn.metadata("by_region(eu)")["data_sha"]
+    [parent] = meta(latest(instance, "region_copy", "eu"), "datom/parents")
+    assert (parent["table"], parent["version"]) == ("by_region(eu)", conn.resolve("by_region(eu)"))
+
+    materialize(
+        STATIC, instance=instance, resources=resources, selection=["regions_dict", "regions_concat"]
+    )
+    assert conn.read("regions_dict")["keys"].tolist() == ["New York", "eu"]
+    assert conn.read("regions_concat")["region"].tolist() == ["New York", "eu"]
+    parents = {p["table"] for p in conn.metadata("regions_concat")["parents"]}
+    assert parents == {"by_region(eu)", "by_region(New York)"}  # "us" was never stored
+
+
+# -- time windows: a single-run backfill across partitions, then one partition -----------------
+
+
+@asset(partitions_def=DAYS)
+def daily(context: AssetExecutionContext) -> dict[str, pl.DataFrame]:
+    return {day: pl.DataFrame({"day": [day], "runs": [1]}) for day in context.partition_keys}
+
+
+@asset(partitions_def=DAYS)
+def daily_child(daily: pl.LazyFrame) -> pl.LazyFrame:
+    return daily.with_columns(pl.col("runs") * 2)
+
+
+def test_single_run_backfill_across_time_partitions(instance, io_manager):
+    tags = {
+        ASSET_PARTITION_RANGE_START_TAG: "2024-01-01",
+        ASSET_PARTITION_RANGE_END_TAG: "2024-01-03",
+    }
+    resources = {"io_manager": io_manager}
+    assert materialize(
+        [daily, daily_child], instance=instance, resources=resources, tags=tags, selection=["daily"]
+    ).success
+    conn = io_manager.connection()
+    for day in ("2024-01-01", "2024-01-02", "2024-01-03"):
+        event = latest(instance, "daily", day)
+        assert meta(event, "datom/table") == f"daily({day})"
+        assert meta(event, "datom/data_sha") == conn.metadata(f"daily({day})")["data_sha"]
+        assert meta(event, "datom/change") == "full"
+        assert conn.read(f"daily({day})", as_="polars")["day"].to_list() == [day]
+        assert conn.history(f"daily({day})")[0].extra["dagster_partition"] == day
+    assert "daily(2024-01-04)" not in {t.name for t in conn.tables()}
+
+    materialize(
+        [daily, daily_child], instance=instance, resources=resources, partition_key="2024-01-02"
+    )
+    assert meta(latest(instance, "daily", "2024-01-02"), "datom/change") == "none"
+    assert conn.read("daily_child(2024-01-02)")["runs"].tolist() == [2]
+    [parent] = conn.metadata("daily_child(2024-01-02)")["parents"]
+    assert parent["table"] == "daily(2024-01-02)"
+
+
+# -- dynamic ---------------------------------------------------------------------------------
+
+
+@asset(partitions_def=BATCHES)
+def batch(context: AssetExecutionContext) -> pa.Table:
+    return pa.table({"batch": [context.partition_key]})
+
+
+@asset
+def all_batches(batch: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat([batch[k] for k in sorted(batch)], ignore_index=True)
+
+
+def test_dynamic_partitions(instance, io_manager):
+    instance.add_dynamic_partitions("batches", ["b-1", "b.2"])
+    resources = {"io_manager": io_manager}
+    for key in ("b-1", "b.2"):
+        materialize(
+            [batch, all_batches],
+            instance=instance,
+            resources=resources,
+            partition_key=key,
+            selection=["batch"],
+        )
+    materialize(
+        [batch, all_batches], instance=instance, resources=resources, selection=["all_batches"]
+    )
+    conn = io_manager.connection()
+    assert conn.read("all_batches")["batch"].tolist() == ["b-1", "b.2"]
+    tables = {t.name for t in conn.tables()}
+    assert "batch(b-1)" in tables
+    dotted = meta(latest(instance, "batch", "b.2"), "datom/table")  # "." is not allowed: safe form
+    assert dotted.startswith("batch(b_2)-") and dotted in tables
+
+
+# -- multi-dimensional -------------------------------------------------------------------------
+
+
+@asset(partitions_def=SALES)
+def sales(context: AssetExecutionContext) -> pd.DataFrame:
+    key = context.partition_key.keys_by_dimension
+    return pd.DataFrame({"date": [key["date"]], "region": [key["region"]]})
+
+
+@asset(ins={"sales": AssetIn(metadata={"allow_missing_partitions": True, "datom_concat": True})})
+def all_sales(sales) -> pd.DataFrame:
+    return sales.sort_values(["date", "region"], ignore_index=True)
+
+
+def test_multi_partitions(instance, io_manager):
+    resources = {"io_manager": io_manager}
+    for date, region in (("2024-01-01", "eu"), ("2024-01-02", "us")):
+        key = MultiPartitionKey({"date": date, "region": region})
+        materialize(
+            [sales, all_sales],
+            instance=instance,
+            resources=resources,
+            partition_key=key,
+            selection=["sales"],
+        )
+    materialize([sales, all_sales], instance=instance, resources=resources, selection=["all_sales"])
+    conn = io_manager.connection()
+    assert conn.read("sales(2024-01-01)(eu)")["region"].tolist() == ["eu"]
+    assert conn.read("all_sales").to_dict("list") == {
+        "date": ["2024-01-01", "2024-01-02"],
+        "region": ["eu", "us"],
+    }
+    event = latest(instance, "sales", MultiPartitionKey({"date": "2024-01-02", "region": "us"}))
+    assert meta(event, "datom/table") == "sales(2024-01-02)(us)"
