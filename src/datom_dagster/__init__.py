@@ -14,6 +14,8 @@ Change one line to get content-addressed, pinned, lineage-aware versions of your
 * :class:`DatomResource` is the same project description as a resource, for asset bodies
   and ops that use datom directly (``datom.connection()``).
 * :func:`build_datom_asset_checks` adds integrity and lineage checks to chosen assets.
+* :func:`datom_inbox_assets` and :func:`datom_inbox_sensor` onboard extracts dropped into
+  an inbox folder (one run per new or changed file).
 * :func:`table_name` is the documented mapping from asset key and partition to table name.
 
 With no configuration the project lives under ``$DATOM_HOME`` (default ``~/.datom``).
@@ -27,6 +29,7 @@ from datom_dagster._config import (
     DatomResource,
     datom_home,
 )
+from datom_dagster._inbox import datom_inbox_assets, datom_inbox_sensor
 from datom_dagster._io_manager import DatomIOManager
 from datom_dagster._naming import TABLE_METADATA_KEY, table_name
 
@@ -40,5 +43,7 @@ __all__ = [
     "DatomResource",
     "build_datom_asset_checks",
     "datom_home",
+    "datom_inbox_assets",
+    "datom_inbox_sensor",
     "table_name",
 ]

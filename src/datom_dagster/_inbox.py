@@ -88,14 +88,18 @@ def datom_inbox_assets(
         for table in sorted(wanted):
             if table in synced and synced[table].status == "error":
                 continue
-            yield _result(conn, keys[table], table)
+            yield _result(
+                conn, keys[table], table, synced[table].change if table in synced else None
+            )
         if failures:
             raise Failure(description="could not onboard " + "; ".join(failures))
 
     return _onboard
 
 
-def _result(conn: dc.Connection, key: AssetKey, table: str) -> MaterializeResult:
+def _result(
+    conn: dc.Connection, key: AssetKey, table: str, change: str | None
+) -> MaterializeResult:
     try:
         metadata = conn.metadata(table)
     except dc.NotFoundError as e:
@@ -105,7 +109,12 @@ def _result(conn: dc.Connection, key: AssetKey, table: str) -> MaterializeResult
         ) from e
     version = dc.metadata_sha(metadata)
     written = dc.WriteResult(
-        table, "none", version, metadata["data_sha"], metadata.get("parquet_sha", ""), None
+        table,
+        change or "none",
+        version,
+        metadata["data_sha"],
+        metadata.get("parquet_sha", ""),
+        None,
     )
     schema_only = conn.read(table, as_="arrow").schema.empty_table()
     return MaterializeResult(
