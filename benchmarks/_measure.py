@@ -19,14 +19,27 @@ def rss_bytes() -> int:
 
 @contextmanager
 def peak_rss(interval: float = 0.001):
-    """Yield a dict whose ``extra`` is the peak RSS growth (bytes) inside the block."""
+    """Yield a dict whose ``extra`` is the peak memory growth (bytes) inside the block.
+
+    The larger of: RSS growth (sampled), and Python/numpy allocations (tracemalloc) plus
+    Arrow's memory pool growth (sampled). Allocators keep freed pages, so RSS alone
+    can miss temporaries that reuse them.
+    """
+    import tracemalloc
+
+    import pyarrow as pa
+
     result = {"extra": 0}
     base = rss_bytes()
+    arrow_base = pa.total_allocated_bytes()
+    arrow_peak = [0]
     stop = threading.Event()
+    tracemalloc.start()
 
     def sample() -> None:
         while not stop.is_set():
             result["extra"] = max(result["extra"], rss_bytes() - base)
+            arrow_peak[0] = max(arrow_peak[0], pa.total_allocated_bytes() - arrow_base)
             time.sleep(interval)
 
     t = threading.Thread(target=sample, daemon=True)
@@ -36,7 +49,9 @@ def peak_rss(interval: float = 0.001):
     finally:
         stop.set()
         t.join()
-        result["extra"] = max(result["extra"], rss_bytes() - base)
+        _, traced_peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        result["extra"] = max(result["extra"], rss_bytes() - base, traced_peak + arrow_peak[0])
 
 
 def best_of(fn: Callable[[], Any], repeat: int = 3) -> float:

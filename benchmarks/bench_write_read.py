@@ -18,10 +18,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).parent))
+import datom_core as dc  # noqa: E402
 from _measure import best_of  # noqa: E402
 from bench_hash import mixed_table  # noqa: E402
-
-import datom_core as dc  # noqa: E402
 
 
 class CountingStore(dc.LocalStore):
@@ -67,7 +66,9 @@ def main() -> None:
     conn.write("same", table)
     t_none = best_of(lambda: conn.write("same", table))
     t_floor = best_of(lambda: (dc.hash_table(table), conn.metadata("same")))
-    print(f"none re-write / (hash + read metadata) = {t_none / t_floor:5.2f}  (includes one git fetch)")
+    print(
+        f"none re-write / (hash + read metadata) = {t_none / t_floor:5.2f}  (includes one git fetch)"
+    )
 
     small = dc.init_repo(tmp / "repo200", "MANY", CountingStore(tmp / "store200"))
     start = time.perf_counter()
@@ -76,7 +77,9 @@ def main() -> None:
     build = time.perf_counter() - start
     CountingStore.reads = 0
     listed = small.tables()
-    print(f"tables() over {len(listed)} tables          = {CountingStore.reads} store read(s)  (target 1)")
+    print(
+        f"tables() over {len(listed)} tables          = {CountingStore.reads} store read(s)  (target 1)"
+    )
     print(f"(200 small writes took {build / 200 * 1000:.0f} ms each)")
 
 
