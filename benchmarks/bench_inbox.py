@@ -114,7 +114,7 @@ def bench_scan(workdir: Path, n_files: int) -> None:
 
 
 def make_csv(path: Path, megabytes: int) -> None:
-    rows = megabytes * 1_000_000 // 62  # ~62 bytes per line
+    rows = megabytes * 1_000_000 // 50  # ~50 bytes per line
     rng = np.random.default_rng(1)
     subjects = np.array([f"STUDY001-{i:05d}" for i in range(20_000)])
     arms = np.array(["Placebo", "Drug 10 mg", "Drug 20 mg"])

@@ -36,6 +36,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from datom_core import _layout as L
@@ -108,17 +109,21 @@ def scan_inbox(
 
     ``path`` may be any local folder or an fsspec URL such as ``s3://bucket/prefix``
     (``storage_options`` go to its filesystem). Rows are sorted by file name.
+
+    A developer's scan compares against the clone as last fetched (no network): after
+    another developer onboarded files, ``pull()`` first for exact statuses. :func:`sync`
+    itself always writes on top of the fresh remote state, so a stale scan never records
+    a duplicate. A reader connection compares against the store's manifest.
     """
-    if path is None:
-        if conn.role == "reader":
-            raise ReadOnlyError(
-                f"this connection to {conn.project_name!r} is a reader (store only) and has no "
-                "inbox; pass path= (a folder or an s3:// prefix) to scan one"
-            )
-        default = conn.path / L.INBOX
-        if not default.is_dir():
-            return []
-    inbox = Inbox.open(default if path is None else path, storage_options)
+    if path is None and conn.role == "reader":
+        raise ReadOnlyError(
+            f"this connection to {conn.project_name!r} is a reader (store only) and has no "
+            "inbox; pass path= (a folder or an s3:// prefix) to scan one"
+        )
+    location = conn.path / L.INBOX if path is None else path
+    if path is None and not Path(location).is_dir():
+        return []  # the default inbox appears with the clone; nothing dropped yet
+    inbox = Inbox.open(location, storage_options)
     entries = inbox.entries()
     catalog = _Catalog(conn)
     cache = ShaCache.in_clone(conn.path if conn.role == "developer" else None)
@@ -305,6 +310,8 @@ def _onboard(
     notes = []
     if row.original_file_sha and sha != row.original_file_sha:
         notes.append("the file changed after the scan; its current content was onboarded")
+    if result.change == "full" and not result.uploaded:
+        notes.append("its data was already stored by an earlier version: nothing uploaded")
     if result.change == "none":
         notes.append(f"table {row.name!r} already holds this content as its current version")
         status: SyncStatus = "skipped"

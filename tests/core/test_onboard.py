@@ -172,6 +172,10 @@ def test_getting_started_story(tmp_path: Path) -> None:
     assert f"version {v1[:12]}" in scan.message and "earlier extract" in scan.message
     (redrop,) = conn.sync()
     assert (redrop.status, redrop.version) == ("synced", v1)
+    assert "nothing uploaded" in redrop.message
+    assert _parquet_objects(conn, "dm") == sorted(
+        L.store_parquet("dm", conn.metadata("dm", v)["data_sha"]) for v in (v1, v2, v4)
+    )
     assert [h.version for h in conn.history("dm")] == [v4, v3, v2, v1]
     assert conn.resolve("dm") == v1
     assert conn.read("dm", as_="arrow").to_pydict()["USUBJID"] == ["S-001", "S-002"]
