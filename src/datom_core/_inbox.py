@@ -198,6 +198,10 @@ class ShaCache:
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self._entries: dict[str, dict[str, Any]] = {}
+        # Hashes taken through this instance (a scan and the sync that follows it in one
+        # call): trusted while the fingerprint holds, even inside the racy window that
+        # keeps them out of the on-disk cache.
+        self._recent: dict[str, tuple[Fingerprint, str]] = {}
         self._dirty = False
         if path is not None:
             self._entries = _load_cache(path)
@@ -211,8 +215,13 @@ class ShaCache:
 
     def lookup(self, location: str, fingerprint: Fingerprint | None) -> str | None:
         """The cached SHA of ``location`` if its fingerprint is unchanged."""
+        if fingerprint is None:
+            return None
+        recent = self._recent.get(location)
+        if recent is not None and recent[0] == fingerprint:
+            return recent[1]
         entry = self._entries.get(location)
-        if fingerprint is None or entry is None:
+        if entry is None:
             return None
         return entry["sha"] if tuple(entry["fp"]) == fingerprint else None
 
@@ -220,16 +229,22 @@ class ShaCache:
         self, location: str, fingerprint: Fingerprint | None, sha: str, hashed_at_ns: int
     ) -> None:
         """Record a hash taken at ``hashed_at_ns`` (``time.time_ns()`` before reading)."""
-        if self.path is None or fingerprint is None:
+        if fingerprint is None:
+            return
+        self._recent[location] = (fingerprint, sha)
+        if self.path is None:
             return
         if fingerprint[0] == "stat" and fingerprint[2] > hashed_at_ns - RACY_WINDOW_NS:
-            self.forget([location])  # racily fresh: trust it next time only after a re-hash
+            # Racily fresh: the on-disk cache trusts it only after a re-hash.
+            if self._entries.pop(location, None) is not None:
+                self._dirty = True
             return
         self._entries[location] = {"fp": list(fingerprint), "sha": sha}
         self._dirty = True
 
     def forget(self, locations: Iterable[str]) -> None:
         for location in locations:
+            self._recent.pop(location, None)
             if self._entries.pop(location, None) is not None:
                 self._dirty = True
 

@@ -104,11 +104,14 @@ def scan_inbox(
     path: str | os.PathLike[str] | None = None,
     *,
     storage_options: Mapping[str, Any] | None = None,
+    cache: ShaCache | None = None,
 ) -> list[ScanRow]:
     """Classify every file of an inbox (default: the clone's ``input_files/``), writing nothing.
 
     ``path`` may be any local folder or an fsspec URL such as ``s3://bucket/prefix``
-    (``storage_options`` go to its filesystem). Rows are sorted by file name.
+    (``storage_options`` go to its filesystem). Rows are sorted by file name. ``cache``
+    is the hash cache to use (:func:`sync` shares one with its own scan, so that a file
+    is hashed once per call).
 
     A developer's scan compares against the clone as last fetched (no network): after
     another developer onboarded files, ``pull()`` first for exact statuses. :func:`sync`
@@ -126,7 +129,8 @@ def scan_inbox(
     inbox = Inbox.open(location, storage_options)
     entries = inbox.entries()
     catalog = _Catalog(conn)
-    cache = ShaCache.in_clone(conn.path if conn.role == "developer" else None)
+    if cache is None:
+        cache = ShaCache.in_clone(conn.path if conn.role == "developer" else None)
     stems = Counter(_stem(e.name) for e in entries if not e.is_dir and detect_format(e.name))
     rows = [_classify(entry, inbox, catalog, cache, stems, entries) for entry in entries]
     cache.prune(inbox.location, (e.location for e in entries))
@@ -258,11 +262,12 @@ def sync(
     that already holds failed rows raises before anything is written.
     """
     conn.repo  # noqa: B018  (a reader connection fails here, before any work)
-    scan = scan_inbox(conn, storage_options=storage_options) if rows is None else rows
-    todo = [_as_scan_row(r) for r in scan]
+    cache = ShaCache.in_clone(conn.path)
+    if rows is None:
+        rows = scan_inbox(conn, storage_options=storage_options, cache=cache)
+    todo = [_as_scan_row(r) for r in rows]
     if not continue_on_error:
         _refuse_failed(todo)
-    cache = ShaCache.in_clone(conn.path)
     results = []
     try:
         for row in todo:
@@ -304,6 +309,7 @@ def _onboard(
         table_type="imported",
         original_file_sha=sha,
         self_lineage=True,
+        serialize_early=True,
         history_extra={"original_format": fmt, "original_file": filename},
     )
     result = write_table(conn, request, table)

@@ -6,7 +6,8 @@ import hashlib
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pyarrow.parquet as pq
 from datom_core._errors import IntegrityError, NotFoundError
 from datom_core._store_base import Store
 
-__all__ = ["SerializedParquet", "read_verified", "serialized"]
+__all__ = ["BackgroundParquet", "SerializedParquet", "read_verified", "serialized"]
 
 _CHUNK = 1 << 20
 
@@ -41,6 +42,42 @@ def serialized(table: pa.Table) -> Iterator[SerializedParquet]:
         yield SerializedParquet(path, _file_sha(path), path.stat().st_size)
     finally:
         path.unlink(missing_ok=True)
+
+
+class BackgroundParquet:
+    """Serialise a table in a worker thread while the caller hashes it.
+
+    For writes that almost surely carry new data (a changed extract): the parquet bytes
+    are ready when the hash is. ``close()`` (or leaving the ``with`` block) waits for the
+    worker and deletes the temporary file.
+    """
+
+    def __init__(self, table: pa.Table) -> None:
+        self._stack = ExitStack()
+        self._future = _worker().submit(self._stack.enter_context, serialized(table))
+
+    def result(self) -> SerializedParquet:
+        return self._future.result()
+
+    def close(self) -> None:
+        wait([self._future])
+        self._stack.close()
+
+    def __enter__(self) -> BackgroundParquet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_WORKER: ThreadPoolExecutor | None = None
+
+
+def _worker() -> ThreadPoolExecutor:
+    global _WORKER
+    if _WORKER is None:
+        _WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="datom-parquet")
+    return _WORKER
 
 
 def _file_sha(path: Path) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,7 @@ from datom_core._errors import DatomError, GitError, IntegrityError, PushRejecte
 from datom_core._identity import prepare_table
 from datom_core._mirror import converge_mirror, manifest_with, mirror_table
 from datom_core._names import validate_table_name
-from datom_core._parquet import read_verified, serialized
+from datom_core._parquet import BackgroundParquet, read_verified, serialized
 from datom_core._records import WriteResult
 
 if TYPE_CHECKING:
@@ -61,6 +62,9 @@ class WriteRequest:
     # An onboarded file: source_lineage is this table's own data (its data_sha is only
     # known once the table is hashed, inside the write).
     self_lineage: bool = False
+    # Serialise the parquet while hashing, for data that is almost surely new (a changed
+    # extract): faster when it is, wasted work when the write turns out to be "none".
+    serialize_early: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,15 +78,16 @@ def write_table(conn: Connection, request: WriteRequest, data: Any) -> WriteResu
     validate_table_name(request.table)
     _check_custom(request)
     table = prepare_table(data, table=request.table)
-    table_hash = hash_arrow_table(table)
-    checkpoint("hashed")
-    repo = conn.repo
-    with repo.lock():
-        for _ in range(_MAX_ATTEMPTS):
-            repo.fetch_and_reset()
-            result = _attempt(conn, request, table, table_hash)
-            if result is not None:
-                return result
+    with BackgroundParquet(table) if request.serialize_early else nullcontext() as early:
+        table_hash = hash_arrow_table(table)
+        checkpoint("hashed")
+        repo = conn.repo
+        with repo.lock():
+            for _ in range(_MAX_ATTEMPTS):
+                repo.fetch_and_reset()
+                result = _attempt(conn, request, table, table_hash, early)
+                if result is not None:
+                    return result
     raise PushRejectedError(
         f"table {request.table!r}: the remote kept moving; gave up after {_MAX_ATTEMPTS} attempts. "
         "Nothing was recorded; retry the write."
@@ -90,7 +95,11 @@ def write_table(conn: Connection, request: WriteRequest, data: Any) -> WriteResu
 
 
 def _attempt(
-    conn: Connection, req: WriteRequest, table: pa.Table, th: TableHash
+    conn: Connection,
+    req: WriteRequest,
+    table: pa.Table,
+    th: TableHash,
+    early: BackgroundParquet | None,
 ) -> WriteResult | None:
     """One try on top of the freshly fetched remote state; None when the push lost a race."""
     repo = conn.repo
@@ -108,7 +117,9 @@ def _attempt(
         parquet_sha = current.metadata.get("parquet_sha", "")
         size, uploaded = current.metadata.get("size_bytes"), False
     else:
-        parquet_sha, size, uploaded = _store_parquet(conn, req.table, table, th, current.history)
+        parquet_sha, size, uploaded = _store_parquet(
+            conn, req.table, table, th, current.history, early
+        )
     checkpoint("uploaded")
 
     known = next((h for h in current.history if h.get("version") == version), None)
@@ -192,6 +203,7 @@ def _store_parquet(
     table: pa.Table,
     th: TableHash,
     history: Sequence[Mapping[str, Any]],
+    early: BackgroundParquet | None,
 ) -> tuple[str, int | None, bool]:
     """Step 3: (parquet_sha, size_bytes, uploaded) for new data."""
     store, key = conn.store, L.store_parquet(table_name, th.data_sha)
@@ -202,7 +214,7 @@ def _store_parquet(
         # Re-serialising could change the bytes and break that version's pin: reuse them.
         size = recorded.get("size_bytes")
         return recorded["parquet_sha"], size if size is not None else store.size(key), False
-    with serialized(table) as sp:
+    with nullcontext(early.result()) if early else serialized(table) as sp:
         if store.put_if_absent(key, sp.path):
             return sp.parquet_sha, sp.size_bytes, True
     # An object nobody recorded (an interrupted or concurrent write): keep it if it holds our data.

@@ -1,8 +1,9 @@
 """Delimited text (csv, tsv, psv, txt) through ``pyarrow.csv``.
 
-pyarrow parses numbers with correct rounding and infers one type per column. The file is
-streamed block by block (``open_csv``), so memory holds the Arrow table and one block of
-text rather than the whole text. ``open_csv`` fixes each column's type from the first
+pyarrow parses numbers with correct rounding and infers one type per column. A file up
+to :data:`WHOLE_READ_LIMIT` is parsed whole by the multi-threaded ``read_csv``; a larger
+one is streamed block by block (``open_csv``), so memory holds the Arrow table and one
+block of text rather than the whole text. ``open_csv`` fixes each column's type from the first
 block; when a later block does not fit that type (an integer column that turns decimal,
 a column empty in the first block) the file is read again with ``read_csv``, which widens
 a column's type across all blocks. Both use pyarrow's default null handling: in a string
@@ -24,6 +25,10 @@ from datom_core._readers._common import Source, check_column_names
 #: sees the whole file; larger files fall back to ``read_csv`` only on a type change.
 BLOCK_SIZE = 16 << 20
 
+#: Files up to this size are parsed whole by pyarrow's multi-threaded ``read_csv`` (fast;
+#: peak memory a few times the file); larger ones are streamed block by block.
+WHOLE_READ_LIMIT = 256 << 20
+
 #: txt delimiters, in order of preference when the first line holds as many of each.
 TXT_DELIMITERS = (",", "\t", "|", ";")
 
@@ -32,20 +37,29 @@ _SNIFF_BYTES = 1 << 20
 
 
 def read_delimited(source: Source, *, block_size: int | None = None) -> pa.Table:
-    """Read a delimited text file whole into a table (streamed; see the module docstring)."""
+    """Read a delimited text file whole into a table (see the module docstring).
+
+    Files up to :data:`WHOLE_READ_LIMIT` are parsed in one multi-threaded pass; larger
+    ones (or any file when ``block_size`` is given) are streamed.
+    """
     delimiter = _FIXED_DELIMITERS.get(source.fmt) or sniff_delimiter(source)
     size = block_size or BLOCK_SIZE
-    try:
-        return _require_utf8(source, stream_delimited(source, delimiter, block_size=size))
-    except pa.ArrowInvalid:
-        # A later block did not fit the first block's types (or the text is malformed,
-        # which read_csv reports again below): read_csv infers across every block.
-        pass
+    if block_size is not None or source.size() > WHOLE_READ_LIMIT:
+        try:
+            return _require_utf8(source, stream_delimited(source, delimiter, block_size=size))
+        except pa.ArrowInvalid:
+            # A later block did not fit the first block's types (or the text is malformed,
+            # which read_csv reports again below): read_csv infers across every block.
+            pass
+    return _read_whole(source, delimiter, size)
+
+
+def _read_whole(source: Source, delimiter: str, block_size: int) -> pa.Table:
     try:
         with _input(source) as src:
             table = pacsv.read_csv(
                 src,
-                read_options=pacsv.ReadOptions(block_size=size),
+                read_options=pacsv.ReadOptions(block_size=block_size),
                 parse_options=_parse_options(delimiter),
             )
     except (pa.ArrowException, OSError, UnicodeError) as e:
