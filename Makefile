@@ -28,6 +28,8 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_hash.py
+	$(PY) benchmarks/bench_write_read.py
+	$(PY) benchmarks/bench_inbox.py
 
 clean:
 	rm -rf $(VENV) .demo .pytest_cache
