@@ -174,6 +174,11 @@ class DatomProjectConfig(Config):
         return conn
 
     def _create_or_clone(self, clone: Path) -> dc.Connection:
+        if clone.exists() and any(clone.iterdir()):
+            raise dc.DatomError(
+                f"{clone} exists but is not a datom clone (an interrupted first use?); "
+                "remove it, or point clone_path at an empty or absent directory"
+            )
         store = self.configured_store()
         if store is None:
             store = dc.LocalStore(self._default_store_root())

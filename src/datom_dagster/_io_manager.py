@@ -99,7 +99,7 @@ class DatomIOManager(ConfigurableIOManager, DatomProjectConfig):
             return table_name(
                 context.asset_key,
                 partition_key,
-                partitions_def=context.asset_partitions_def if partition_key else None,
+                partitions_def=context.asset_partitions_def if partition_key is not None else None,
                 override=(context.definition_metadata or {}).get(TABLE_METADATA_KEY),
             )
         except dc.InvalidNameError as e:
@@ -147,7 +147,8 @@ class DatomIOManager(ConfigurableIOManager, DatomProjectConfig):
             refs.append(conn.parent(name, version))
             context.log.debug(f"datom: loaded {name} {version[:12]} for {label}")
         record_loaded(context, refs)
-        return _shape(loaded, spec, partitioned, bool(options.get("datom_concat")), label)
+        several = len(keys) > 1
+        return _shape(loaded, spec, several, partitioned, bool(options.get("datom_concat")), label)
 
 
 def _asset_label(context: OutputContext) -> str:
@@ -212,6 +213,7 @@ def _pins(version: Any, keys: list[str | None], label: str) -> dict[str | None, 
 def _shape(
     loaded: dict[str | None, Any],
     spec: InputSpec,
+    several: bool,
     partitioned: bool,
     concat_requested: bool,
     label: str,
@@ -235,8 +237,9 @@ def _shape(
             f"input {label}: none of the requested partitions is stored in datom; "
             "materialize them first, or annotate the input as a dict to accept none"
         )
-    if len(loaded) == 1 and not concat_requested:
+    if not several and not concat_requested:
         return next(iter(loaded.values()))
+    # Several partitions requested: the shape depends on the request, not on how many exist.
     if concat_requested or spec.annotated:
         return concat(list(loaded.values()), spec.kind)
     return {str(k): v for k, v in loaded.items()}

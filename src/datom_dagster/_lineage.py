@@ -94,14 +94,17 @@ def _current_versions(
         context.log.debug(f"datom: upstream {dep.to_user_string()} is not stored by datom")
         return []
     conn = manager.connection()
-    refs = []
+    refs, missing = [], []
     for key in keys or ():
         name = table_name(dep, key, partitions_def=partitions_def, override=override)
         try:
             refs.append(conn.parent(name))
         except dc.NotFoundError:
-            context.log.warning(
-                f"datom: upstream {dep.to_user_string()} has no table {name!r} in project "
-                f"{conn.project_name!r} yet; it is not recorded as a parent"
-            )
+            missing.append(name)
+    if missing:
+        context.log.warning(
+            f"datom: upstream {dep.to_user_string()} has no table {', '.join(missing[:5])}"
+            f"{' ...' if len(missing) > 5 else ''} in project {conn.project_name!r}; "
+            f"{len(missing)} table(s) not recorded as parents"
+        )
     return refs

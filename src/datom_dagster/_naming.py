@@ -45,7 +45,6 @@ from collections.abc import Sequence
 
 import datom_core as dc
 from dagster import AssetKey, MultiPartitionKey, MultiPartitionsDefinition, PartitionsDefinition
-from datom_core._names import validate_table_name  # not (yet) exported by datom_core
 
 __all__ = ["TABLE_METADATA_KEY", "partition_values", "table_name"]
 
@@ -105,7 +104,7 @@ def partition_values(
 
 def _checked_override(override: object, asset_key: AssetKey) -> str:
     try:
-        return validate_table_name(override)
+        return dc.validate_table_name(override)
     except dc.InvalidNameError as e:
         raise dc.InvalidNameError(
             f"asset {asset_key.to_user_string()}: metadata {TABLE_METADATA_KEY}={override!r} "

@@ -4,6 +4,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 import datom_core as dc
@@ -73,19 +74,13 @@ def meta(materialization: Any, key: str) -> Any:
     return materialization.metadata[key].value
 
 
-def onboard(conn: dc.Connection, name: str, data: Any) -> dc.WriteResult:
-    """Record ``data`` as an onboarded (imported) table: its source_lineage is itself.
+def onboard(conn: dc.Connection, name: str, data: pd.DataFrame) -> dc.ParentRef:
+    """Onboard ``data`` as the imported table ``name`` (a CSV dropped in the inbox, synced).
 
-    The core's onboarding API is not there yet; this uses its write protocol directly.
+    An imported table has no parents and a source_lineage pointing at itself.
     """
-    from datom_core._documents import SourceRef
-    from datom_core._write import WriteRequest, write_table
-
-    sha = dc.hash_table(data).data_sha
-    request = WriteRequest(
-        table=name,
-        message=f"Import {name}",
-        table_type="imported",
-        source_lineage=(SourceRef(conn.project_name, name, sha),),
-    )
-    return write_table(conn, request, data)
+    inbox = conn.path / "input_files"
+    data.to_csv(inbox / f"{name}.csv", index=False)
+    [row] = conn.sync()
+    assert row.status == "synced", row
+    return conn.parent(name)

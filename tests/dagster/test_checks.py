@@ -72,10 +72,10 @@ def test_checks_pass_then_catch_corruption_and_wrong_lineage(instance, tmp_path)
     assert f"top/{data_sha}.parquet hashes to" in problem
 
     # A version whose source_lineage is not its parents' union.
-    from datom_core._documents import SourceRef
+    # The public API always derives lineage; forge one through the write protocol itself.
     from datom_core._write import WriteRequest, write_table
 
-    bogus = SourceRef("elsewhere", "x", "0" * 64)
+    bogus = dc.SourceRef("elsewhere", "x", "0" * 64)
     write_table(
         conn,
         WriteRequest("base", "tampered", parents=(conn.parent("top"),), source_lineage=(bogus,)),

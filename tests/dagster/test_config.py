@@ -5,6 +5,7 @@ import zlib
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 import datom_core as dc
 from dagster import EnvVar, asset, materialize
@@ -102,3 +103,12 @@ def test_a_lost_clone_is_recloned_from_its_remote(tmp_path):
     again = DatomIOManager(**fields).connection()
     assert again.resolve("t") == written.version and again.path == tmp_path / "repo"
     assert again.write("t", pd.DataFrame({"a": [1]})).change == "none"
+
+
+def test_a_half_made_clone_is_reported_not_overwritten(tmp_path):
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "notes.txt").write_text("mine")
+    iom = DatomIOManager(clone_path=str(tmp_path / "repo"), store_url=str(tmp_path / "store"))
+    with pytest.raises(dc.DatomError, match="is not a datom clone"):
+        iom.connection()
+    assert (tmp_path / "repo" / "notes.txt").read_text() == "mine"

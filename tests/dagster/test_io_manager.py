@@ -197,3 +197,21 @@ def test_store_url_and_bucket_are_exclusive(tmp_path: Path):
     iom = DatomIOManager(clone_path=str(tmp_path / "r"), store_url=str(tmp_path), bucket="b")
     with pytest.raises(dc.StoreError, match="either store_url or bucket"):
         iom.connection()
+
+
+@asset(metadata={"datom_table": "Adverse events (AE)"})
+def ae() -> pd.DataFrame:
+    return pd.DataFrame({"term": ["headache"]})
+
+
+@asset
+def ae_count(ae: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({"n": [len(ae)]})
+
+
+def test_datom_table_metadata_names_the_table(instance, io_manager):
+    materialize([ae, ae_count], instance=instance, resources={"io_manager": io_manager})
+    conn = io_manager.connection()
+    assert {t.name for t in conn.tables()} == {"Adverse events (AE)", "ae_count"}
+    assert meta(latest(instance, "ae"), "datom/table") == "Adverse events (AE)"
+    assert conn.metadata("ae_count")["parents"][0]["table"] == "Adverse events (AE)"

@@ -13,7 +13,6 @@ from dagster import (
     MultiPartitionsDefinition,
     StaticPartitionsDefinition,
 )
-from datom_core._names import validate_table_name
 from datom_dagster import table_name
 
 SAFE = re.compile(r".*-[0-9a-f]{10}")
@@ -61,7 +60,7 @@ def test_multi_partition_key_given_as_a_string_is_split_by_the_definition():
 def test_unsafe_keys_get_the_safe_form(key, partition, readable_part):
     name = table_name(key, partition)
     assert SAFE.fullmatch(name) and name.startswith(readable_part)
-    assert validate_table_name(name) == name
+    assert dc.validate_table_name(name) == name
 
 
 def test_long_names_are_cut_with_their_hash():
@@ -84,7 +83,7 @@ partitions = st.none() | st.text(min_size=1, max_size=20)
 @given(key=keys, partition=partitions)
 def test_always_a_valid_and_deterministic_name(key, partition):
     name = table_name(AssetKey(key), partition)
-    assert validate_table_name(name) == name
+    assert dc.validate_table_name(name) == name
     assert table_name(AssetKey(list(key)), partition) == name
 
 

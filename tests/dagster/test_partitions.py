@@ -55,7 +55,19 @@ def regions_concat(by_region: pa.Table) -> pa.Table:
     return by_region.sort_by("region")
 
 
-STATIC = [by_region, region_copy, regions_dict, regions_concat]
+@asset(partitions_def=REGIONS, deps=[by_region])
+def region_flag() -> pd.DataFrame:
+    """Depends on the same partition of `by_region` without loading it."""
+    return pd.DataFrame({"flag": [True]})
+
+
+@asset(deps=[by_region])
+def regions_seen() -> pd.DataFrame:
+    """Depends on every partition of `by_region` without loading any."""
+    return pd.DataFrame({"seen": [True]})
+
+
+STATIC = [by_region, region_copy, regions_dict, regions_concat, region_flag, regions_seen]
 
 
 def test_static_partitions(instance, io_manager):
@@ -66,7 +78,7 @@ def test_static_partitions(instance, io_manager):
             instance=instance,
             resources=resources,
             partition_key=key,
-            selection=["by_region", "region_copy"],
+            selection=["by_region", "region_copy", "region_flag"],
         )
         assert run.success
     conn = io_manager.connection()
@@ -78,12 +90,18 @@ def test_static_partitions(instance, io_manager):
     assert (parent["table"], parent["version"]) == ("by_region(eu)", conn.resolve("by_region(eu)"))
 
     materialize(
-        STATIC, instance=instance, resources=resources, selection=["regions_dict", "regions_concat"]
+        STATIC,
+        instance=instance,
+        resources=resources,
+        selection=["regions_dict", "regions_concat", "regions_seen"],
     )
     assert conn.read("regions_dict")["keys"].tolist() == ["New York", "eu"]
     assert conn.read("regions_concat")["region"].tolist() == ["New York", "eu"]
-    parents = {p["table"] for p in conn.metadata("regions_concat")["parents"]}
-    assert parents == {"by_region(eu)", "by_region(New York)"}  # "us" was never stored
+    stored = {"by_region(eu)", "by_region(New York)"}  # "us" was never stored
+    for name in ("regions_concat", "regions_seen"):
+        assert {p["table"] for p in conn.metadata(name)["parents"]} == stored
+    [flag_parent] = conn.metadata("region_flag(New York)")["parents"]
+    assert flag_parent["version"] == conn.resolve("by_region(New York)")
 
 
 # -- time windows: a single-run backfill across partitions, then one partition -----------------
@@ -125,6 +143,30 @@ def test_single_run_backfill_across_time_partitions(instance, io_manager):
     assert conn.read("daily_child(2024-01-02)")["runs"].tolist() == [2]
     [parent] = conn.metadata("daily_child(2024-01-02)")["parents"]
     assert parent["table"] == "daily(2024-01-02)"
+
+
+@asset(partitions_def=DAYS)
+def daily_single(context: AssetExecutionContext) -> pd.DataFrame:
+    return pd.DataFrame({"day": context.partition_keys})
+
+
+def test_a_range_run_needs_one_table_per_partition(instance, io_manager):
+    tags = {
+        ASSET_PARTITION_RANGE_START_TAG: "2024-01-01",
+        ASSET_PARTITION_RANGE_END_TAG: "2024-01-02",
+    }
+    result = materialize(
+        [daily_single],
+        instance=instance,
+        resources={"io_manager": io_manager},
+        tags=tags,
+        raise_on_error=False,
+    )
+    assert not result.success
+    [failure] = result.get_step_failure_events()
+    message = failure.step_failure_data.error.to_string()
+    assert "return a dict {partition_key: table}" in message and "(got DataFrame)" in message
+    assert io_manager.connection().tables() == []
 
 
 # -- dynamic ---------------------------------------------------------------------------------
