@@ -180,6 +180,30 @@ class Connection:
 
         return lineage(self, name, version, depth)
 
+    def parquet_key(self, name: str, data_sha: str) -> str:
+        """The store key of a table's data (content-addressed by ``data_sha``)."""
+        from datom_core._names import validate_version
+
+        validate_table_name(name)
+        validate_version(data_sha)
+        return L.store_parquet(name, data_sha)
+
+    def commit_of(self, name: str, version: str | None = None) -> str | None:
+        """The git commit that recorded ``version`` of ``name`` (current by default).
+
+        The newest commit of ``<name>/metadata.json`` whose document is that version; None
+        when git has no such commit (a reader has no git: :class:`ReadOnlyError`).
+        """
+        from datom_core._canonical import metadata_sha
+
+        wanted = self.resolve(name, version)
+        path = L.git_metadata(validate_table_name(name))
+        for commit in self.repo.log(path):
+            raw = self.repo.read_at(commit.id, path)
+            if raw is not None and metadata_sha(load(raw, key=path)) == wanted:
+                return commit.id
+        return None
+
     def store_manifest(self) -> dict[str, Any]:
         """The manifest as mirrored in the store."""
         try:

@@ -30,7 +30,6 @@ from dagster import (
     PartitionsDefinition,
     asset_check,
 )
-from datom_core import _layout as layout  # the parquet key of a version: no public accessor yet
 from datom_dagster._naming import TABLE_METADATA_KEY, table_name
 
 __all__ = ["DATOM_CHECK_NAME", "build_datom_asset_checks"]
@@ -135,7 +134,7 @@ def verify_table(
 def _parquet_findings(
     conn: dc.Connection, table: str, metadata: Mapping[str, Any]
 ) -> list[_Finding]:
-    key = layout.store_parquet(table, metadata["data_sha"])
+    key = conn.parquet_key(table, metadata["data_sha"])
     try:
         actual = conn.store.sha256(key)
     except dc.DatomError as e:

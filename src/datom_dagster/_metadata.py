@@ -14,7 +14,6 @@ from urllib.parse import quote
 
 import datom_core as dc
 from dagster import MetadataValue
-from datom_core import _layout as layout  # store and git paths: no public accessor yet
 from datom_dagster._type_handlers import column_schema
 
 __all__ = ["DATOM_KEYS", "STANDARD_KEYS", "materialization_metadata", "parquet_url"]
@@ -38,7 +37,8 @@ def materialization_metadata(
 ) -> dict[str, MetadataValue]:
     """Metadata for the materialization of ``result`` (``table`` is what was written)."""
     recorded = conn.metadata(result.table, result.version)
-    commit = result.commit or _recording_commit(conn, result.table)
+    # An unchanged write commits nothing: report the commit that recorded the version.
+    commit = result.commit or conn.commit_of(result.table, result.version) or ""
     return {
         "datom/version": MetadataValue.text(result.version),
         "datom/data_sha": MetadataValue.text(result.data_sha),
@@ -51,20 +51,14 @@ def materialization_metadata(
         "datom/source_lineage": MetadataValue.json(_records(recorded.get("source_lineage"))),
         "dagster/row_count": MetadataValue.int(int(recorded["nrow"])),
         "dagster/column_schema": MetadataValue.table_schema(column_schema(table)),
-        "dagster/uri": MetadataValue.url(parquet_url(conn.store, result.table, result.data_sha)),
+        "dagster/uri": MetadataValue.url(parquet_url(conn, result.table, result.data_sha)),
     }
 
 
-def parquet_url(store: dc.Store, table: str, data_sha: str) -> str:
+def parquet_url(conn: dc.Connection, table: str, data_sha: str) -> str:
     """The URL of a version's parquet object (path segments percent-encoded)."""
-    key = layout.store_parquet(table, data_sha)
-    return f"{store.url}/{'/'.join(quote(part) for part in key.split('/'))}"
-
-
-def _recording_commit(conn: dc.Connection, table: str) -> str:
-    # An unchanged write commits nothing: report the commit that made the version current.
-    commits = conn.repo.log(layout.git_metadata(table), max_entries=1)
-    return commits[0].id if commits else ""
+    key = conn.parquet_key(table, data_sha)
+    return f"{conn.store.url}/{'/'.join(quote(part) for part in key.split('/'))}"
 
 
 def _records(value: Any) -> list[dict[str, Any]]:

@@ -207,3 +207,14 @@ def test_none_rewrite_repairs_a_stale_mirror(tmp_path) -> None:
     conn.store.delete("dm/.metadata/metadata.json")
     assert conn.write("dm", frame()).change == "none"
     assert conn.validate().ok
+
+
+def test_parquet_key_and_commit_of_a_version(tmp_path) -> None:
+    conn = new_project(tmp_path)
+    v1 = conn.write("dm", frame())
+    v2 = conn.write("dm", frame(seed=1))
+    assert conn.store.sha256(conn.parquet_key("dm", v1.data_sha)) == v1.parquet_sha
+    assert conn.commit_of("dm") == v2.commit
+    assert conn.commit_of("dm", v1.version[:8]) == v1.commit
+    with pytest.raises(dc.InvalidNameError):
+        conn.parquet_key("../x", v1.data_sha)
