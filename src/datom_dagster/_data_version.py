@@ -21,9 +21,13 @@ used to resolve upstream dependencies that the step did not load.
 from collections.abc import Mapping
 from typing import Any
 
-from dagster._core.errors import DagsterInvariantViolationError
-
-from dagster import AssetKey, DataVersion, InputContext, OutputContext
+from dagster import (
+    AssetKey,
+    DagsterInvariantViolationError,
+    DataVersion,
+    InputContext,
+    OutputContext,
+)
 
 __all__ = [
     "add_partition_metadata",

@@ -28,10 +28,14 @@ with a table type or ``datom_concat`` is set: then as one table, partitions in o
 from collections.abc import Mapping
 from typing import Any
 
-from dagster._core.errors import DagsterInvariantViolationError
-
 import datom_core as dc
-from dagster import ConfigurableIOManager, Failure, InputContext, OutputContext
+from dagster import (
+    ConfigurableIOManager,
+    DagsterInvariantViolationError,
+    Failure,
+    InputContext,
+    OutputContext,
+)
 from datom_dagster import _data_version as internals
 from datom_dagster._config import DatomProjectConfig
 from datom_dagster._lineage import output_parents, record_loaded
