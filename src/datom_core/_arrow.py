@@ -147,6 +147,10 @@ def from_arrow(table: pa.Table, as_: OutputKind = "pandas") -> Any:
     if as_ == "polars":
         import polars as pl  # optional extra
 
+        # polars would read date64 as a datetime: keep it a date (same days, same identity).
+        for i, field in enumerate(table.schema):
+            if pa.types.is_date64(field.type):
+                table = table.set_column(i, field.name, table.column(i).cast(pa.date32()))
         return pl.from_arrow(table)
     if as_ == "pandas":
         return _to_pandas(table)

@@ -43,6 +43,13 @@ KINDS: dict[str, tuple[pa.DataType, st.SearchStrategy]] = {
     "timestamp_ms": (pa.timestamp("ms"), _ticks),
     "duration_s": (pa.duration("s"), _ticks),
     "time64_us": (pa.time64("us"), st.integers(0, 86_400 * 10**6 - 1)),
+    "time32_ms": (pa.time32("ms"), st.integers(0, 86_400 * 10**3 - 1)),
+    "int8": (pa.int8(), st.integers(-128, 127)),
+    "uint64": (pa.uint64(), st.integers(0, 2**63 - 1)),
+    "float16": (pa.float16(), st.floats(allow_nan=True, width=16)),
+    "duration_ms": (pa.duration("ms"), _ticks),
+    "timestamp_ns_tz": (pa.timestamp("ns", tz="America/New_York"), _ticks),
+    "date64": (pa.date64(), _days.map(lambda d: d * 86_400_000)),
 }
 
 
@@ -53,8 +60,11 @@ def columns(draw: st.DrawFn, nrow: int) -> tuple[str, pa.Array]:
     raw = draw(st.lists(st.one_of(st.none(), values), min_size=nrow, max_size=nrow))
     if pa.types.is_timestamp(arrow_type) or pa.types.is_duration(arrow_type):
         return kind, pa.array(raw, pa.int64()).cast(arrow_type)
-    if pa.types.is_time(arrow_type):
-        return kind, pa.array(raw, pa.int64()).cast(arrow_type)
+    if pa.types.is_time(arrow_type) or pa.types.is_date64(arrow_type):
+        width = pa.int32() if arrow_type.bit_width == 32 else pa.int64()
+        return kind, pa.array(raw, width).cast(arrow_type)
+    if pa.types.is_float16(arrow_type):
+        return kind, pa.array([None if v is None else np.float16(v) for v in raw], arrow_type)
     return kind, pa.array(raw, arrow_type)
 
 
@@ -75,9 +85,11 @@ def sha(data: object) -> str:
 def test_pandas_polars_and_arrow_hash_the_same(table: pa.Table) -> None:
     expected = sha(table)
     assert sha(table.to_pandas(types_mapper=pd.ArrowDtype)) == expected
-    assert sha(pl.from_arrow(table)) == expected
     assert sha(from_arrow(table, "pandas")) == expected  # datom's own numpy-backed reading
-    assert sha(from_arrow(table, "polars")) == expected
+    assert sha(from_arrow(table, "polars")) == expected  # datom's polars reading
+    if not any(pa.types.is_date64(t) for t in table.schema.types):
+        # plain polars turns date64 into a datetime column: not the same values any more.
+        assert sha(pl.from_arrow(table)) == expected
 
 
 @SETTINGS
