@@ -121,6 +121,7 @@ def test_parquet_round_trip_preserves_data_sha(table: pa.Table) -> None:
     back = pq.read_table(buf)
     assert sha(back) == sha(table)
     assert sha(from_arrow(back, "pandas")) == sha(table)
+    assert sha(from_arrow(back, "polars")) == sha(table)
 
 
 @SETTINGS
