@@ -35,6 +35,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -105,13 +106,15 @@ def scan_inbox(
     *,
     storage_options: Mapping[str, Any] | None = None,
     cache: ShaCache | None = None,
+    defer_new: bool = False,
 ) -> list[ScanRow]:
     """Classify every file of an inbox (default: the clone's ``input_files/``), writing nothing.
 
     ``path`` may be any local folder or an fsspec URL such as ``s3://bucket/prefix``
     (``storage_options`` go to its filesystem). Rows are sorted by file name. ``cache``
     is the hash cache to use (:func:`sync` shares one with its own scan, so that a file
-    is hashed once per call).
+    is hashed once per call). ``defer_new`` leaves files of tables that do not exist yet
+    unhashed (``original_file_sha`` None): :func:`sync` hashes them while reading them.
 
     A developer's scan compares against the clone as last fetched (no network): after
     another developer onboarded files, ``pull()`` first for exact statuses. :func:`sync`
@@ -132,7 +135,7 @@ def scan_inbox(
     if cache is None:
         cache = ShaCache.in_clone(conn.path if conn.role == "developer" else None)
     stems = Counter(_stem(e.name) for e in entries if not e.is_dir and detect_format(e.name))
-    rows = [_classify(entry, inbox, catalog, cache, stems, entries) for entry in entries]
+    rows = [_classify(entry, inbox, catalog, cache, stems, entries, defer_new) for entry in entries]
     cache.prune(inbox.location, (e.location for e in entries))
     cache.save()
     return rows
@@ -145,6 +148,7 @@ def _classify(
     cache: ShaCache,
     stems: Counter[str],
     entries: Sequence[InboxEntry],
+    defer_new: bool = False,
 ) -> ScanRow:
     stem, extension = _stem(entry.name), _extension(entry.name)
     if entry.is_dir:
@@ -173,6 +177,8 @@ def _classify(
             "inbox, or rename the others"
         )
         return ScanRow(stem, entry.location, fmt, None, "refused", message)
+    if defer_new and stem not in catalog.tables:
+        return ScanRow(stem, entry.location, fmt, None, "new")
     try:
         sha = _file_sha(inbox.fs, entry.path, entry.location, entry.fingerprint, cache)
     except OnboardingError as e:
@@ -264,7 +270,7 @@ def sync(
     conn.repo  # noqa: B018  (a reader connection fails here, before any work)
     cache = ShaCache.in_clone(conn.path)
     if rows is None:
-        rows = scan_inbox(conn, storage_options=storage_options, cache=cache)
+        rows = scan_inbox(conn, storage_options=storage_options, cache=cache, defer_new=True)
     todo = [_as_scan_row(r) for r in rows]
     if not continue_on_error:
         _refuse_failed(todo)
@@ -295,8 +301,11 @@ def _onboard(
     fmt = row.format or detect_format(row.file)
     filename = path.replace("\\", "/").rsplit("/", 1)[-1]
     before = file_fingerprint(fs, path)
-    sha = _file_sha(fs, path, row.file, before, cache)
-    table = read_file(path, format=fmt, filesystem=fs)
+    # Hash the bytes while the reader parses them (both mostly release the GIL).
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="datom-file-sha") as pool:
+        sha_job = pool.submit(_file_sha, fs, path, row.file, before, cache)
+        table = read_file(path, format=fmt, filesystem=fs)
+        sha = sha_job.result()
     if before is not None and file_fingerprint(fs, path) != before:
         cache.forget([row.file])
         raise OnboardingError(
