@@ -62,3 +62,18 @@ def best_of(fn: Callable[[], Any], repeat: int = 3) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def ratio_of(
+    numerator: Callable[[], Any], denominator: Callable[[], Any], repeat: int = 7
+) -> float:
+    """Fastest time of ``numerator`` over fastest of ``denominator``, measured interleaved.
+
+    Alternating the two spreads the machine's drift (other processes, frequency changes)
+    over both sides, so the ratio is steadier than two separate best-of runs.
+    """
+    top, bottom = [], []
+    for _ in range(repeat):
+        top.append(best_of(numerator, 1))
+        bottom.append(best_of(denominator, 1))
+    return min(top) / min(bottom)

@@ -13,7 +13,7 @@ import os
 import struct
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
@@ -158,16 +158,29 @@ def _has_nul(column: pa.ChunkedArray) -> bool:
     return False
 
 
-def hash_arrow_table(table: pa.Table, *, threads: int | None = None) -> TableHash:
-    """Hash an Arrow table whose columns have all passed :func:`column_problem`."""
+def hash_arrow_table(
+    table: pa.Table,
+    *,
+    threads: int | None = None,
+    on_column: Callable[[int, ColumnHash], None] | None = None,
+) -> TableHash:
+    """Hash an Arrow table whose columns have all passed :func:`column_problem`.
+
+    ``on_column(index, column_hash)`` is called (in this thread) as each column's digest
+    is ready, in completion order: a writer can tell early that the data changed.
+    """
     names = table.column_names
     workers = max(1, min(len(names), threads or os.cpu_count() or 1))
-    jobs = [(name, table.column(i)) for i, name in enumerate(names)]
-    if workers == 1:
-        digests = [_column_digest(name, col) for name, col in jobs]
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            digests = list(pool.map(lambda job: _column_digest(*job), jobs))
+    digests: list[str] = [""] * len(names)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {
+            pool.submit(_column_digest, name, table.column(i)): i for i, name in enumerate(names)
+        }
+        for future in as_completed(futures):
+            i = futures[future]
+            digests[i] = future.result()
+            if on_column is not None:
+                on_column(i, ColumnHash(names[i], digests[i]))
     outer = hashlib.sha256(HASH_ALGO.encode())
     outer.update(struct.pack("<dd", float(table.num_rows), float(table.num_columns)))
     for digest in digests:

@@ -318,7 +318,6 @@ def _onboard(
         table_type="imported",
         original_file_sha=sha,
         self_lineage=True,
-        serialize_early=True,
         history_extra={"original_format": fmt, "original_file": filename},
     )
     result = write_table(conn, request, table)

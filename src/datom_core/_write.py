@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from datom_core import _layout as L
 from datom_core._canonical import canonical_json, metadata_sha
-from datom_core._cv1 import TableHash, hash_arrow_table
+from datom_core._cv1 import ColumnHash, TableHash, hash_arrow_table
 from datom_core._documents import (
     ParentRef,
     SourceRef,
@@ -62,9 +62,6 @@ class WriteRequest:
     # An onboarded file: source_lineage is this table's own data (its data_sha is only
     # known once the table is hashed, inside the write).
     self_lineage: bool = False
-    # Serialise the parquet while hashing, for data that is almost surely new (a changed
-    # extract): faster when it is, wasted work when the write turns out to be "none".
-    serialize_early: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,20 +75,65 @@ def write_table(conn: Connection, request: WriteRequest, data: Any) -> WriteResu
     validate_table_name(request.table)
     _check_custom(request)
     table = prepare_table(data, table=request.table)
-    with BackgroundParquet(table) if request.serialize_early else nullcontext() as early:
-        table_hash = hash_arrow_table(table)
+    with _EarlyParquet(table, _current_metadata(conn, request.table)) as early:
+        table_hash = hash_arrow_table(table, on_column=early.on_column)
         checkpoint("hashed")
         repo = conn.repo
         with repo.lock():
             for _ in range(_MAX_ATTEMPTS):
                 repo.fetch_and_reset()
-                result = _attempt(conn, request, table, table_hash, early)
+                result = _attempt(conn, request, table, table_hash, early.background)
                 if result is not None:
                     return result
     raise PushRejectedError(
         f"table {request.table!r}: the remote kept moving; gave up after {_MAX_ATTEMPTS} attempts. "
         "Nothing was recorded; retry the write."
     )
+
+
+class _EarlyParquet:
+    """Serialises the parquet in the background once the data is known to be new.
+
+    New data needs a parquet file; an unchanged table must not pay for one. The current
+    version's ``column_hashes`` tell as soon as the first column is hashed: a table that
+    does not exist yet, a different shape, or one differing column digest starts the
+    serialisation, which then overlaps the hashing of the other columns.
+    """
+
+    def __init__(self, table: pa.Table, current: Mapping[str, Any] | None) -> None:
+        self._table = table
+        self.background: BackgroundParquet | None = None
+        recorded = (current or {}).get("column_hashes") or []
+        self._expected = {i: (c.get("name"), c.get("sha")) for i, c in enumerate(recorded)}
+        if (
+            current is None
+            or current.get("nrow") != table.num_rows
+            or len(recorded) != table.num_columns
+        ):
+            self._start()
+
+    def on_column(self, index: int, column: ColumnHash) -> None:
+        if self.background is None and self._expected.get(index) != (column.name, column.sha):
+            self._start()
+
+    def _start(self) -> None:
+        self.background = BackgroundParquet(self._table)
+
+    def __enter__(self) -> _EarlyParquet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.background is not None:
+            self.background.close()
+
+
+def _current_metadata(conn: Connection, table: str) -> dict[str, Any] | None:
+    """The clone's current metadata of ``table``: only a hint (the lock is not held yet)."""
+    try:
+        raw = conn.repo.read(L.git_metadata(table))
+        return load(raw, key=L.git_metadata(table)) if raw is not None else None
+    except DatomError:
+        return None
 
 
 def _attempt(
