@@ -218,3 +218,28 @@ def test_parquet_key_and_commit_of_a_version(tmp_path) -> None:
     assert conn.commit_of("dm", v1.version[:8]) == v1.commit
     with pytest.raises(dc.InvalidNameError):
         conn.parquet_key("../x", v1.data_sha)
+
+
+def test_parquet_is_serialised_early_only_for_new_data(tmp_path, monkeypatch) -> None:
+    from datom_core import _write
+    from datom_core._parquet import BackgroundParquet
+
+    started: list[str] = []
+
+    class Counting(BackgroundParquet):
+        def __init__(self, table):
+            started.append("x")
+            super().__init__(table)
+
+    monkeypatch.setattr(_write, "BackgroundParquet", Counting)
+    conn = new_project(tmp_path)
+    conn.write("dm", frame())  # a new table: new data
+    assert len(started) == 1
+    conn.write("dm", frame())  # none: hashing alone decides
+    conn.write("dm", frame(), metadata={"n": 1})  # metadata_only: same data
+    assert len(started) == 1
+    changed = frame()
+    changed.loc[2, "WEIGHT"] = 99.5  # same shape, one column differs
+    assert conn.write("dm", changed).change == "full"
+    assert len(started) == 2
+    assert conn.read("dm").equals(changed)
