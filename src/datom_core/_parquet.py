@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from datom_core._errors import IntegrityError, NotFoundError
-from datom_core._store_base import Store
+from datom_core._store import Store
 
 __all__ = ["BackgroundParquet", "SerializedParquet", "read_verified", "serialized"]
 

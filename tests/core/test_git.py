@@ -19,7 +19,7 @@ from dulwich.repo import Repo
 
 from datom_core._errors import GitError, InvalidNameError, PushRejectedError
 from datom_core._git import Author, CommitInfo, GitCredentials, MetadataRepo
-from datom_core._git_remote import normalize_remote, scrub
+from datom_core._git._remote import normalize_remote, scrub
 from tests.gitserver import GitHTTPServer
 
 ME = Author("Ada Lovelace", "ada@example.org")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from ._errors import GitError
+from .._errors import GitError
 
 __all__ = ["RepoLock"]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from datom_core._errors import StoreError
-from datom_core._store_base import (
+from datom_core._store._base import (
     CHUNK_SIZE,
     TEMP_MARKER,
     Store,

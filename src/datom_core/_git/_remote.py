@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-from ._errors import GitError
+from .._errors import GitError
 
 __all__ = [
     "DEFAULT_TOKEN_ENV",

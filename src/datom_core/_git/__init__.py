@@ -1,6 +1,6 @@
 """The metadata repository: a small git porcelain over dulwich.
 
-dulwich is used here and in the private helper module ``_git_internals`` only. The rest of
+dulwich is used here and in the private helper module ``_internals`` only. The rest of
 datom sees :class:`MetadataRepo`, :class:`Author`, :class:`CommitInfo` and
 :class:`GitCredentials`, and only datom's own errors (:class:`GitError`,
 :class:`PushRejectedError`, :class:`InvalidNameError`).
@@ -42,10 +42,10 @@ from dulwich.object_store import commit_tree_changes, tree_lookup_path
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 
-from . import _git_internals as gi
-from ._errors import GitError, InvalidNameError, PushRejectedError
-from ._git_lock import RepoLock
-from ._git_remote import DEFAULT_TOKEN_ENV, GitCredentials, normalize_remote
+from .._errors import GitError, InvalidNameError, PushRejectedError
+from . import _internals as gi
+from ._lock import RepoLock
+from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, normalize_remote
 
 __all__ = ["Author", "CommitInfo", "GitCredentials", "MetadataRepo"]
 

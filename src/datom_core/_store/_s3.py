@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from datom_core._errors import InvalidNameError, StoreError
-from datom_core._store_base import Store, check_source, normalise_prefix
+from datom_core._store._base import Store, check_source, normalise_prefix
 
 __all__ = ["S3Store"]
 

@@ -14,9 +14,9 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from datom_core._errors import StoreError
-from datom_core._store_base import Store, validate_key
-from datom_core._store_local import LocalStore
-from datom_core._store_s3 import S3Store
+from datom_core._store._base import Store, validate_key
+from datom_core._store._local import LocalStore
+from datom_core._store._s3 import S3Store
 
 __all__ = [
     "FsspecStore",

@@ -31,8 +31,8 @@ from dulwich.index import index_entry_from_stat
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 
-from ._errors import DatomError, GitError, InvalidNameError, PushRejectedError
-from ._git_remote import (
+from .._errors import DatomError, GitError, InvalidNameError, PushRejectedError
+from ._remote import (
     USERNAME_ENV,
     GitCredentials,
     is_http_url,
