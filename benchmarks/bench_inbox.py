@@ -32,9 +32,9 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).parent))
 import datom_core as dc  # noqa: E402
 from _measure import best_of, peak_rss  # noqa: E402
-from datom_core import _layout as L  # noqa: E402
 from datom_core import _onboard  # noqa: E402
 from datom_core._git import MetadataRepo  # noqa: E402
+from datom_core._project import _layout as L  # noqa: E402
 
 _HOUR_NS = 3600 * 10**9
 

@@ -14,8 +14,6 @@ and ``parquet_sha`` (the stored bytes), byte-compatible with the R package ``dat
 * Errors: :class:`DatomError` and its subclasses (see ``datom_core._errors``).
 """
 
-from datom_core._canonical import canonical_json, metadata_sha
-from datom_core._documents import ParentRef, SourceRef
 from datom_core._errors import (
     AmbiguousVersionError,
     DatomError,
@@ -38,12 +36,14 @@ from datom_core._identity import (
     file_sha,
     hash_table,
 )
+from datom_core._identity._canonical import canonical_json, metadata_sha
 from datom_core._names import validate_table_name, validate_version
 from datom_core._onboard import ScanRow, SyncRow
+from datom_core._onboard._readers import SUPPORTED_FORMATS, detect_format
+from datom_core._onboard._readers import read_file as read_extract
 from datom_core._project import Connection, clone, connect, init_repo
-from datom_core._readers import SUPPORTED_FORMATS, detect_format
-from datom_core._readers import read_file as read_extract
-from datom_core._records import (
+from datom_core._project._documents import ParentRef, SourceRef
+from datom_core._project._records import (
     LineageNode,
     Problem,
     ProjectStatus,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 import datom_core as dc
-from datom_core import _layout as L
+from datom_core._project import _layout as L
 
 
 def new_project(

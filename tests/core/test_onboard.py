@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 
 import datom_core as dc
-from datom_core import _layout as L
 from datom_core._onboard import ScanRow, SyncRow
+from datom_core._project import _layout as L
 from tests.core.projects import new_project
 from tests.core.test_readers import FIXTURES
 

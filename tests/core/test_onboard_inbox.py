@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 import datom_core as dc
-from datom_core import _layout as L
 from datom_core._git import MetadataRepo
-from datom_core._inbox import RACY_WINDOW_NS
+from datom_core._onboard._inbox import RACY_WINDOW_NS
+from datom_core._project import _layout as L
 from tests.core.projects import new_project
 from tests.core.test_readers import FIXTURES
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import datom_core as dc
-from datom_core import _layout as L
+from datom_core._project import _layout as L
 from tests.core.projects import frame, new_project
 
 STEPS = [

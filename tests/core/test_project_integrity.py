@@ -7,7 +7,7 @@ import json
 import pytest
 
 import datom_core as dc
-from datom_core import _layout as L
+from datom_core._project import _layout as L
 from tests.core.projects import frame, new_project
 
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 import datom_core as dc
-from datom_core import _layout as L
+from datom_core._project import _layout as L
 from tests.core.projects import frame, new_project
 
 
@@ -57,7 +57,7 @@ def test_lifecycle_on_every_backend(tmp_path, store: dc.Store) -> None:
 
 def _colliding_custom_metadata() -> tuple[dict, dict]:
     """Two custom-metadata dicts whose versions of frame() share a 6-hex-character prefix."""
-    from datom_core._documents import build_metadata
+    from datom_core._project._documents import build_metadata
 
     th = dc.hash_table(frame())
     seen: dict[str, dict] = {}
@@ -221,8 +221,8 @@ def test_parquet_key_and_commit_of_a_version(tmp_path) -> None:
 
 
 def test_parquet_is_serialised_early_only_for_new_data(tmp_path, monkeypatch) -> None:
-    from datom_core import _write
     from datom_core._parquet import BackgroundParquet
+    from datom_core._project import _write
 
     started: list[str] = []
 

@@ -17,7 +17,7 @@ import xlwt
 from fsspec.implementations.memory import MemoryFileSystem
 
 from datom_core._errors import OnboardingError
-from datom_core._readers import (
+from datom_core._onboard._readers import (
     SUPPORTED_FORMATS,
     detect_format,
     read_file,

@@ -16,9 +16,9 @@ import pyreadstat
 import pytest
 
 from datom_core._errors import OnboardingError
-from datom_core._readers import _stat, _text, read_file
-from datom_core._readers._common import Source
-from datom_core._readers._excel import cell_text
+from datom_core._onboard._readers import _stat, _text, read_file
+from datom_core._onboard._readers._common import Source
+from datom_core._onboard._readers._excel import cell_text
 
 # --- delimited text -------------------------------------------------------------------
 

@@ -73,7 +73,7 @@ def test_checks_pass_then_catch_corruption_and_wrong_lineage(instance, tmp_path)
 
     # A version whose source_lineage is not its parents' union.
     # The public API always derives lineage; forge one through the write protocol itself.
-    from datom_core._write import WriteRequest, write_table
+    from datom_core._project._write import WriteRequest, write_table
 
     bogus = dc.SourceRef("elsewhere", "x", "0" * 64)
     write_table(

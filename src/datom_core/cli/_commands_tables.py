@@ -8,9 +8,9 @@ from typing import Any
 import click
 from rich.tree import Tree
 
-from datom_core._canonical import metadata_sha
-from datom_core._documents import colnames_of, parents_of, source_lineage_of
-from datom_core._records import LineageNode
+from datom_core._identity._canonical import metadata_sha
+from datom_core._project._documents import colnames_of, parents_of, source_lineage_of
+from datom_core._project._records import LineageNode
 from datom_core.cli._app import AppState, json_option, pass_state
 from datom_core.cli._diff import TableDiff, column_hashes_of, diff_metadata
 from datom_core.cli._export import EXPORT_FORMATS, export_format, write_export

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from datom_core import _layout as L
 from datom_core._project import Connection, connect
+from datom_core._project import _layout as L
 from datom_core._store import Store, store_from_url
 
 __all__ = ["ConnectionOptions", "find_clone", "make_store", "open_connection"]

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from datom_core._canonical import metadata_sha
-from datom_core._documents import colnames_of
+from datom_core._identity._canonical import metadata_sha
+from datom_core._project._documents import colnames_of
 
 __all__ = ["TableDiff", "column_hashes_of", "diff_metadata"]
 

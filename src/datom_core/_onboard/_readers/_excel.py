@@ -31,7 +31,7 @@ from typing import Any
 import pyarrow as pa
 from python_calamine import CalamineError, CalamineWorkbook
 
-from datom_core._readers._common import Source, check_column_names
+from datom_core._onboard._readers._common import Source, check_column_names
 
 _TYPE_BY_KIND: dict[frozenset[str], pa.DataType] = {
     frozenset({"number"}): pa.float64(),

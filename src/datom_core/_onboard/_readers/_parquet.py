@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from datom_core._readers._common import Source
+from datom_core._onboard._readers._common import Source
 
 
 def read_parquet(source: Source) -> pa.Table:

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyreadstat
 
-from datom_core._readers._common import Source, check_column_names
+from datom_core._onboard._readers._common import Source, check_column_names
 
 #: Cells per chunk: bounds the Python objects alive at once (a few hundred MB at most).
 CELLS_PER_CHUNK = 2_000_000

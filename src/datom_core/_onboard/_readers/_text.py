@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from datom_core._errors import OnboardingError
-from datom_core._readers._common import Source, check_column_names
+from datom_core._onboard._readers._common import Source, check_column_names
 
 #: Bytes of text per block. Large, so that type inference on the first block usually
 #: sees the whole file; larger files fall back to ``read_csv`` only on a type change.

@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from datom_core._canonical import metadata_sha
-from datom_core._cv1 import HASH_ALGO, TableHash
 from datom_core._errors import IntegrityError
+from datom_core._identity._canonical import metadata_sha
+from datom_core._identity._cv1 import HASH_ALGO, TableHash
 
 __all__ = [
     "ParentRef",

@@ -20,10 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from datom_core import _layout as L
-from datom_core._canonical import canonical_json, metadata_sha
-from datom_core._cv1 import ColumnHash, TableHash, hash_arrow_table
-from datom_core._documents import (
+from datom_core._errors import DatomError, GitError, IntegrityError, PushRejectedError
+from datom_core._identity import prepare_table
+from datom_core._identity._canonical import canonical_json, metadata_sha
+from datom_core._identity._cv1 import ColumnHash, TableHash, hash_arrow_table
+from datom_core._names import validate_table_name
+from datom_core._parquet import BackgroundParquet, read_verified, serialized
+from datom_core._project import _layout as L
+from datom_core._project._documents import (
     ParentRef,
     SourceRef,
     build_metadata,
@@ -32,12 +36,8 @@ from datom_core._documents import (
     load,
     union_lineage,
 )
-from datom_core._errors import DatomError, GitError, IntegrityError, PushRejectedError
-from datom_core._identity import prepare_table
-from datom_core._mirror import converge_mirror, manifest_with, mirror_table
-from datom_core._names import validate_table_name
-from datom_core._parquet import BackgroundParquet, read_verified, serialized
-from datom_core._records import WriteResult
+from datom_core._project._mirror import converge_mirror, manifest_with, mirror_table
+from datom_core._project._records import WriteResult
 
 if TYPE_CHECKING:
     from datom_core._project import Connection

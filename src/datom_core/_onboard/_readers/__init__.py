@@ -27,7 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from datom_core._readers._common import Source, check_column_names
+from datom_core._onboard._readers._common import Source, check_column_names
 
 __all__ = ["SUPPORTED_FORMATS", "detect_format", "read_file", "unsupported_recourse"]
 
@@ -103,18 +103,18 @@ def read_file(
 def _read(source: Source) -> pa.Table:
     # Each family imports its library on first use, so `import datom_core` stays light.
     if source.fmt in _TEXT:
-        from datom_core._readers._text import read_delimited
+        from datom_core._onboard._readers._text import read_delimited
 
         return read_delimited(source)
     if source.fmt in _STATISTICAL:
-        from datom_core._readers._stat import read_statistical
+        from datom_core._onboard._readers._stat import read_statistical
 
         return read_statistical(source)
     if source.fmt in _EXCEL:
-        from datom_core._readers._excel import read_excel
+        from datom_core._onboard._readers._excel import read_excel
 
         return read_excel(source)
-    from datom_core._readers._parquet import read_parquet
+    from datom_core._onboard._readers._parquet import read_parquet
 
     return read_parquet(source)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from datom_core._canonical import metadata_sha
-from datom_core._documents import SourceRef, parents_of, source_lineage_of
 from datom_core._errors import DatomError
-from datom_core._records import LineageNode
+from datom_core._identity._canonical import metadata_sha
+from datom_core._project._documents import SourceRef, parents_of, source_lineage_of
+from datom_core._project._records import LineageNode
 
 if TYPE_CHECKING:
     from datom_core._project import Connection

@@ -40,13 +40,20 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from datom_core import _layout as L
-from datom_core._documents import load
 from datom_core._errors import DatomError, InvalidNameError, OnboardingError, ReadOnlyError
-from datom_core._inbox import Inbox, InboxEntry, ShaCache, file_fingerprint, file_sha256, locate
 from datom_core._names import validate_table_name
-from datom_core._readers import detect_format, read_file, unsupported_recourse
-from datom_core._records import Change
+from datom_core._onboard._inbox import (
+    Inbox,
+    InboxEntry,
+    ShaCache,
+    file_fingerprint,
+    file_sha256,
+    locate,
+)
+from datom_core._onboard._readers import detect_format, read_file, unsupported_recourse
+from datom_core._project import _layout as L
+from datom_core._project._documents import load
+from datom_core._project._records import Change
 
 if TYPE_CHECKING:
     from datom_core._project import Connection
@@ -294,7 +301,7 @@ def sync(
 def _onboard(
     conn: Connection, row: ScanRow, cache: ShaCache, storage_options: Mapping[str, Any] | None
 ) -> SyncRow:
-    from datom_core._write import WriteRequest, write_table
+    from datom_core._project._write import WriteRequest, write_table
 
     validate_table_name(row.name)
     fs, path = locate(row.file, storage_options)

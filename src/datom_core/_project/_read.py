@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from datom_core import _layout as L
 from datom_core._arrow import OutputKind, from_arrow
-from datom_core._canonical import metadata_sha
-from datom_core._documents import colnames_of, load
 from datom_core._errors import AmbiguousVersionError, IntegrityError, NotFoundError
+from datom_core._identity._canonical import metadata_sha
 from datom_core._names import validate_table_name, validate_version
 from datom_core._parquet import read_verified
-from datom_core._records import TableInfo, VersionInfo
+from datom_core._project import _layout as L
+from datom_core._project._documents import colnames_of, load
+from datom_core._project._records import TableInfo, VersionInfo
 
 if TYPE_CHECKING:
     from datom_core._project import Connection

@@ -15,8 +15,8 @@ from typing import Any
 import pyarrow as pa
 
 from datom_core._arrow import ConvertedTable, to_arrow
-from datom_core._cv1 import ColumnHash, TableHash, column_problem, hash_arrow_table
 from datom_core._errors import NotFoundError, StoreError, UnhashableColumnsError
+from datom_core._identity._cv1 import ColumnHash, TableHash, column_problem, hash_arrow_table
 
 __all__ = [
     "ColumnHash",

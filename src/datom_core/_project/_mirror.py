@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from datom_core import _layout as L
-from datom_core._canonical import metadata_sha
-from datom_core._documents import assemble_manifest, dump, load, manifest_entry
 from datom_core._errors import DatomError, NotFoundError
+from datom_core._identity._canonical import metadata_sha
+from datom_core._project import _layout as L
+from datom_core._project._documents import assemble_manifest, dump, load, manifest_entry
 
 if TYPE_CHECKING:
     from datom_core._project import Connection
@@ -90,7 +90,7 @@ def _write_mirror(
     manifest_bytes: bytes,
 ) -> None:
     # Order matters for readers: the snapshot exists before anything names the version.
-    from datom_core._write import checkpoint
+    from datom_core._project._write import checkpoint
 
     store = conn.store
     store.put_if_absent(L.store_snapshot(table, version), metadata_bytes)

@@ -10,18 +10,23 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
-from datom_core import _layout as L
 from datom_core._arrow import OutputKind
-from datom_core._documents import ParentRef, assemble_manifest, dump, load, source_lineage_of
 from datom_core._errors import DatomError, GitError, InvalidNameError, NotFoundError, ReadOnlyError
 from datom_core._git import MetadataRepo
 from datom_core._names import validate_project_name, validate_table_name
-from datom_core._onboard import ScanRow, SyncRow
-from datom_core._records import (
+from datom_core._project import _layout as L
+from datom_core._project._documents import (
+    ParentRef,
+    assemble_manifest,
+    dump,
+    load,
+    source_lineage_of,
+)
+from datom_core._project._records import (
     ProjectStatus,
     TableInfo,
     ValidationReport,
@@ -29,6 +34,9 @@ from datom_core._records import (
     WriteResult,
 )
 from datom_core._store import Store, store_from_description
+
+if TYPE_CHECKING:  # onboarding builds on projects: import it lazily, never at load time
+    from datom_core._onboard import ScanRow, SyncRow
 
 __all__ = ["Connection", "clone", "connect", "init_repo"]
 
@@ -90,7 +98,7 @@ class Connection:
         ``{"table": ..., "version": ...}``. ``metadata`` is custom JSON stored under
         ``custom`` and part of the version's identity.
         """
-        from datom_core._write import WriteRequest, write_table
+        from datom_core._project._write import WriteRequest, write_table
 
         self.repo  # noqa: B018  (a reader fails here, before any work)
         validate_table_name(name)
@@ -130,38 +138,38 @@ class Connection:
         as_: OutputKind = "pandas",
     ) -> Any:
         """The data of a version (current by default) as pandas, ``"arrow"`` or ``"polars"``."""
-        from datom_core._read import read_table
+        from datom_core._project._read import read_table
 
         return read_table(self, name, version, columns, as_)
 
     def metadata(self, name: str, version: str | None = None) -> dict[str, Any]:
         """The metadata document of a version (current by default), verified."""
-        from datom_core._read import read_metadata
+        from datom_core._project._read import read_metadata
 
         return read_metadata(self, name, version)
 
     def history(self, name: str) -> list[VersionInfo]:
         """Every version of ``name``, newest first."""
-        from datom_core._read import read_history
+        from datom_core._project._read import read_history
 
         return read_history(self, name)
 
     def tables(self) -> list[TableInfo]:
         """Every table with its current version (one manifest read)."""
-        from datom_core._read import list_tables
+        from datom_core._project._read import list_tables
 
         return list_tables(self)
 
     def resolve(self, name: str, version: str | None = None) -> str:
         """The full version id for a prefix (or the current version)."""
-        from datom_core._read import resolve_version
+        from datom_core._project._read import resolve_version
 
         return resolve_version(self, name, version)
 
     def parent(self, name: str, version: str | None = None) -> ParentRef:
         """A parent record for a version of ``name`` in this project, for another write."""
         metadata = self.metadata(name, version)
-        from datom_core._canonical import metadata_sha
+        from datom_core._identity._canonical import metadata_sha
 
         lineage = source_lineage_of(metadata)
         return ParentRef(
@@ -176,7 +184,7 @@ class Connection:
         self, name: str, version: str | None = None, depth: Literal["source", "parents"] = "source"
     ) -> Any:
         """``depth="source"``: the raw sources (leaves); ``"parents"``: the tree of versions."""
-        from datom_core._lineage import lineage
+        from datom_core._project._lineage import lineage
 
         return lineage(self, name, version, depth)
 
@@ -194,7 +202,7 @@ class Connection:
         The newest commit of ``<name>/metadata.json`` whose document is that version; None
         when git has no such commit (a reader has no git: :class:`ReadOnlyError`).
         """
-        from datom_core._canonical import metadata_sha
+        from datom_core._identity._canonical import metadata_sha
 
         wanted = self.resolve(name, version)
         path = L.git_metadata(validate_table_name(name))
@@ -243,7 +251,7 @@ class Connection:
 
     def validate(self, fix: bool = False, *, verify_data: bool = True) -> ValidationReport:
         """Compare repo and store; with ``fix=True`` repair from git what can be repaired."""
-        from datom_core._validate import validate
+        from datom_core._project._validate import validate
 
         return validate(self, fix=fix, verify_data=verify_data)
 

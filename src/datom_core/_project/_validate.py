@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from datom_core import _layout as L
-from datom_core._canonical import metadata_sha
-from datom_core._documents import assemble_manifest, dump, load, manifest_entry
 from datom_core._errors import DatomError, NotFoundError
-from datom_core._records import Problem, ValidationReport
+from datom_core._identity._canonical import metadata_sha
+from datom_core._project import _layout as L
+from datom_core._project._documents import assemble_manifest, dump, load, manifest_entry
+from datom_core._project._records import Problem, ValidationReport
 
 if TYPE_CHECKING:
     from datom_core._project import Connection
