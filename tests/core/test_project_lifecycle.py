@@ -221,8 +221,8 @@ def test_parquet_key_and_commit_of_a_version(tmp_path) -> None:
 
 
 def test_parquet_is_serialised_early_only_for_new_data(tmp_path, monkeypatch) -> None:
-    from datom_core._parquet import BackgroundParquet
     from datom_core._project import _write
+    from datom_core._project._parquet import BackgroundParquet
 
     started: list[str] = []
 

@@ -14,9 +14,9 @@ from datom_core._arrow import OutputKind, from_arrow
 from datom_core._errors import AmbiguousVersionError, IntegrityError, NotFoundError
 from datom_core._identity._canonical import metadata_sha
 from datom_core._names import validate_table_name, validate_version
-from datom_core._parquet import read_verified
 from datom_core._project import _layout as L
 from datom_core._project._documents import colnames_of, load
+from datom_core._project._parquet import read_verified
 from datom_core._project._records import TableInfo, VersionInfo
 
 if TYPE_CHECKING:

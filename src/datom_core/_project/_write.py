@@ -25,7 +25,6 @@ from datom_core._identity import prepare_table
 from datom_core._identity._canonical import canonical_json, metadata_sha
 from datom_core._identity._cv1 import ColumnHash, TableHash, hash_arrow_table
 from datom_core._names import validate_table_name
-from datom_core._parquet import BackgroundParquet, read_verified, serialized
 from datom_core._project import _layout as L
 from datom_core._project._documents import (
     ParentRef,
@@ -37,6 +36,7 @@ from datom_core._project._documents import (
     union_lineage,
 )
 from datom_core._project._mirror import converge_mirror, manifest_with, mirror_table
+from datom_core._project._parquet import BackgroundParquet, read_verified, serialized
 from datom_core._project._records import WriteResult
 
 if TYPE_CHECKING:
