@@ -9,11 +9,13 @@ to its recorded ``data_sha``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["ConvertedColumn", "ConvertedTable", "OutputKind", "from_arrow", "to_arrow"]
 
@@ -57,7 +59,7 @@ def to_arrow(data: Any) -> ConvertedTable:
         return _from_arrow_table(data)
     if isinstance(data, pa.RecordBatch):
         return _from_arrow_table(pa.Table.from_batches([data]))
-    if isinstance(data, pd.DataFrame):
+    if _is_pandas(data):
         return _from_pandas(data)
     if _is_polars(data):
         return _from_polars(data)
@@ -73,6 +75,12 @@ def _from_arrow_table(table: pa.Table) -> ConvertedTable:
         for i, name in enumerate(table.column_names)
     )
     return ConvertedTable(cols)
+
+
+def _is_pandas(data: Any) -> bool:
+    # Checked by module name so that importing datom (the CLI) does not import pandas.
+    module = type(data).__module__
+    return module.startswith("pandas") and type(data).__name__ == "DataFrame"
 
 
 def _is_polars(data: Any) -> bool:
@@ -111,6 +119,8 @@ def _from_pandas(df: pd.DataFrame) -> ConvertedTable:
 
 
 def _default_index(index: pd.Index) -> bool:
+    import pandas as pd
+
     if isinstance(index, pd.RangeIndex):
         return index.start == 0 and index.step == 1
     # An integer index holding exactly 0..n-1 in order carries no information either.
@@ -120,6 +130,8 @@ def _default_index(index: pd.Index) -> bool:
 
 
 def _pandas_column(series: pd.Series, name: Any) -> ConvertedColumn:
+    import pandas as pd
+
     dtype = series.dtype
     label = str(dtype)
     if dtype.kind == "c":
@@ -158,6 +170,8 @@ def from_arrow(table: pa.Table, as_: OutputKind = "pandas") -> Any:
 
 
 def _to_pandas(table: pa.Table) -> pd.DataFrame:
+    import pandas as pd
+
     df = table.to_pandas()
     # numpy dtypes cannot tell NaN from missing, nor keep an int64 next to a missing value,
     # nor nanosecond times of day: those columns stay Arrow-backed.
