@@ -80,10 +80,8 @@ def datom_inbox_assets(
     def _onboard(context: AssetExecutionContext) -> Iterator[MaterializeResult]:
         conn = getattr(context.resources, resource_key).connection()
         wanted = {t for t, k in keys.items() if k in context.selected_asset_keys}
-        options = inbox_storage_options
-        rows = [r for r in conn.scan_inbox(inbox, storage_options=options) if r.name in wanted]
-        todo = [r for r in rows if r.status in _ONBOARD]
-        synced = {r.name: r for r in conn.sync(todo, storage_options=options)}
+        results = conn.sync(path=inbox, tables=wanted, storage_options=inbox_storage_options)
+        synced = {r.name: r for r in results}
         failures = [f"{r.name}: {r.message}" for r in synced.values() if r.status == "error"]
         for table in sorted(wanted):
             if table in synced and synced[table].status == "error":

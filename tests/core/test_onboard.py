@@ -303,3 +303,18 @@ def test_sync_refuses_rows_it_cannot_understand(tmp_path: Path) -> None:
     conn = new_project(tmp_path)
     with pytest.raises(dc.OnboardingError, match="ScanRow"):
         conn.sync([{"table": "dm"}])
+
+
+def test_sync_can_be_limited_to_some_tables_of_any_folder(tmp_path: Path) -> None:
+    conn = new_project(tmp_path)
+    drops = tmp_path / "drops"
+    drops.mkdir()
+    _csv(drops / "dm.csv", [("S1", 30, 60.5)])
+    _csv(drops / "ae.csv", [("S1", 2, 1.0)])
+    results = conn.sync(path=drops, tables=["dm"])
+    assert [(r.name, r.status) for r in results] == [("dm", "synced")]
+    assert [t.name for t in conn.tables()] == ["dm"]
+    assert [(r.name, r.status) for r in conn.sync(path=drops)] == [
+        ("ae", "synced"),
+        ("dm", "skipped"),
+    ]

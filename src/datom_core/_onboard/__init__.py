@@ -265,20 +265,27 @@ def sync(
     rows: Iterable[ScanRow | Mapping[str, Any]] | None = None,
     continue_on_error: bool = True,
     *,
+    path: str | os.PathLike[str] | None = None,
+    tables: Iterable[str] | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> list[SyncRow]:
     """Onboard the ``new`` and ``changed`` rows of a scan (default: scan the inbox first).
 
     ``rows`` are :class:`ScanRow` records (or dicts with their fields, e.g. a reviewed
-    scan with a table renamed). With ``continue_on_error=True`` a failing row is reported
-    as ``error`` and the others go on; with ``False`` the first failure raises, and a scan
-    that already holds failed rows raises before anything is written.
+    scan with a table renamed). Without them, the inbox at ``path`` (default: the clone's
+    ``input_files/``) is scanned here, limited to ``tables`` when given. With
+    ``continue_on_error=True`` a failing row is reported as ``error`` and the others go
+    on; with ``False`` the first failure raises, and a scan that already holds failed
+    rows raises before anything is written.
     """
     conn.repo  # noqa: B018  (a reader connection fails here, before any work)
     cache = ShaCache.in_clone(conn.path)
     if rows is None:
-        rows = scan_inbox(conn, storage_options=storage_options, cache=cache, defer_new=True)
+        rows = scan_inbox(conn, path, storage_options=storage_options, cache=cache, defer_new=True)
     todo = [_as_scan_row(r) for r in rows]
+    if tables is not None:
+        wanted = set(tables)
+        todo = [r for r in todo if r.name in wanted]
     if not continue_on_error:
         _refuse_failed(todo)
     results = []

@@ -277,9 +277,12 @@ class Connection:
         manifest: Sequence[ScanRow | Mapping[str, Any]] | None = None,
         continue_on_error: bool = True,
         *,
+        path: str | os.PathLike[str] | None = None,
+        tables: Sequence[str] | None = None,
         storage_options: Mapping[str, Any] | None = None,
     ) -> list[SyncRow]:
-        """Onboard the ``new`` and ``changed`` rows of a scan (``None``: scan the inbox first).
+        """Onboard the ``new`` and ``changed`` rows of a scan (``None``: scan ``path`` first,
+        the clone's ``input_files/`` by default, limited to ``tables`` when given).
 
         One imported version (one commit) per table; per-row results ``synced``,
         ``skipped`` or ``error`` (a failing file never stops the others unless
@@ -287,7 +290,14 @@ class Connection:
         """
         from datom_core._onboard import sync
 
-        return sync(self, manifest, continue_on_error, storage_options=storage_options)
+        return sync(
+            self,
+            manifest,
+            continue_on_error,
+            path=path,
+            tables=tables,
+            storage_options=storage_options,
+        )
 
 
 def _checked_parent(p: ParentRef) -> ParentRef:
