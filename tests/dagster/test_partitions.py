@@ -238,3 +238,58 @@ def test_multi_partitions(instance, io_manager):
     }
     event = latest(instance, "sales", MultiPartitionKey({"date": "2024-01-02", "region": "us"}))
     assert meta(event, "datom/table") == "sales(2024-01-02)(us)"
+
+
+# -- per-partition pins: an older version of one partition, the current of the others ----------
+
+
+def test_per_partition_pins_load_and_record_the_pinned_versions(fresh_instance, io_manager):
+    state = {"n": 1}
+
+    @asset(partitions_def=REGIONS, name="pinned_src")
+    def pinned_src(context: AssetExecutionContext) -> pd.DataFrame:
+        return pd.DataFrame({"region": [context.partition_key], "n": [state["n"]]})
+
+    resources = {"io_manager": io_manager}
+    for key in ("eu", "us"):
+        assert materialize(
+            [pinned_src], instance=fresh_instance, resources=resources, partition_key=key
+        ).success
+    old_eu = meta(latest(fresh_instance, "pinned_src", "eu"), "datom/version")
+    state["n"] = 2
+    assert materialize(
+        [pinned_src], instance=fresh_instance, resources=resources, partition_key="eu"
+    ).success
+    new_eu = meta(latest(fresh_instance, "pinned_src", "eu"), "datom/version")
+    us = meta(latest(fresh_instance, "pinned_src", "us"), "datom/version")
+    assert new_eu != old_eu
+
+    pins = {"eu": old_eu[:12]}
+
+    @asset(
+        ins={
+            "pinned_src": AssetIn(
+                metadata={"datom_version": pins, "allow_missing_partitions": True}
+            )
+        }
+    )
+    def pinned_reader(pinned_src: dict[str, pd.DataFrame]) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "region": sorted(pinned_src),
+                "n": [int(pinned_src[k]["n"][0]) for k in sorted(pinned_src)],
+            }
+        )
+
+    run = materialize(
+        [pinned_src, pinned_reader],
+        instance=fresh_instance,
+        resources=resources,
+        selection=[pinned_reader],
+    )
+    assert run.success
+    mat = latest(fresh_instance, "pinned_reader")
+    versions = {p["table"]: p["version"] for p in meta(mat, "datom/parents")}
+    assert versions == {"pinned_src(eu)": old_eu, "pinned_src(us)": us}
+    out = io_manager.connection().read("pinned_reader")
+    assert dict(zip(out["region"], out["n"], strict=True)) == {"eu": 1, "us": 1}
