@@ -71,7 +71,8 @@ class Connection:
         if self._repo is None:
             raise ReadOnlyError(
                 f"this connection to {self.project_name!r} is a reader (store only): it cannot "
-                "change the project. Use connect(<clone path>) or clone(<remote>, <path>) to write."
+                "change the project. Open a clone to write (connect(<clone path>) / datom --repo <clone>), "
+                "or make one with clone() / datom clone."
             )
         return self._repo
 
@@ -219,7 +220,7 @@ class Connection:
         except NotFoundError as e:
             raise NotFoundError(
                 f"{self.store.url} holds no datom project (no {L.STORE_MANIFEST}); check the store "
-                "location, or create a project with init_repo()"
+                "location, or create a project (init_repo() / datom init)"
             ) from e
         return load(raw, key=L.STORE_MANIFEST)
 
@@ -335,12 +336,13 @@ def init_repo(
         )
         raise DatomError(
             f"{store.url} already holds project {existing!r}; use a different store or prefix, "
-            "or clone() that project"
+            "or clone that project (clone() / datom clone)"
         )
     repo = MetadataRepo.init(path, remote, token_env=token_env)
     if repo.fetch_and_reset() is not None:
         raise GitError(
-            f"remote {repo.remote_url} already holds commits; use clone() to join that project"
+            f"remote {repo.remote_url} already holds commits; clone it to join that project "
+            "(clone() / datom clone)"
         )
     manifest = dump(assemble_manifest(project_name, {}))
     files = {

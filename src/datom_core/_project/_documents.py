@@ -212,7 +212,7 @@ def load(raw: bytes, *, key: str) -> Any:
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise IntegrityError(
             f"{key} is not valid JSON ({e}); the document is truncated or corrupt. "
-            "Run validate(fix=True) to restore it from git.",
+            "Repair it from git: validate(fix=True) / datom validate --fix.",
             key=key,
         ) from e
 

@@ -97,7 +97,8 @@ def read_verified(
     except NotFoundError as e:
         raise NotFoundError(
             f"{key} is missing from {store.url}: the version's data is gone. "
-            "Run validate() to see the damage; validate(fix=True) cannot recreate data."
+            "Validate the project to see the damage (validate() / datom validate); a repair cannot "
+            "recreate data."
         ) from e
     if parquet_sha:
         actual = hashlib.sha256(raw).hexdigest()

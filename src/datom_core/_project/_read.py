@@ -60,7 +60,8 @@ def resolve_version(conn: Connection, table: str, version: str | None) -> str:
     )
     if not matches:
         raise NotFoundError(
-            f"table {table!r} has no version {version!r}; see history({table!r}) for its versions"
+            f"table {table!r} has no version {version!r}; its history (history() / datom history) "
+            "lists its versions"
         )
     if len(matches) > 1:
         raise AmbiguousVersionError(
@@ -89,8 +90,8 @@ def read_metadata(conn: Connection, table: str, version: str | None = None) -> d
     if actual != full:
         raise IntegrityError(
             f"snapshot {key} in {conn.store.url} does not certify itself: its metadata_sha is "
-            f"{actual}, its name says {full}. The snapshot was altered; validate(fix=True) "
-            "restores it from git.",
+            f"{actual}, its name says {full}. The snapshot was altered; repair it from git: "
+            "validate(fix=True) / datom validate --fix.",
             key=key,
             expected=full,
             actual=actual,
@@ -121,5 +122,5 @@ def read_table(
 def _unknown_table(conn: Connection, table: str) -> NotFoundError:
     return NotFoundError(
         f"project {conn.project_name!r} has no table {table!r} in {conn.store.url}; "
-        "tables() lists the tables it has"
+        "list its tables with tables() / datom list"
     )
