@@ -119,8 +119,9 @@ def test_type_changing_after_the_first_block_is_read_correctly(
     # The first block alone cannot type the column: streaming by itself fails ...
     with pytest.raises(pa.ArrowInvalid):
         _text.stream_delimited(Source(str(path), "csv"), ",", block_size=4096)
-    # ... and read_file (with the same small blocks) still returns the right table.
+    # ... and read_file (streaming, with the same small blocks) still returns the right table.
     monkeypatch.setattr(_text, "BLOCK_SIZE", 4096)
+    monkeypatch.setattr(_text, "WHOLE_READ_LIMIT", 0)
     table = read_file(path)
     assert table.schema.field(column).type == expected_type
     assert table.column(column).to_pylist()[-1] == last
@@ -134,6 +135,7 @@ def test_column_empty_in_the_first_block_is_typed_from_later_blocks(
     path = tmp_path / "cm.csv"
     path.write_text("id,dose\n" + "".join(f"{i},\n" for i in range(2000)) + "2000,12.5\n")
     monkeypatch.setattr(_text, "BLOCK_SIZE", 2048)
+    monkeypatch.setattr(_text, "WHOLE_READ_LIMIT", 0)  # stream it
     dose = read_file(path).column("dose")
     assert dose.type == pa.float64()
     assert dose.null_count == 2000
@@ -319,3 +321,25 @@ def test_bad_excel_header_is_refused(tmp_path: Path, cells: dict, problem: str) 
 )
 def test_cell_text(value: object, text: str) -> None:
     assert cell_text(value) == text
+
+
+def test_only_files_above_the_whole_read_limit_are_streamed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "many.csv"
+    _multi_block_csv(path, 3000, "3000,1.5,x,2024-02-01\n")
+    streamed: list[str] = []
+    original = _text.stream_delimited
+
+    def spy(source: Source, delimiter: str, *, block_size: int) -> pa.Table:
+        streamed.append(source.path)
+        return original(source, delimiter, block_size=block_size)
+
+    monkeypatch.setattr(_text, "stream_delimited", spy)
+    monkeypatch.setattr(_text, "BLOCK_SIZE", 4096)
+    small = read_file(path)  # well under the limit: one multi-threaded read_csv
+    assert streamed == []
+    monkeypatch.setattr(_text, "WHOLE_READ_LIMIT", path.stat().st_size - 1)
+    big = read_file(path)
+    assert streamed == [str(path)]
+    assert big.equals(small) and big.column("id").num_chunks > 10
