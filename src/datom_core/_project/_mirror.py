@@ -10,6 +10,7 @@ always leaves the newest state behind.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from datom_core._errors import DatomError, NotFoundError
@@ -20,7 +21,7 @@ from datom_core._project._documents import assemble_manifest, dump, load, manife
 if TYPE_CHECKING:
     from datom_core._project import Connection
 
-__all__ = ["converge_mirror", "manifest_with", "mirror_table"]
+__all__ = ["TableDocuments", "converge_mirror", "manifest_with", "mirror_table"]
 
 _MAX_ROUNDS = 10
 
@@ -40,66 +41,64 @@ def manifest_with(
     return dump(assemble_manifest(conn.project_name, entries))
 
 
-def mirror_table(
-    conn: Connection,
-    table: str,
-    version: str,
-    metadata_bytes: bytes,
-    history_bytes: bytes,
-    manifest_bytes: bytes,
-) -> None:
+@dataclass(frozen=True)
+class TableDocuments:
+    """One table's documents as git holds them: the bytes the store must mirror."""
+
+    table: str
+    metadata: bytes
+    history: bytes
+    manifest: bytes
+
+    @property
+    def version(self) -> str:
+        return metadata_sha(load(self.metadata, key=L.git_metadata(self.table)))
+
+
+def mirror_table(conn: Connection, docs: TableDocuments) -> None:
     """Copy one table's documents to the store, then chase the remote until it is still."""
-    _write_mirror(conn, table, version, metadata_bytes, history_bytes, manifest_bytes)
+    _write_mirror(conn, docs)
     head = conn.repo.head()
     for _ in range(_MAX_ROUNDS):
         newest = conn.repo.fetch_and_reset()
         if newest == head:
             return
         head = newest
-        converge_mirror(conn, table)
+        converge_mirror(conn, docs.table)
 
 
 def converge_mirror(conn: Connection, table: str) -> list[str]:
     """Rewrite whatever the store holds differently from git for ``table``; return the keys."""
-    metadata_bytes = conn.repo.read(L.git_metadata(table))
-    history_bytes = conn.repo.read(L.git_history(table))
-    manifest_bytes = conn.repo.read(L.MANIFEST)
-    if metadata_bytes is None or history_bytes is None or manifest_bytes is None:
+    parts = [conn.repo.read(p) for p in (L.git_metadata(table), L.git_history(table), L.MANIFEST)]
+    if any(part is None for part in parts):
         return []
-    version = metadata_sha(load(metadata_bytes, key=L.git_metadata(table)))
+    docs = TableDocuments(table, *parts)
     wanted = {
-        L.store_history(table): history_bytes,
-        L.store_metadata(table): metadata_bytes,
-        L.STORE_MANIFEST: manifest_bytes,
+        L.store_history(table): docs.history,
+        L.store_metadata(table): docs.metadata,
+        L.STORE_MANIFEST: docs.manifest,
     }
     stale = [key for key, data in wanted.items() if _stored(conn, key) != data]
-    snapshot = L.store_snapshot(table, version)
+    snapshot = L.store_snapshot(table, docs.version)
     if not conn.store.exists(snapshot):
         stale.insert(0, snapshot)
     if stale:
-        _write_mirror(conn, table, version, metadata_bytes, history_bytes, manifest_bytes)
+        _write_mirror(conn, docs)
     return stale
 
 
-def _write_mirror(
-    conn: Connection,
-    table: str,
-    version: str,
-    metadata_bytes: bytes,
-    history_bytes: bytes,
-    manifest_bytes: bytes,
-) -> None:
+def _write_mirror(conn: Connection, docs: TableDocuments) -> None:
     # Order matters for readers: the snapshot exists before anything names the version.
     from datom_core._project._write import checkpoint
 
-    store = conn.store
-    store.put_if_absent(L.store_snapshot(table, version), metadata_bytes)
+    store, table = conn.store, docs.table
+    store.put_if_absent(L.store_snapshot(table, docs.version), docs.metadata)
     checkpoint("mirror:snapshot")
-    store.write_bytes(L.store_history(table), history_bytes)
+    store.write_bytes(L.store_history(table), docs.history)
     checkpoint("mirror:history")
-    store.write_bytes(L.store_metadata(table), metadata_bytes)
+    store.write_bytes(L.store_metadata(table), docs.metadata)
     checkpoint("mirror:metadata")
-    store.write_bytes(L.STORE_MANIFEST, manifest_bytes)
+    store.write_bytes(L.STORE_MANIFEST, docs.manifest)
 
 
 def _stored(conn: Connection, key: str) -> bytes | None:

@@ -35,7 +35,12 @@ from datom_core._project._documents import (
     load,
     union_lineage,
 )
-from datom_core._project._mirror import converge_mirror, manifest_with, mirror_table
+from datom_core._project._mirror import (
+    TableDocuments,
+    converge_mirror,
+    manifest_with,
+    mirror_table,
+)
 from datom_core._project._parquet import BackgroundParquet, read_verified, serialized
 from datom_core._project._records import WriteResult
 
@@ -196,7 +201,7 @@ def _attempt(
         _undo(conn, req.table, th.data_sha, uploaded)
         raise
     checkpoint("pushed")
-    mirror_table(conn, req.table, version, metadata_bytes, history_bytes, manifest_bytes)
+    mirror_table(conn, TableDocuments(req.table, metadata_bytes, history_bytes, manifest_bytes))
     checkpoint("mirrored")
     change = "metadata_only" if same_data else "full"
     return WriteResult(req.table, change, version, th.data_sha, parquet_sha, commit, uploaded)
