@@ -29,6 +29,7 @@ from dagster import (
     AssetSelection,
     AssetSpec,
     DataVersion,
+    DefaultSensorStatus,
     Failure,
     MaterializeResult,
     RunRequest,
@@ -130,20 +131,26 @@ def datom_inbox_sensor(
     inbox_storage_options: Mapping[str, Any] | None = None,
     name: str = "datom_inbox_sensor",
     minimum_interval_seconds: int = 30,
+    default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
 ) -> SensorDefinition:
     """A sensor requesting one run of ``assets`` (from :func:`datom_inbox_assets`) per
-    new or changed inbox file (see the module docstring)."""
+    new or changed inbox file (see the module docstring); ``default_status=RUNNING``
+    starts it with the daemon, without a click in the UI."""
     by_table = {_table_of(assets, key): key for key in assets.keys}
 
     @sensor(
         name=name,
         minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
         asset_selection=AssetSelection.assets(*assets.keys),
         required_resource_keys={resource_key},
         description="Onboards new and changed extracts dropped into the datom inbox.",
     )
     def _sensor(context: SensorEvaluationContext, **resources: Any) -> SensorResult:
-        conn = resources[resource_key].connection()
+        # Dagster hands required resources over as keyword arguments when the sensor is
+        # called directly, and only on the context when the daemon evaluates it.
+        project = resources.get(resource_key) or getattr(context.resources, resource_key)
+        conn = project.connection()
         requested: dict[str, str] = json.loads(context.cursor or "{}")
         current = {t.name: t.current_version for t in _tables(conn)}
         requests, problems = [], []
