@@ -8,7 +8,13 @@
 The project is ``STUDY_001`` under ``$DATOM_HOME`` (``make demo`` uses ``.demo/datom``).
 """
 
-from dagster import AssetSelection, Definitions, ScheduleDefinition, define_asset_job
+from dagster import (
+    AssetSelection,
+    DefaultSensorStatus,
+    Definitions,
+    ScheduleDefinition,
+    define_asset_job,
+)
 from datom_dagster import (
     DatomIOManager,
     DatomResource,
@@ -30,7 +36,7 @@ defs = Definitions(
     asset_checks=build_datom_asset_checks(derived),
     jobs=[derive_job],
     schedules=[ScheduleDefinition(job=derive_job, cron_schedule="0 6 * * *")],
-    sensors=[datom_inbox_sensor(raw_domains)],
+    sensors=[datom_inbox_sensor(raw_domains, default_status=DefaultSensorStatus.RUNNING)],
     resources={
         "datom": DatomResource(project_name=PROJECT),
         "io_manager": DatomIOManager(project_name=PROJECT),
