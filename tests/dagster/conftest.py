@@ -1,6 +1,10 @@
 """Fixtures for the Dagster plugin: a real temporary Dagster instance and datom projects."""
 
-from collections.abc import Iterator
+import os
+import signal
+import subprocess
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +88,28 @@ def onboard(conn: dc.Connection, name: str, data: pd.DataFrame) -> dc.ParentRef:
     [row] = conn.sync()
     assert row.status == "synced", row
     return conn.parent(name)
+
+
+@contextmanager
+def dagster_process(command: Sequence[str], env: Mapping[str, str], log: Path) -> Iterator[None]:
+    """A Dagster server process (webserver, daemon) for the block, then stopped with its children.
+
+    Its own session, so that SIGTERM reaches the code server it spawns too.
+    """
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            list(command),
+            env=dict(env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        yield
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()

@@ -1,12 +1,9 @@
 """The inbox sensor under the real `dagster-daemon`: runs launched, cursor kept across a restart."""
 
 import os
-import signal
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,31 +11,16 @@ import pytest
 from dagster import DagsterInstance, DagsterRunStatus
 from datom_dagster import DatomResource
 
+from .conftest import dagster_process
+
 pytestmark = pytest.mark.timeout(300)
 
 DEFS = Path(__file__).with_name("defs_daemon.py")
 BIN = Path(sys.executable).parent
 
 
-@contextmanager
-def daemon(env: dict[str, str], workspace: Path, log: Path) -> Iterator[None]:
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [str(BIN / "dagster-daemon"), "run", "-w", str(workspace)],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # so that its code server goes down with it
-        )
-    try:
-        yield
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+def daemon(env: dict[str, str], workspace: Path, log: Path):
+    return dagster_process([str(BIN / "dagster-daemon"), "run", "-w", str(workspace)], env, log)
 
 
 def wait_for(condition: Callable[[], bool], what: str, seconds: float = 120) -> None:

@@ -42,27 +42,25 @@ def test_two_workers_share_one_project_through_s3_and_an_https_remote(
     remote = git_http_server.url_for("s001-metadata")
     first = _worker(tmp_path, "machine-a", s3_bucket, s3_endpoint, remote)
     second = _worker(tmp_path, "machine-b", s3_bucket, s3_endpoint, remote)
-    both = [visits, visit_count]
+
+    def run(worker: DatomIOManager, asset) -> None:
+        resources = {"io_manager": worker}
+        both = [visits, visit_count]
+        assert materialize(
+            both, instance=fresh_instance, resources=resources, selection=[asset]
+        ).success
 
     # Machine A creates the project on first use; machine B joins it by cloning the remote.
-    assert materialize(
-        both, instance=fresh_instance, resources={"io_manager": first}, selection=[visits]
-    ).success
-    assert materialize(
-        both, instance=fresh_instance, resources={"io_manager": second}, selection=[visit_count]
-    ).success
+    run(first, visits)
+    run(second, visit_count)
     v1 = meta(latest(fresh_instance, "visits"), "datom/version")
     parents = meta(latest(fresh_instance, "visit_count"), "datom/parents")
     assert [(p["table"], p["version"]) for p in parents] == [("visits", v1)]
 
     STATE["visits"] = 4  # new data written on machine A, used on machine B
     try:
-        assert materialize(
-            both, instance=fresh_instance, resources={"io_manager": first}, selection=[visits]
-        ).success
-        assert materialize(
-            both, instance=fresh_instance, resources={"io_manager": second}, selection=[visit_count]
-        ).success
+        run(first, visits)
+        run(second, visit_count)
     finally:
         STATE["visits"] = 3
     v2 = meta(latest(fresh_instance, "visits"), "datom/version")

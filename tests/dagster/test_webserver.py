@@ -2,9 +2,7 @@
 
 import json
 import os
-import signal
 import socket
-import subprocess
 import sys
 import time
 import urllib.request
@@ -17,7 +15,7 @@ import datom_core as dc
 from dagster import AssetKey, materialize
 from datom_dagster._metadata import DATOM_KEYS, STANDARD_KEYS
 
-from .conftest import latest
+from .conftest import dagster_process, latest
 from .defs_webserver import ASSETS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -94,20 +92,8 @@ def webserver(fresh_instance, tmp_path):
         *("-h", "127.0.0.1", "-p", str(port)),
         *("-m", "tests.dagster.defs_webserver", "-d", str(REPO_ROOT)),
     ]
-    log = (tmp_path / "webserver.log").open("wb")
-    process = subprocess.Popen(
-        command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-    )
-    try:
+    with dagster_process(command, env, tmp_path / "webserver.log"):
         yield f"http://127.0.0.1:{port}/graphql"
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        log.close()
 
 
 def _query_when_loaded(url: str, keys: list[str], log: Path) -> list[dict]:
