@@ -174,18 +174,19 @@ def _attempt(
     if metadata_bytes is None:
         final = _metadata(conn, req, table, th, parquet_sha=parquet_sha, size_bytes=size)
         metadata_bytes = dump(final)
+    metadata = load(metadata_bytes, key=L.git_metadata(req.table))
     history = current.history
     if known is None:  # the dedup guard: a version appears in the history once
         author = str(repo.default_author())
         entry = history_entry(
-            load(metadata_bytes, key=L.git_metadata(req.table)),
+            metadata,
             author=author,
             commit_message=req.message,
             extra=req.history_extra,
         )
         history = [entry, *history]
     history_bytes = dump(history)
-    manifest_bytes = manifest_with(conn, req.table, load(metadata_bytes, key="metadata"), history)
+    manifest_bytes = manifest_with(conn, req.table, metadata, history)
     files = {
         L.git_metadata(req.table): metadata_bytes,
         L.git_history(req.table): history_bytes,
