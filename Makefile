@@ -13,12 +13,12 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/ruff check datom_core datom_dagster example_project tests benchmarks
+	$(VENV)/bin/ruff format --check datom_core datom_dagster example_project tests benchmarks
 
 format: $(STAMP)
-	$(VENV)/bin/ruff check --fix src tests benchmarks
-	$(VENV)/bin/ruff format src tests benchmarks
+	$(VENV)/bin/ruff check --fix datom_core datom_dagster example_project tests benchmarks
+	$(VENV)/bin/ruff format datom_core datom_dagster example_project tests benchmarks
 
 test: lint
 	$(PY) -m pytest -n 2 -q

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# Subprocesses (CLI, Dagster webserver and daemon, spawned workers) import this checkout's
+# packages, whichever checkout the shared virtualenv was installed from.
+_ROOT = str(Path(__file__).resolve().parents[1])
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (_ROOT, os.environ.get("PYTHONPATH", "")) if p
+)
 
 from datom_core._store import FsspecStore, LocalStore, S3Store, Store
 

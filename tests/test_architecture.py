@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).parents[1] / "src"
+SRC = Path(__file__).parents[1]
 MAX_LINES = 500  # the style guide's "~400 lines", with headroom for docstrings
 
 
@@ -63,7 +63,8 @@ def test_public_api_is_explicit_and_documented(package: str) -> None:
 def test_modules_stay_small() -> None:
     long = {
         str(p.relative_to(SRC)): n
-        for p in SRC.rglob("*.py")
+        for package in ("datom_core", "datom_dagster", "example_project")
+        for p in _modules(package)
         if (n := len(p.read_text().splitlines())) > MAX_LINES
     }
     assert long == {}
