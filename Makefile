@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo lint format bench clean
+.PHONY: test demo lint typecheck format bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,6 +15,9 @@ $(STAMP): pyproject.toml
 lint: $(STAMP)
 	$(VENV)/bin/ruff check datom_core datom_dagster example_project tests benchmarks
 	$(VENV)/bin/ruff format --check datom_core datom_dagster example_project tests benchmarks
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix datom_core datom_dagster example_project tests benchmarks
