@@ -120,7 +120,11 @@ def _ordered(members: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ids = [m["id"] for m in unique]
     order = sorted(
         range(len(unique)),
-        key=lambda i: (_bytes(ids[i]["project"]), _bytes(ids[i]["name"]), _bytes(ids[i]["version"])),
+        key=lambda i: (
+            _bytes(ids[i]["project"]),
+            _bytes(ids[i]["name"]),
+            _bytes(ids[i]["version"]),
+        ),
     )
     return [unique[i] for i in order]
 
@@ -139,7 +143,7 @@ def _check_whole(members: list[dict[str, Any]], name: str, project: str) -> None
             raise ConflictingMemberError(
                 f"set {name!r}: member {key[1]!r} ({key[0]}@{key[2][:8]}) is listed twice with "
                 "different tags. One version of one artifact is one member with one set of "
-                'labels; to put it in two categories give one key several values, e.g. '
+                "labels; to put it in two categories give one key several values, e.g. "
                 '{"type": ["input", "output"]}.'
             )
         seen.add(key)

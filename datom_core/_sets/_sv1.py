@@ -61,7 +61,7 @@ def as_strings(value: Any, what: str) -> list[str]:
         if bad is not None:
             raise InvalidLabelError(
                 f"{what} must be text or an array of text: element {bad + 1} is "
-                f"{_kind(value[bad])}; write a number as a string, e.g. \"500\""
+                f'{_kind(value[bad])}; write a number as a string, e.g. "500"'
             )
         return list(value)
     raise InvalidLabelError(
