@@ -193,17 +193,20 @@ def manifest_with_set(
     artifacts = dict(manifest.get("artifacts") or {})
     previous = artifacts.get(name) or {}
     merged = dict(entry)
+    # A field this build cannot place survives on the entry it was found on.
     merged.update({k: v for k, v in previous.items() if k not in _ENTRY_KEYS})
-    artifacts[name] = merged
-    manifest["artifacts"] = {k: artifacts[k] for k in sorted(artifacts)}
-    tables = [e for e in manifest["artifacts"].values() if e.get("kind") == "table"]
-    manifest["updated_at"] = updated_at
+    artifacts[name] = merged  # an existing entry keeps its place; a new one is appended, as R does
+    manifest["artifacts"] = artifacts
+    tables = [e for e in artifacts.values() if isinstance(e, Mapping) and e.get("kind") == "table"]
     manifest["summary"] = {
         "total_tables": len(tables),
         "total_size_bytes": sum(int(e.get("size_bytes") or 0) for e in tables),
         "total_versions": sum(int(e.get("version_count") or 0) for e in tables),
-        "total_sets": sum(1 for e in manifest["artifacts"].values() if e.get("kind") == "set"),
+        "total_sets": sum(
+            1 for e in artifacts.values() if isinstance(e, Mapping) and e.get("kind") == "set"
+        ),
     }
+    manifest["updated_at"] = updated_at
     return manifest
 
 
