@@ -1,5 +1,17 @@
-"""Sets: named, versioned lists of exact versions of other artifacts (SETS.md, datom-sv1)."""
+"""Sets: named, versioned lists of exact versions of other artifacts (SETS.md, datom-sv1).
 
+* Identity and bytes: :func:`hash_set` (datom-sv1 ``data_sha``), :func:`normalise_payload`,
+  :func:`serialise_payload` (the ``set.json`` bytes R writes), :func:`document_sha`.
+* Reading from the store alone: :func:`get_set`, :func:`read_set`, :func:`declare_member`,
+  :func:`set_names`.
+* Writing in a product repo: :func:`write_set` (and :func:`declared_set`, the gates).
+* Records and editing: :class:`SetMember`, :class:`SetVersion`, :class:`SetWriteResult`,
+  :func:`diff_sets` / :class:`SetDiff`, :func:`add_members`, :func:`remove_members`,
+  :func:`update_members` / :class:`SetEdit` / :class:`MemberMove`.
+* Errors: see ``datom_core._sets._errors``.
+"""
+
+from datom_core._sets._edit import SetEdit, add_members, remove_members, update_members
 from datom_core._sets._errors import (
     ArtifactKindError,
     ConflictingMemberError,
@@ -10,6 +22,7 @@ from datom_core._sets._errors import (
     InvalidSetError,
     MalformedSetError,
     MissingDocumentShaError,
+    NewerFormatError,
     NotProductRepoError,
     SelfReferenceError,
     SetNameMismatchError,
@@ -17,7 +30,17 @@ from datom_core._sets._errors import (
 )
 from datom_core._sets._json import document_sha, serialise_payload
 from datom_core._sets._payload import normalise_payload
+from datom_core._sets._read import declare_member, get_set, read_set, set_names
+from datom_core._sets._records import (
+    MemberMove,
+    SetDiff,
+    SetMember,
+    SetVersion,
+    SetWriteResult,
+    diff_sets,
+)
 from datom_core._sets._sv1 import hash_set
+from datom_core._sets._write import declared_set, write_set
 
 __all__ = [
     "ArtifactKindError",
@@ -28,13 +51,30 @@ __all__ = [
     "InvalidMemberError",
     "InvalidSetError",
     "MalformedSetError",
+    "MemberMove",
     "MissingDocumentShaError",
+    "NewerFormatError",
     "NotProductRepoError",
     "SelfReferenceError",
+    "SetDiff",
+    "SetEdit",
+    "SetMember",
     "SetNameMismatchError",
+    "SetVersion",
+    "SetWriteResult",
     "UnresolvableMemberError",
+    "add_members",
+    "declare_member",
+    "declared_set",
+    "diff_sets",
     "document_sha",
+    "get_set",
     "hash_set",
     "normalise_payload",
+    "read_set",
+    "remove_members",
     "serialise_payload",
+    "set_names",
+    "update_members",
+    "write_set",
 ]

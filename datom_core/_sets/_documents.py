@@ -11,6 +11,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _pkg_version
 from typing import Any
 
 from datom_core._identity._canonical import canonical_json
@@ -19,6 +21,7 @@ from datom_core._sets._sv1 import HASH_ALGO
 __all__ = [
     "IDENTITY_KEYS",
     "SCHEMA_VERSION",
+    "WRITTEN_BY",
     "history_entry",
     "history_with_commits",
     "manifest_entry",
@@ -28,6 +31,14 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 2
+
+try:
+    _PACKAGE_VERSION = _pkg_version("datom")
+except PackageNotFoundError:  # running from a source tree without an install
+    _PACKAGE_VERSION = "0.0.0"
+
+#: What ``datom_version`` records in a document this package writes (R never parses it).
+WRITTEN_BY = f"py-{_PACKAGE_VERSION}"
 
 #: FORMAT2.md §1: the keys that make a version (anything else never moves one).
 IDENTITY_KEYS = (

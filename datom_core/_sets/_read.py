@@ -27,7 +27,7 @@ from datom_core._sets._json import document_sha, parse_payload
 from datom_core._sets._payload import ARTIFACT_KINDS, ID_FIELDS, normalise_tags
 from datom_core._sets._records import Opener, SetMember, SetVersion
 
-__all__ = ["declare_member", "read_json", "read_set", "set_names", "snapshot_of"]
+__all__ = ["declare_member", "get_set", "read_json", "read_set", "set_names", "snapshot_of"]
 
 
 def read_json(store: Any, key: str) -> Any:
@@ -81,6 +81,27 @@ def set_names(store: Any) -> list[str]:
     return sorted(
         n for n, e in entries.items() if isinstance(e, Mapping) and e.get("kind") == "set"
     )
+
+
+def get_set(
+    store: Any,
+    project_name: str,
+    version: str | None = None,
+    *,
+    name: str | None = None,
+    opener: Opener | None = None,
+) -> SetVersion:
+    """The set of a project at ``version``: ``name`` defaults to the one set its store lists
+    (a product repo holds one set; a developer connection passes the declared name)."""
+    if name is None:
+        names = set_names(store)
+        if len(names) != 1:
+            found = ", ".join(names) if names else "none"
+            raise NotFoundError(
+                f"project {project_name!r} lists {len(names)} sets ({found}); give the set's name"
+            )
+        name = names[0]
+    return read_set(store, project_name, name, version, opener=opener)
 
 
 def read_set(

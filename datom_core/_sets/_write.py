@@ -32,6 +32,7 @@ from datom_core._git import MetadataRepo
 from datom_core._names import validate_table_name
 from datom_core._sets import _manifest as M
 from datom_core._sets._documents import (
+    WRITTEN_BY,
     history_entry,
     history_with_commits,
     manifest_entry,
@@ -46,11 +47,11 @@ from datom_core._sets._errors import (
 from datom_core._sets._json import document_sha, serialise_payload
 from datom_core._sets._payload import normalise_payload
 from datom_core._sets._read import read_json, snapshot_of
-from datom_core._sets._records import SetWriteResult
+from datom_core._sets._records import SetVersion, SetWriteResult
 from datom_core._sets._sv1 import hash_set
 from datom_core._store import Store
 
-__all__ = ["SetContext", "write_set"]
+__all__ = ["SetContext", "check_parents", "declared_set", "write_set"]
 
 _MAX_ATTEMPTS = 20
 
@@ -106,9 +107,16 @@ def write_set(
     message: str | None = None,
     *,
     name: str | None = None,
-    datom_version: str = "py-0.0.0",
+    datom_version: str = WRITTEN_BY,
 ) -> SetWriteResult:
-    """Record ``members`` and ``tags`` as the new version of the repo's set."""
+    """Record ``members`` and ``tags`` as the new version of the repo's set.
+
+    ``members``: member records or :class:`SetMember` objects, or a :class:`SetVersion` read
+    back (its tags are kept unless ``tags`` is given; its name and project must be this
+    repo's). ``tags``: set-level labels. ``message``: default ``Update <name>``.
+    """
+    if isinstance(members, SetVersion):
+        members, tags, name = _unpack(ctx, members, tags, name)
     repo = ctx.repo
     if repo is None:
         raise ReadOnlyError(
@@ -136,6 +144,23 @@ def write_set(
         f"set {name or ''!r}: the remote kept moving; gave up after {_MAX_ATTEMPTS} attempts. "
         "Nothing was recorded; retry the write."
     )
+
+
+def _unpack(
+    ctx: SetContext, x: SetVersion, tags: Mapping[str, Any] | None, name: str | None
+) -> tuple[Sequence[Any], Mapping[str, Any] | None, str]:
+    if name is not None and name != x.name:
+        raise SetNameMismatchError(
+            f"you asked to write set {name!r}, but the set you passed is {x.name!r}; drop "
+            "name=, or write it from its own repo"
+        )
+    if x.project != ctx.project_name:
+        raise SetNameMismatchError(
+            f"set {x.name!r} belongs to project {x.project!r}, and this repo is project "
+            f"{ctx.project_name!r}: write it from its own repo, or build this repo's set from "
+            "its members (write_set(conn, x.members))"
+        )
+    return x.members, x.tag_json() if tags is None else tags, x.name
 
 
 def _load(raw: bytes | None, key: str) -> Any:

@@ -3,6 +3,7 @@ lifecycle, every refusal leaving git and the store unchanged, and the documents'
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -274,4 +275,28 @@ def test_the_write_door_refuses_a_newer_manifest(study: dc.Connection) -> None:
     before = fingerprint(study)
     with pytest.raises(dc.DatomError, match="upgrade datom"):
         write_set(study, members(study))
+    assert fingerprint(study) == before
+
+
+def test_a_set_read_back_is_written_back_with_its_tags(study: dc.Connection) -> None:
+    first = write_set(study, members(study), tags={"description": "kept"})
+    x = read(study)
+    assert write_set(study, x).change == "none"
+    edited = [*x.members, member_of(study, "ae")]
+    r = write_set(study, edited, tags=x.tag_json())
+    assert r.version != first.version and dict(read(study).tags) == {"description": ("kept",)}
+    before = fingerprint(study)
+    with pytest.raises(SetNameMismatchError):
+        write_set(study, x, name="other")
+    with pytest.raises(SetNameMismatchError, match="belongs to project"):
+        write_set(study, dataclasses.replace(x, project="ELSEWHERE"))
+    assert fingerprint(study) == before
+
+
+def test_a_connection_for_another_project_is_refused(study: dc.Connection) -> None:
+    write_set(study, members(study))
+    before = fingerprint(study)
+    wrong = dc.Connection("OTHER_STUDY", study.store, study.repo)
+    with pytest.raises(SetNameMismatchError, match="declares project"):
+        write_set(wrong, members(study))
     assert fingerprint(study) == before
