@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from datom_core._errors import AmbiguousVersionError, IntegrityError, NotFoundError
+from datom_core._identity._canonical import metadata_sha
 from datom_core._names import validate_table_name, validate_version
 from datom_core._sets import _manifest as M
 from datom_core._sets._errors import (
@@ -214,6 +215,16 @@ def snapshot_of(store: Any, project_name: str, table: str, version: str) -> Mapp
             "with history() / datom history."
         )
     _check_schema(snap, key)
+    # A snapshot certifies itself; format-1 documents may still carry a key the old rule hashed.
+    if version not in (M.set_version_of(snap), metadata_sha(snap)):
+        raise IntegrityError(
+            f"snapshot {key} in {store.url} does not certify itself (its content hashes to "
+            f"{M.set_version_of(snap)}): it was altered, so member {table!r}@{version[:8]} "
+            "cannot be trusted. Repair the project: validate(fix=True) / datom validate --fix.",
+            key=key,
+            expected=version,
+            actual=M.set_version_of(snap),
+        )
     return snap
 
 

@@ -47,7 +47,7 @@ from datom_core._sets._errors import (
 from datom_core._sets._json import document_sha, serialise_payload
 from datom_core._sets._payload import normalise_payload
 from datom_core._sets._read import read_json, snapshot_of
-from datom_core._sets._records import SetVersion, SetWriteResult
+from datom_core._sets._records import SetMember, SetVersion, SetWriteResult
 from datom_core._sets._sv1 import hash_set
 from datom_core._store import Store
 
@@ -229,7 +229,7 @@ def _plan(
     current = _load(repo.read(M.git_metadata(name)), M.git_metadata(name))
     M.check_metadata(current, name=name, expected_kind="set", key=M.git_metadata(name))
     payload = normalise_payload(members, tags, name=name, project=project)
-    check_parents(ctx.store, project, name, payload["members"])
+    check_parents(_stores(ctx, members), name, payload["members"])
     data_sha = hash_set(payload)
     count = len(payload["members"])
     history = list(_load(repo.read(M.git_history(name)), M.git_history(name)) or [])
@@ -260,6 +260,16 @@ def _plan(
     new_manifest = M.manifest_with_set(manifest, project, name, entry_doc, metadata["created_at"])
     return _Plan(name, "full", data_sha, version, doc_sha, count, body, M.dump_document(metadata),
                  history, M.dump_document(new_manifest), upload, text)  # fmt: skip
+
+
+def _stores(ctx: SetContext, members: Sequence[Any]) -> dict[str, Store]:
+    """This project's store, and the store each typed member of another project came from."""
+    stores: dict[str, Store] = {}
+    for m in members:
+        if isinstance(m, SetMember) and isinstance(m.store, Store):
+            stores.setdefault(m.project, m.store)
+    stores[ctx.project_name] = ctx.store
+    return stores
 
 
 def _payload_bytes(
@@ -294,15 +304,17 @@ def _payload_bytes(
 
 
 def check_parents(
-    store: Store, project: str, name: str, members: Sequence[Mapping[str, Any]]
+    stores: Mapping[str, Store], name: str, members: Sequence[Mapping[str, Any]]
 ) -> None:
-    """Each own-project member must resolve, and its parents agree with the set's pins."""
+    """Every member whose project's store is known (always this project's) must resolve to
+    a snapshot, and the parents it records must agree with the versions the set pins."""
     ids = [m["id"] for m in members]
     problems = []
     for ident in ids:
-        if ident["project"] != project:
-            continue
-        snap = snapshot_of(store, project, ident["name"], ident["version"])
+        store = stores.get(ident["project"])
+        if store is None:
+            continue  # another project's store: reachable only through its own connection
+        snap = snapshot_of(store, ident["project"], ident["name"], ident["version"])
         parents = snap.get("parents") or []
         for p in [parents] if isinstance(parents, Mapping) else parents:
             fields = [
