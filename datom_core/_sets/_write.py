@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -55,6 +56,11 @@ __all__ = ["SetContext", "check_parents", "declared_set", "write_set"]
 
 _MAX_ATTEMPTS = 20
 
+MANIFEST_MOVED = (
+    "manifest format moved from v1 to v2; R datom 0.1.x collaborators will list this project "
+    "as empty until they upgrade"
+)
+
 
 class SetContext(Protocol):
     """What a set write needs: the project name, its store and its clone."""
@@ -83,6 +89,7 @@ class _Plan:
     manifest: bytes
     upload: bool
     message: str
+    converted: bool = False  # the clone's manifest moved from format 1 to format 2
 
     @property
     def files(self) -> dict[str, bytes]:
@@ -139,6 +146,8 @@ def write_set(
                 repo.fetch_and_reset()
                 raise
             uploaded = _mirror(ctx, repo, plan, commit)
+            if plan.converted:
+                warnings.warn(MANIFEST_MOVED, UserWarning, stacklevel=2)
             return plan.result(commit, uploaded)
     raise PushRejectedError(
         f"set {name or ''!r}: the remote kept moving; gave up after {_MAX_ATTEMPTS} attempts. "
@@ -259,7 +268,8 @@ def _plan(
     )
     new_manifest = M.manifest_with_set(manifest, project, name, entry_doc, metadata["created_at"])
     return _Plan(name, "full", data_sha, version, doc_sha, count, body, M.dump_document(metadata),
-                 history, M.dump_document(new_manifest), upload, text)  # fmt: skip
+                 history, M.dump_document(new_manifest), upload, text,
+                 manifest is not None and "artifacts" not in manifest)  # fmt: skip
 
 
 def _stores(ctx: SetContext, members: Sequence[Any]) -> dict[str, Store]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,9 @@ from datom_core._sets._edit import add_members, remove_members, update_members
 from datom_core._sets._records import diff_sets
 from datom_core._sets._write import write_set
 from tests.core.test_sets_support import fingerprint, frame, member_of, new_product, read
+
+# Table writes here still record a format-1 manifest, so each set write converts it again.
+pytestmark = pytest.mark.filterwarnings("ignore:manifest format moved from v1 to v2")
 
 
 @pytest.fixture
@@ -300,3 +304,26 @@ def test_a_connection_for_another_project_is_refused(study: dc.Connection) -> No
     with pytest.raises(SetNameMismatchError, match="declares project"):
         write_set(wrong, members(study))
     assert fingerprint(study) == before
+
+
+def test_the_first_set_write_into_a_format1_manifest_converts_it_and_says_so(
+    study: dc.Connection,
+) -> None:
+    v1 = json.loads((study.path / ".datom" / "manifest.json").read_bytes())
+    assert "tables" in v1  # what this project's table writes record today
+    with pytest.warns(UserWarning, match="moved from v1 to v2"):
+        write_set(study, members(study))
+    v2 = json.loads((study.path / ".datom" / "manifest.json").read_bytes())
+    assert "tables" not in v2 and v2["schema_version"] == 2
+    assert {n: e["kind"] for n, e in v2["artifacts"].items()} == {
+        "dm": "table", "ae": "table", "adsl": "table", "adam": "set",
+    }  # fmt: skip
+    assert v2["summary"] == {
+        "total_tables": 3,
+        "total_size_bytes": sum(v1["tables"][t]["size_bytes"] for t in v1["tables"]),
+        "total_versions": 3,
+        "total_sets": 1,
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        write_set(study, members(study), tags={"again": "no warning"})
