@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -55,6 +56,7 @@ from datom_core._store import Store
 __all__ = ["SetContext", "check_parents", "declared_set", "write_set"]
 
 _MAX_ATTEMPTS = 20
+_READERS = 16
 
 MANIFEST_MOVED = (
     "manifest format moved from v1 to v2; R datom 0.1.x collaborators will list this project "
@@ -319,12 +321,20 @@ def check_parents(
     """Every member whose project's store is known (always this project's) must resolve to
     a snapshot, and the parents it records must agree with the versions the set pins."""
     ids = [m["id"] for m in members]
+    known = [i for i in ids if i["project"] in stores]  # other stores: only via their connection
+
+    def snapshot(ident: Mapping[str, str]) -> Mapping[str, Any]:
+        store = stores[ident["project"]]
+        return snapshot_of(store, ident["project"], ident["name"], ident["version"])
+
+    # One small document per member; a study cut can pin thousands, so read them in parallel.
+    with ThreadPoolExecutor(max_workers=_READERS) as pool:
+        snapshots = list(pool.map(snapshot, known))
+    pins: dict[tuple[str, str], list[str]] = {}
+    for i in ids:
+        pins.setdefault((i["project"], i["name"]), []).append(i["version"])
     problems = []
-    for ident in ids:
-        store = stores.get(ident["project"])
-        if store is None:
-            continue  # another project's store: reachable only through its own connection
-        snap = snapshot_of(store, ident["project"], ident["name"], ident["version"])
+    for ident, snap in zip(known, snapshots, strict=True):
         parents = snap.get("parents") or []
         for p in [parents] if isinstance(parents, Mapping) else parents:
             fields = [
@@ -333,7 +343,7 @@ def check_parents(
             if not all(isinstance(f, str) and f for f in fields):
                 continue
             source, table, used = fields
-            pinned = [i["version"] for i in ids if i["project"] == source and i["name"] == table]
+            pinned = pins.get((str(source), str(table)), [])
             if pinned and used not in pinned:
                 problems.append(
                     f"{ident['name']} was built from {table} {str(used)[:8]}; the set pins {table} "
