@@ -20,10 +20,14 @@ def opener(store: dc.Store, project: str) -> dc.Connection:
 
 
 def new_product(
-    tmp_path: Path, project: str = "STUDY_001", set_name: str = "adam", mode: str | None = "product"
+    tmp_path: Path,
+    project: str = "STUDY_001",
+    set_name: str = "adam",
+    mode: str | None = "product",
+    store: dc.Store | None = None,
 ) -> dc.Connection:
     """A project whose project.yaml declares ``mode: product`` and ``set: <set_name>``."""
-    conn = dc.init_repo(tmp_path / "repo", project, dc.LocalStore(tmp_path / "store"))
+    conn = dc.init_repo(tmp_path / "repo", project, store or dc.LocalStore(tmp_path / "store"))
     config = yaml.safe_load(conn.repo.read(".datom/project.yaml") or b"")
     if mode is not None:
         config["mode"] = mode
