@@ -28,6 +28,7 @@ from datom_core._sets._errors import (
     SetNameMismatchError,
     UnresolvableMemberError,
 )
+from datom_core._sets._gates import declared_set
 from datom_core._sets._json import document_sha, serialise_payload
 from datom_core._sets._payload import normalise_payload
 from datom_core._sets._read import declare_member, get_set, read_set, set_names
@@ -40,7 +41,7 @@ from datom_core._sets._records import (
     diff_sets,
 )
 from datom_core._sets._sv1 import hash_set
-from datom_core._sets._write import declared_set, write_set
+from datom_core._sets._write import write_set
 
 __all__ = [
     "ArtifactKindError",
