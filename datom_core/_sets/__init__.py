@@ -31,7 +31,7 @@ from datom_core._sets._errors import (
 from datom_core._sets._gates import declared_set
 from datom_core._sets._json import document_sha, serialise_payload
 from datom_core._sets._payload import normalise_payload
-from datom_core._sets._read import declare_member, get_set, read_set, set_names
+from datom_core._sets._read import current_versions, declare_member, get_set, read_set, set_names
 from datom_core._sets._records import (
     MemberMove,
     SetDiff,
@@ -65,6 +65,7 @@ __all__ = [
     "SetWriteResult",
     "UnresolvableMemberError",
     "add_members",
+    "current_versions",
     "declare_member",
     "declared_set",
     "diff_sets",

@@ -28,7 +28,15 @@ from datom_core._sets._json import document_sha, parse_payload
 from datom_core._sets._payload import ARTIFACT_KINDS, ID_FIELDS, normalise_tags
 from datom_core._sets._records import Opener, SetMember, SetVersion
 
-__all__ = ["declare_member", "get_set", "read_json", "read_set", "set_names", "snapshot_of"]
+__all__ = [
+    "current_versions",
+    "declare_member",
+    "get_set",
+    "read_json",
+    "read_set",
+    "set_names",
+    "snapshot_of",
+]
 
 
 def read_json(store: Any, key: str) -> Any:
@@ -192,6 +200,18 @@ def _member(store: Any, record: Any, at: str, opener: Opener | None) -> SetMembe
         tags={k: tuple(v) for k, v in tags.items()}, store=store, opener=opener,
         set_reader=lambda s, p, n, v: read_set(s, p, n, v, opener=opener),
     )  # fmt: skip
+
+
+def current_versions(store: Any) -> dict[str, str]:
+    """Each table's current version as the store's manifest records it (what
+    :func:`~datom_core._sets._edit.update_members` repoints members to)."""
+    doc = read_json(store, M.STORE_MANIFEST) or {}
+    entries = doc.get("artifacts") or doc.get("tables") or {}
+    return {
+        name: e["current_version"]
+        for name, e in entries.items()
+        if isinstance(e, Mapping) and e.get("kind", "table") == "table" and e.get("current_version")
+    }
 
 
 def _current_version(store: Any, table: str) -> str | None:

@@ -114,7 +114,20 @@ class SetVersion:
         return hits[0]
 
     def tag_json(self) -> dict[str, list[str]]:
+        """The set-level labels as JSON (each key to a list of values)."""
         return {k: list(v) for k, v in self.tags.items()}
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything a ``--json`` listing shows: ids, labels and the members' records."""
+        return {
+            "name": self.name,
+            "project": self.project,
+            "version": self.version,
+            "data_sha": self.data_sha,
+            "document_sha": self.document_sha,
+            "tags": self.tag_json(),
+            "members": [m.to_json() for m in self.members],
+        }
 
 
 @dataclass(frozen=True)
@@ -161,6 +174,28 @@ class SetDiff:
             self.added or self.removed or self.moved or self.retagged
             or dict(self.tags_before) != dict(self.tags_after)
         )  # fmt: skip
+
+    def to_json(self) -> dict[str, Any]:
+        """The diff as JSON (members as their payload records)."""
+        return {
+            "before": self.before,
+            "after": self.after,
+            "added": [m.to_json() for m in self.added],
+            "removed": [m.to_json() for m in self.removed],
+            "moved": [
+                {
+                    "project": m.project,
+                    "name": m.name,
+                    "kind": m.kind,
+                    "before": m.before,
+                    "after": m.after,
+                }
+                for m in self.moved
+            ],  # fmt: skip
+            "retagged": [{"before": a.to_json(), "after": b.to_json()} for a, b in self.retagged],
+            "tags_before": {k: list(v) for k, v in self.tags_before.items()},
+            "tags_after": {k: list(v) for k, v in self.tags_after.items()},
+        }
 
     def to_markdown(self) -> str:
         """A short human-readable summary (one line per change)."""

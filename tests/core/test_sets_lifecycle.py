@@ -23,6 +23,7 @@ from datom_core._sets import (
     SelfReferenceError,
     SetNameMismatchError,
     UnresolvableMemberError,
+    current_versions,
 )
 from datom_core._sets._edit import add_members, remove_members, update_members
 from datom_core._sets._records import diff_sets
@@ -115,6 +116,11 @@ def test_label_edit_is_a_new_version(study: dc.Connection) -> None:
     diff = diff_sets(read(study, version=a.version[:10]), read(study))
     assert diff.changed and not (diff.added or diff.removed or diff.moved)
     assert dict(diff.tags_after) == {"description": ("final",)}
+    as_json = json.loads(json.dumps(diff.to_json()))
+    assert (as_json["before"], as_json["after"]) == (a.version, b.version)
+    assert as_json["tags_after"] == {"description": ["final"]}
+    listing = json.loads(json.dumps(read(study).to_json()))
+    assert listing["version"] == b.version and len(listing["members"]) == 2
 
 
 def test_member_tag_edit_is_a_new_version_and_a_retag(study: dc.Connection) -> None:
@@ -145,7 +151,8 @@ def test_repointing_reports_what_moved(study: dc.Connection) -> None:
     old_dm = read(study).member("dm").version
     study.write("dm", frame(n=9))
     study.write("adsl", frame(seed=2), parents=["dm"])
-    current = {t.name: t.current_version for t in study.tables()}
+    current = current_versions(study.store)
+    assert current == {t.name: t.current_version for t in study.tables()}
     edit = update_members(read(study), current, project="STUDY_001")
     assert {(m.name, m.before, m.after) for m in edit.moved} == {
         ("dm", old_dm, current["dm"]),
