@@ -69,7 +69,7 @@ class SetContext(Protocol):
 
 def write_set(
     ctx: SetContext,
-    members: Sequence[Any],
+    members: Sequence[Any] | SetVersion,
     tags: Mapping[str, Any] | None = None,
     message: str | None = None,
     *,
