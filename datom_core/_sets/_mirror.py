@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from datom_core._errors import NotFoundError
 from datom_core._git import MetadataRepo
 from datom_core._sets import _manifest as M
 from datom_core._sets._documents import history_with_commits, set_version
@@ -58,11 +59,20 @@ class SetPlan:
         )  # fmt: skip
 
 
+def _stored(store: Store, key: str) -> bytes | None:
+    try:
+        return store.read_bytes(key)
+    except NotFoundError:
+        return None
+
+
 def converge_set(store: Store, repo: MetadataRepo, plan: SetPlan) -> None:
     """An unchanged set: finish a mirror an interrupted write left behind, if any."""
+    history = read_json(store, M.store_history(plan.name)) or []
     stale = (
-        read_json(store, M.store_metadata(plan.name)) is None
-        or store.read_bytes(M.store_metadata(plan.name)) != plan.metadata
+        _stored(store, M.store_metadata(plan.name)) != plan.metadata
+        or _stored(store, M.STORE_MANIFEST) != plan.manifest
+        or [h.get("version") for h in history] != [h.get("version") for h in plan.history]
         or not store.exists(M.store_snapshot(plan.name, plan.version))
         or not store.exists(M.store_payload(plan.name, plan.data_sha))
     )

@@ -74,3 +74,14 @@ def test_an_interrupted_mirror_converges_on_the_next_write(tmp_path: Path) -> No
     assert restored.version == r.version and restored.document_sha == r.document_sha
     history = json.loads(conn.store.read_bytes("adam/.metadata/version_history.json"))
     assert history[0]["commit_sha"] == r.commit  # derived from git for the gap
+
+
+def test_a_mirror_stopped_before_the_manifest_converges(tmp_path: Path) -> None:
+    conn = new_product(tmp_path)
+    conn.write("dm", frame())
+    before = conn.store.read_bytes(".metadata/manifest.json")
+    r = write_set(conn, [member_of(conn, "dm")])
+    conn.store.write_bytes(".metadata/manifest.json", before)  # the last mirror step was lost
+    assert write_set(conn, [member_of(conn, "dm")]).change == "none"
+    manifest = json.loads(conn.store.read_bytes(".metadata/manifest.json"))
+    assert manifest["artifacts"]["adam"]["current_version"] == r.version
