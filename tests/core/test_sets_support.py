@@ -10,9 +10,11 @@ import yaml
 import datom_core as dc
 from datom_core._sets._read import declare_member, read_set
 from datom_core._sets._records import SetMember
-from tests.core.projects import fingerprint, frame
+from tests.core.projects import fingerprint, frame, remote_head
 
-__all__ = ["fingerprint", "frame", "member_of", "new_product", "opener", "read", "reader"]
+__all__ = [
+    "fingerprint", "frame", "member_of", "new_product", "opener", "read", "reader", "remote_head",
+]  # fmt: skip
 
 
 def opener(store: dc.Store, project: str) -> dc.Connection:
