@@ -8,6 +8,7 @@
 * Records and editing: :class:`SetMember`, :class:`SetVersion`, :class:`SetWriteResult`,
   :func:`diff_sets` / :class:`SetDiff`, :func:`add_members`, :func:`remove_members`,
   :func:`update_members` / :class:`SetEdit` / :class:`MemberMove`.
+* Checking a cut: :func:`verify_set` (members resolve; bytes, and content on request).
 * Errors: see ``datom_core._sets._errors``.
 """
 
@@ -41,6 +42,7 @@ from datom_core._sets._records import (
     diff_sets,
 )
 from datom_core._sets._sv1 import hash_set
+from datom_core._sets._verify import MemberCheck, SetCheck, verify_set
 from datom_core._sets._write import write_set
 
 __all__ = [
@@ -52,11 +54,13 @@ __all__ = [
     "InvalidMemberError",
     "InvalidSetError",
     "MalformedSetError",
+    "MemberCheck",
     "MemberMove",
     "MissingDocumentShaError",
     "NewerFormatError",
     "NotProductRepoError",
     "SelfReferenceError",
+    "SetCheck",
     "SetDiff",
     "SetEdit",
     "SetMember",
@@ -78,5 +82,6 @@ __all__ = [
     "serialise_payload",
     "set_names",
     "update_members",
+    "verify_set",
     "write_set",
 ]
