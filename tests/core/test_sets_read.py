@@ -140,3 +140,45 @@ def test_declaring_members(written: tuple[dc.Connection, list[str]]) -> None:
         member_of(conn, "nothing")
     with pytest.raises(dc.InvalidNameError):
         member_of(conn, "../x")
+
+
+def _plant(conn: dc.Connection, raw: bytes) -> None:
+    """Store ``raw`` as the current payload with a matching document_sha (a hostile edit)."""
+    meta_key = "adam/.metadata/metadata.json"
+    meta = json.loads(conn.store.read_bytes(meta_key))
+    conn.store.write_bytes(f"adam/{meta['data_sha']}.json", raw)
+    meta["document_sha"] = hashlib.sha256(raw).hexdigest()
+    conn.store.write_bytes(meta_key, json.dumps(meta).encode())
+
+
+@pytest.mark.parametrize(
+    "raw, match",
+    [
+        (b'{"members": [], "members": []}', "repeats the key"),
+        (b'{"members": {"id": 1}}', "not a list"),
+        (b'{"members": [{"id": {"kind": "table", "name": "dm", "project": "P", '
+         b'"version": "abcdef"}, "tags": {"n": 5}}]}', "text"),
+        (b'{"members": [{"id": ["x"]}]}', "no id map"),
+        (b"\xff\xfe", "not valid JSON"),
+    ],
+)  # fmt: skip
+def test_hostile_payloads_are_refused_by_name(
+    written: tuple[dc.Connection, list[str]], raw: bytes, match: str
+) -> None:
+    conn, _ = written
+    _plant(conn, raw)
+    with pytest.raises(MalformedSetError, match=match):
+        read_set(conn.store, "STUDY_001", "adam", opener=opener)
+
+
+def test_an_ambiguous_prefix_names_the_candidates(
+    written: tuple[dc.Connection, list[str]],
+) -> None:
+    conn, (a, _) = written
+    key = "adam/.metadata/version_history.json"
+    history = json.loads(conn.store.read_bytes(key))
+    twin = {**history[-1], "version": a[:10] + "0" * 54}
+    conn.store.write_bytes(key, json.dumps([*history, twin]).encode())
+    with pytest.raises(dc.AmbiguousVersionError) as info:
+        read_set(conn.store, "STUDY_001", "adam", a[:8], opener=opener)
+    assert set(info.value.candidates) == {a, twin["version"]}
