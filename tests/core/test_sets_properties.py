@@ -13,7 +13,7 @@ from datom_core._sets import hash_set, normalise_payload, serialise_payload
 from datom_core._sets._read import _set_version
 
 TEXT = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+    alphabet=st.characters(exclude_categories=["Cs"], exclude_characters="\x00"),
     min_size=1,
     max_size=8,
 )
