@@ -15,6 +15,8 @@
 from __future__ import annotations
 
 import json
+import random
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
@@ -91,7 +93,7 @@ def write_set(
             "product repo's clone to write its set"
         )
     with repo.lock():
-        for _ in range(_MAX_ATTEMPTS):
+        for attempt in range(_MAX_ATTEMPTS):
             repo.fetch_and_reset()
             plan = _plan(ctx, repo, members, tags, message, name, datom_version)
             if plan.change == "none":
@@ -101,6 +103,8 @@ def write_set(
             try:
                 repo.push()
             except PushRejectedError:
+                # Another writer landed first: back off (randomised, so racers spread out).
+                time.sleep(random.uniform(0, min(2.0, 0.05 * 2**attempt)))
                 continue
             except GitError:
                 repo.fetch_and_reset()
