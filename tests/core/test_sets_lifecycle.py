@@ -316,8 +316,17 @@ def test_a_connection_for_another_project_is_refused(study: dc.Connection) -> No
 def test_the_first_set_write_into_a_format1_manifest_converts_it_and_says_so(
     study: dc.Connection,
 ) -> None:
-    v1 = json.loads((study.path / ".datom" / "manifest.json").read_bytes())
-    assert "tables" in v1  # what this project's table writes record today
+    doc = json.loads((study.path / ".datom" / "manifest.json").read_bytes())
+    # The previous release's shape: "tables", no kind, no schema_version.
+    entries = doc.get("tables") or doc["artifacts"]
+    v1 = {
+        "project_name": doc["project_name"],
+        "updated_at": doc["updated_at"],
+        "tables": {n: {k: v for k, v in e.items() if k != "kind"} for n, e in entries.items()},
+        "summary": {k: v for k, v in doc["summary"].items() if k != "total_sets"},
+    }
+    study.repo.commit({".datom/manifest.json": json.dumps(v1, indent=2).encode()}, "format 1")
+    study.repo.push()
     with pytest.warns(UserWarning, match="moved from v1 to v2"):
         write_set(study, members(study))
     v2 = json.loads((study.path / ".datom" / "manifest.json").read_bytes())
