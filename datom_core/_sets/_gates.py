@@ -32,11 +32,9 @@ def declared_set(repo: MetadataRepo, project_name: str, name: str | None) -> str
     raw = repo.read(M.PROJECT_YAML)
     if raw is None:
         raise NotProductRepoError(f"{repo.path} holds no {M.PROJECT_YAML}: not a datom project")
-    try:
-        config = yaml.safe_load(raw) or {}
-    except yaml.YAMLError as e:
-        raise NotProductRepoError(f"{M.PROJECT_YAML} does not parse ({e})") from e
-    M.check_writer_floor(config)
+    # Its format first: the gates below read fields out of it.
+    M.check_project_config(raw)
+    config = yaml.safe_load(raw) or {}
     mode = config.get("mode")
     if mode != "product":
         said = "declares no mode" if mode is None else f"declares mode {mode!r}"

@@ -12,6 +12,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import yaml
+
+from datom_core._errors import IntegrityError
+from datom_core._git import MetadataRepo
 from datom_core._sets._documents import set_version
 from datom_core._sets._errors import ArtifactKindError, NewerFormatError
 
@@ -23,7 +27,7 @@ __all__ = [
     "WRITER_FORMAT_VERSION",
     "check_manifest",
     "check_metadata",
-    "check_writer_floor",
+    "check_project_config",
     "dump_document",
     "git_history",
     "git_metadata",
@@ -35,6 +39,7 @@ __all__ = [
     "store_snapshot",
     "set_version_of",
     "upgrade_manifest",
+    "write_door",
 ]
 
 PROJECT_YAML = ".datom/project.yaml"
@@ -101,23 +106,52 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in text.split("."))
 
 
-def check_writer_floor(config: Mapping[str, Any]) -> None:
-    """Refuse a project whose ``min_writer_version`` is above this build's formats."""
+def check_project_config(raw: bytes | None) -> None:
+    """Refuse a ``project.yaml`` this build cannot write into: a ``min_writer_version``
+    above its formats (or not a version), or a newer ``schema_version``."""
+    try:
+        config = yaml.safe_load(raw or b"") or {}
+    except yaml.YAMLError as e:
+        raise NewerFormatError(f"{PROJECT_YAML} does not parse ({e})") from e
+    if not isinstance(config, Mapping):
+        raise NewerFormatError(f"{PROJECT_YAML} is not a mapping; {_REMEDY}")
     floor = config.get("min_writer_version")
-    if floor is None:
-        return
-    if not isinstance(floor, str) or not re.fullmatch(r"\d+(\.\d+)*", floor):
-        raise NewerFormatError(
-            f"{PROJECT_YAML}: min_writer_version {floor!r} is not a version string; {_REMEDY}"
-        )
-    if _version_tuple(floor) > _version_tuple(WRITER_FORMAT_VERSION):
-        raise NewerFormatError(
-            f"{PROJECT_YAML}: min_writer_version {floor} is above {WRITER_FORMAT_VERSION}, the "
-            f"format this datom writes; {_REMEDY}"
-        )
+    if floor is not None:
+        if not isinstance(floor, str) or not re.fullmatch(r"\d+(\.\d+)*", floor):
+            raise NewerFormatError(
+                f"{PROJECT_YAML}: min_writer_version {floor!r} is not a version string; {_REMEDY}"
+            )
+        if _version_tuple(floor) > _version_tuple(WRITER_FORMAT_VERSION):
+            raise NewerFormatError(
+                f"{PROJECT_YAML}: min_writer_version {floor} is above {WRITER_FORMAT_VERSION}, "
+                f"the format this datom writes; {_REMEDY}"
+            )
     schema = config.get("schema_version", 1)
     if isinstance(schema, bool) or not isinstance(schema, int) or schema > 1:
         raise NewerFormatError(f"{PROJECT_YAML}: schema_version {schema!r} is newer; {_REMEDY}")
+
+
+def write_door(repo: MetadataRepo, name: str) -> None:
+    """Refuse a set write this build cannot account for (FORMAT2.md §6), before anything
+    is hashed: the other kind under ``name``, a newer manifest, unknown fields."""
+    current = _parsed(repo.read(git_metadata(name)), git_metadata(name))
+    check_metadata(current, name=name, expected_kind="set", key=git_metadata(name))
+    manifest = _parsed(repo.read(MANIFEST), MANIFEST)
+    if manifest is not None:
+        check_manifest(manifest)
+
+
+def _parsed(raw: bytes | None, key: str) -> Any:
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise IntegrityError(
+            f"{key} in the clone is not valid JSON ({e}); restore it from git "
+            "(validate(fix=True)) before writing",
+            key=key,
+        ) from e
 
 
 def check_manifest(doc: Any, *, key: str = MANIFEST) -> None:
@@ -181,10 +215,12 @@ def upgrade_manifest(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def manifest_with_set(
-    doc: Mapping[str, Any] | None, project_name: str, name: str, entry: Mapping[str, Any],
-    updated_at: str,
-) -> dict[str, Any]:  # fmt: skip
-    """The manifest with set ``name``'s entry replaced; other entries as recorded."""
+    raw: bytes | None, project_name: str, name: str, entry: Mapping[str, Any], updated_at: str
+) -> tuple[bytes, bool]:
+    """The clone's manifest with set ``name``'s entry replaced (other entries as recorded),
+    and whether it was converted from format 1."""
+    doc = _parsed(raw, MANIFEST)
+    converted = isinstance(doc, Mapping) and "artifacts" not in doc
     if doc is None:
         manifest: dict[str, Any] = {"schema_version": 2, "project_name": project_name}
         manifest["artifacts"] = {}
@@ -207,7 +243,7 @@ def manifest_with_set(
         ),
     }
     manifest["updated_at"] = updated_at
-    return manifest
+    return dump_document(manifest), converted
 
 
 def set_version_of(metadata: Mapping[str, Any]) -> str:

@@ -161,11 +161,8 @@ def _plan(
     """Every refusal, then the documents of the write; nothing is written here."""
     project = ctx.project_name
     name = declared_set(repo, project, name)
-    manifest = _load(repo.read(M.MANIFEST), M.MANIFEST)
-    if manifest is not None:
-        M.check_manifest(manifest)
+    M.write_door(repo, name)
     current = _load(repo.read(M.git_metadata(name)), M.git_metadata(name))
-    M.check_metadata(current, name=name, expected_kind="set", key=M.git_metadata(name))
     payload = normalise_payload(members, tags, name=name, project=project)
     check_parents(member_stores(project, ctx.store, members), name, payload["members"])
     data_sha = hash_set(payload)
@@ -195,10 +192,11 @@ def _plan(
         version_count=len(history),
         last_updated=metadata["created_at"],
     )
-    new_manifest = M.manifest_with_set(manifest, project, name, entry_doc, metadata["created_at"])
+    manifest, converted = M.manifest_with_set(
+        repo.read(M.MANIFEST), project, name, entry_doc, metadata["created_at"]
+    )
     return SetPlan(name, "full", data_sha, version, doc_sha, count, body, M.dump_document(metadata),
-                 history, M.dump_document(new_manifest), upload, text,
-                 manifest is not None and "artifacts" not in manifest)  # fmt: skip
+                   history, manifest, upload, text, converted)  # fmt: skip
 
 
 def _payload_bytes(
