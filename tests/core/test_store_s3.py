@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import multiprocessing
 import pickle
@@ -13,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from datom_core._errors import DatomError, NotFoundError, StoreError
+from datom_core._errors import DatomError, IntegrityError, NotFoundError, StoreError
 from datom_core._store import S3Store, store_from_description, store_from_url
 from tests.s3util import closed_loopback_port as _closed_loopback_port
 
@@ -195,3 +197,47 @@ def test_a_store_keeps_working_after_fork(s3_endpoint: str, s3_bucket: str) -> N
     assert child.exitcode == 0
     assert store.read_bytes("dm/forked.parquet") == b"from a forked child"
     assert store.read_bytes("dm/parent.parquet") == b"x"
+
+
+def _parquet_bytes(table: Any) -> bytes:
+    import pyarrow.parquet as pq
+
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
+
+
+def test_read_verified_is_one_get_hashed_as_it_streams(s3_endpoint: str, s3_bucket: str) -> None:
+    store = S3Store(s3_bucket, prefix="proj", endpoint_url=s3_endpoint)
+    data = bytes(range(256)) * (40 * 4096 + 3)  # ~40 MiB: many body chunks
+    store.write_bytes("dm/big.parquet", data)
+    fs = store._fs
+    calls: list[str] = []
+    fs.call_s3("head_bucket", Bucket=s3_bucket)  # opens the client whose calls we watch
+    fs.s3.meta.events.register("before-call.s3", lambda model, **_: calls.append(model.name))
+    got = store.read_verified("dm/big.parquet", hashlib.sha256(data).hexdigest())
+    assert bytes(got) == data
+    assert calls == ["GetObject"]  # no HEAD, no ranged re-reads, no second pass
+
+
+def test_an_object_tampered_in_the_bucket_is_refused_before_parsing(
+    s3_endpoint: str, s3_bucket: str, s3_admin: Any
+) -> None:
+    import pyarrow as pa
+
+    from datom_core._project._parquet import read_verified
+
+    store = S3Store(s3_bucket, prefix="proj", endpoint_url=s3_endpoint)
+    genuine = _parquet_bytes(pa.table({"x": [1, 2, 3]}))
+    store.write_bytes("dm/t.parquet", genuine)
+    sha = hashlib.sha256(genuine).hexdigest()
+    assert read_verified(store, "dm/t.parquet", sha).column("x").to_pylist() == [1, 2, 3]
+    # Someone with bucket access swaps in other, perfectly parseable parquet, then garbage.
+    for forged in (_parquet_bytes(pa.table({"x": [1, 2, 4]})), b"PAR1 not parquet at all PAR1"):
+        s3_admin.put_object(Bucket=s3_bucket, Key="proj/datom/dm/t.parquet", Body=forged)
+        with pytest.raises(IntegrityError) as caught:
+            read_verified(store, "dm/t.parquet", sha)
+        err = caught.value
+        assert (err.key, err.expected) == ("dm/t.parquet", sha)
+        assert err.actual == hashlib.sha256(forged).hexdigest()
+        assert "parquet_sha" in str(err) and sha in str(err) and err.actual in str(err)
