@@ -53,17 +53,21 @@ def num_payload(arr: pa.Array, divisor: float = 1.0) -> Payload:
     arr = _decoded(arr)
     values = _as_float64(arr, divisor)
     bits = values.view(np.uint64)
-    nan = np.isnan(values)
-    neg_zero = bits == _NEG_ZERO_BITS
     valid = _valid_mask(arr)
-    if valid is None and not nan.any() and not neg_zero.any():
+    if pa.types.is_floating(arr.type):
+        # Only floats can be NaN or -0.0: widened integers and divided ticks cannot.
+        nan = np.isnan(values)
+        neg_zero = bits == _NEG_ZERO_BITS
+        if nan.any() or neg_zero.any():
+            if not bits.flags.writeable:  # a zero-copy view into Arrow memory
+                bits = bits.copy()
+            bits[nan] = _NAN_BITS
+            bits[neg_zero] = 0
+    if valid is None:
         return (bits,)
-    if not bits.flags.writeable:  # a zero-copy view into Arrow memory
+    if not bits.flags.writeable:
         bits = bits.copy()
-    bits[nan] = _NAN_BITS
-    bits[neg_zero] = 0
-    if valid is not None:
-        bits[~valid] = _NA_REAL_BITS
+    bits[~valid] = _NA_REAL_BITS
     return (bits,)
 
 
