@@ -142,9 +142,32 @@ def _values_payload(arr: pa.Array) -> Payload:
     if n == 0:
         return ()
     arr = _without_nulls(_as_offset_strings(arr))
+    fixed = _fixed_width_payload(arr)
+    if fixed is not None:
+        return (fixed,)
     one_list = pa.ListArray.from_arrays(pa.array([0, n], pa.int32()), arr)
     joined = pc.binary_join(one_list, pa.scalar("\0", arr.type))[0].as_buffer()
     return (_NUL,) if joined is None else (joined, _NUL)
+
+
+def _fixed_width_payload(arr: pa.Array) -> np.ndarray | None:
+    """The payload of a null-free slice whose values all have one byte length, else None.
+
+    Identifiers and codes (USUBJID, DOMAIN, flags) often do: then the payload is one
+    strided copy into rows of ``width + 1`` bytes whose last byte is the NUL.
+    """
+    offsets = _offsets(arr)
+    n, first = len(arr), int(offsets[0])
+    width, rest = divmod(int(offsets[-1]) - first, n)
+    if rest or int(offsets[1]) - first != width:
+        return None
+    if width and not (np.diff(offsets) == width).all():
+        return None
+    out = np.zeros((n, width + 1), dtype=np.uint8)
+    if width:
+        data = np.frombuffer(arr.buffers()[2], dtype=np.uint8)[first : first + n * width]
+        out[:, :width] = data.reshape(n, width)
+    return out
 
 
 def _without_nulls(arr: pa.Array) -> pa.Array:

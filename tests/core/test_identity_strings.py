@@ -94,7 +94,7 @@ def layout(values: list[str | None], kind: str, cut: int) -> pa.ChunkedArray:
             for v in values
         ]
         return pa.chunked_array(
-            [pa.DictionaryArray.from_arrays(pa.array(codes, pa.int8()), dictionary)]
+            [pa.DictionaryArray.from_arrays(pa.array(codes, pa.int16()), dictionary)]
         )
     if kind == "chunked":
         return pa.chunked_array(
@@ -200,6 +200,24 @@ def test_many_short_strings_match_the_spec() -> None:
     assert column_sha(layout(values, "string", 0)) == reference_chr("s", values)
     assert column_sha(layout(values, "chunked", 123_457)) == reference_chr("s", values)
     assert column_sha(layout(values, "dictionary", 0)) == reference_chr("s", values)
+
+
+@pytest.mark.parametrize("kind", LAYOUTS)
+def test_fixed_width_identifiers_match_the_spec(kind: str) -> None:
+    """Columns whose values share one byte length take a shortcut; it must agree."""
+    ids = [f"STUDY1-{i:04d}-ü" for i in range(2000)]
+    for values in (
+        ids,
+        ids[:1],
+        ["AE"] * 500,
+        [""] * 9,
+        ids[:-1] + ["STUDY1-999-ü"],
+        ids[:5] + [None],
+    ):
+        assert column_sha(layout(values, kind, len(values) // 3)) == reference_chr("s", values)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(_chr, "SLICE_ROWS", 7)
+            assert column_sha(layout(values, kind, 5)) == reference_chr("s", values)
 
 
 @pytest.mark.parametrize("kind", ["string", "string_view", "dictionary", "sliced_string_view"])
