@@ -17,10 +17,12 @@ import os
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
+import numpy as np
+
 from datom_core._errors import DatomError, IntegrityError, NotFoundError, StoreError
 from datom_core._store._paths import TEMP_NAME, check_source, validate_key
 
-__all__ = ["CHUNK_SIZE", "Store"]
+__all__ = ["CHUNK_SIZE", "Store", "uninitialised_buffer"]
 
 logger = logging.getLogger("datom_core.store")
 
@@ -296,6 +298,11 @@ class Store:
                 self._fs.info(self._root)
             except FileNotFoundError:
                 pass  # nothing written yet: reachable is all we can ask
+
+
+def uninitialised_buffer(size: int) -> memoryview:
+    """A writable buffer of ``size`` bytes, not zeroed first (every byte gets overwritten)."""
+    return np.empty(size, dtype=np.uint8).data
 
 
 class _TranslatingReader(io.RawIOBase):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from datom_core._errors import StoreError
-from datom_core._store._base import CHUNK_SIZE, Store
+from datom_core._store._base import CHUNK_SIZE, Store, uninitialised_buffer
 from datom_core._store._paths import TEMP_MARKER, check_source, normalise_prefix
 
 __all__ = ["LocalStore"]
@@ -86,7 +86,7 @@ class LocalStore(Store):
         # each slice is still in cache: no intermediate copies, no second pass.
         digest = hashlib.sha256()
         with open(path, "rb", buffering=0) as f:
-            data = memoryview(bytearray(os.fstat(f.fileno()).st_size))
+            data = uninitialised_buffer(os.fstat(f.fileno()).st_size)
             filled = 0
             while filled < len(data):
                 got = f.readinto(data[filled : filled + _READ_CHUNK])

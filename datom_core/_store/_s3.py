@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from datom_core._errors import InvalidNameError, StoreError
-from datom_core._store._base import CHUNK_SIZE, Store
+from datom_core._store._base import CHUNK_SIZE, Store, uninitialised_buffer
 from datom_core._store._paths import check_source, normalise_prefix
 
 __all__ = ["S3Store"]
@@ -266,7 +266,7 @@ def _check_endpoint(endpoint_url: str | None) -> str | None:
 
 async def _hash_body(body: Any, size: int) -> tuple[memoryview, str]:
     digest = hashlib.sha256()
-    data = memoryview(bytearray(size))
+    data = uninitialised_buffer(size)
     filled = 0
     while chunk := await body.read(CHUNK_SIZE):
         end = filled + len(chunk)
