@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
 import multiprocessing
 import pickle
+import socket
 import subprocess
 import sys
+import threading
 import uuid
 import warnings
 from typing import Any
@@ -241,3 +244,75 @@ def test_an_object_tampered_in_the_bucket_is_refused_before_parsing(
         assert (err.key, err.expected) == ("dm/t.parquet", sha)
         assert err.actual == hashlib.sha256(forged).hexdigest()
         assert "parquet_sha" in str(err) and sha in str(err) and err.actual in str(err)
+
+
+class _CuttingProxy:
+    """A TCP relay on loopback to the moto server that cuts its first ``cuts`` connections
+    after ``after`` response bytes: a transfer dying mid-body, on real sockets."""
+
+    def __init__(self, endpoint: str, cuts: int, after: int) -> None:
+        host, port = endpoint.removeprefix("http://").split(":")
+        self._target = (host, int(port))
+        self._cuts, self._after = cuts, after
+        self.connections = 0
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.endpoint = f"http://127.0.0.1:{self._server.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            self.connections += 1
+            limit = self._after if self.connections <= self._cuts else None
+            upstream = socket.create_connection(self._target)
+            threading.Thread(target=self._pipe, args=(client, upstream, None), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, limit), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket, limit: int | None) -> None:
+        sent = 0
+        try:
+            while chunk := source.recv(65536):
+                if limit is not None and sent + len(chunk) > limit:
+                    sink.sendall(chunk[: limit - sent])
+                    break
+                sink.sendall(chunk)
+                sent += len(chunk)
+        except OSError:
+            pass
+        finally:
+            for s in (source, sink):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+                s.close()
+
+    def close(self) -> None:
+        self._server.close()
+
+
+@pytest.mark.timeout(120)
+def test_a_transfer_cut_mid_body_is_read_again_not_called_tampering(
+    s3_endpoint: str, s3_bucket: str, s3_admin: Any
+) -> None:
+    data = bytes(range(256)) * (12 * 4096)  # 12 MiB
+    sha = hashlib.sha256(data).hexdigest()
+    s3_admin.put_object(Bucket=s3_bucket, Key="proj/datom/dm/cut.parquet", Body=data)
+    proxy = _CuttingProxy(s3_endpoint, cuts=1, after=3 << 20)
+    try:
+        store = S3Store(s3_bucket, prefix="proj", endpoint_url=proxy.endpoint)
+        assert bytes(store.read_verified("dm/cut.parquet", sha)) == data
+        assert proxy.connections == 2  # the cut GET, then one full one
+    finally:
+        proxy.close()
+    proxy = _CuttingProxy(s3_endpoint, cuts=100, after=3 << 20)
+    try:
+        store = S3Store(s3_bucket, prefix="proj", endpoint_url=proxy.endpoint)
+        with pytest.raises(StoreError) as caught:
+            store.read_verified("dm/cut.parquet", sha)
+        assert not isinstance(caught.value, IntegrityError)
+        assert "dm/cut.parquet" in str(caught.value) and store.url in str(caught.value)
+    finally:
+        proxy.close()
