@@ -25,10 +25,11 @@ __all__ = ["SheetScan"]
 _ROW_TAG = re.compile(rb"<row[\s/>]")
 _CELL_TAG = re.compile(rb"<c[\s/>]")
 _ROW_WITH_REF = re.compile(rb'<row r="([0-9]{1,7})"')
-_CELL_WITH_REF = re.compile(rb'<c r="[A-Z]{1,3}[0-9]{1,7}"')
+_EMPTY_CELL = re.compile(rb'<c r="[A-Z]{1,3}[0-9]{1,7}"[^>]*/>')
 _VALUE_COLUMN = re.compile(rb'<c r="([A-Z]{1,3})[0-9]{1,7}"[^>]*(?<!/)>')
 _VALUE_ROW = re.compile(rb'<c r="[A-Z]{1,3}([0-9]{1,7})"[^>]*(?<!/)>')
 _ANY_R = re.compile(rb"r\s*=")
+_SPACED_R = (b"r =", b"r\t=", b"r\n=", b"r\r=")
 _PREFIXED = re.compile(rb":(?:c|row)[\s/>]")
 # Anything: a <row> or <c> start tag with its attributes (quoted values may hold '>').
 _TAG = re.compile(rb"""<(?:[A-Za-z_][\w.-]*:)?(row|c)(?=[\s/>])((?:[^>"']|"[^"]*"|'[^']*')*)>""")
@@ -80,28 +81,35 @@ class SheetScan:
         self._measure(text)
 
     def _measure(self, text: bytes) -> None:
-        if not _PREFIXED.search(text):
-            rows, cells = len(_ROW_TAG.findall(text)), len(_CELL_TAG.findall(text))
-            refs = len(_ANY_R.findall(text))
-            if refs == 0:
+        if _PREFIXED.search(text) is None:
+            if _ANY_R.search(text) is None:
                 self._measure_without_refs(text)
                 return
-            row_refs = _ROW_WITH_REF.findall(text)
-            if len(row_refs) == rows and refs == rows + cells == rows + _count(text):
-                self._measure_excel_shape(text, row_refs)
+            if self._measure_excel_shape(text):
                 return
         self._measure_tags(text)
 
-    def _measure_excel_shape(self, text: bytes, row_refs: Sequence[bytes]) -> None:
-        value_rows = [int(r) for r in _VALUE_ROW.findall(text)]
-        for r in row_refs:
-            self.row = max(self.row, int(r))
+    def _measure_excel_shape(self, text: bytes) -> bool:
+        """Measure ``text`` if it has Excel's shape (see the module docstring), else False."""
+        cells, rows = text.count(b"<c"), text.count(b"<row")
+        if cells != text.count(b'<c r="') or rows != text.count(b'<row r="'):
+            return False
+        # No other r attribute (a second one in a tag, or another attribute's) anywhere.
+        if text.count(b"r=") != cells + rows or any(s in text for s in _SPACED_R):
+            return False
+        columns = _VALUE_COLUMN.findall(text)
+        row_refs = _ROW_WITH_REF.findall(text)
+        if len(row_refs) != rows or len(columns) + _EMPTY_CELL.subn(b"", text)[1] != cells:
+            return False  # a reference that is not upper-case letters and digits
+        if row_refs:
+            self.row = max(self.row, max(map(int, row_refs)))
         self.column = 0
-        if not value_rows:
-            return
-        self.row = max(self.row, max(value_rows))
-        columns = [_column_number(c) for c in set(_VALUE_COLUMN.findall(text))]
-        self._extend(min(value_rows), max(value_rows), min(columns), max(columns))
+        if columns:
+            value_rows = list(map(int, _VALUE_ROW.findall(text)))
+            self.row = max(self.row, max(value_rows))
+            numbers = [_column_number(c) for c in set(columns)]
+            self._extend(min(value_rows), max(value_rows), min(numbers), max(numbers))
+        return True
 
     def _measure_without_refs(self, text: bytes) -> None:
         # Every row is the one after the previous; a row's n-th cell is in column n.
@@ -143,10 +151,6 @@ class SheetScan:
         self.last_row = max(self.last_row, last_row)
         self.first_column = min(self.first_column, first_column)
         self.last_column = max(self.last_column, last_column)
-
-
-def _count(text: bytes) -> int:
-    return len(_CELL_WITH_REF.findall(text))
 
 
 def _prefixed_row_start(text: bytes) -> int:
