@@ -17,7 +17,6 @@ The XML is cut at row starts, and each run of whole rows is measured one of thre
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
 __all__ = ["SheetScan"]
 
