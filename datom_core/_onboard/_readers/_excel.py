@@ -96,29 +96,67 @@ def _convert(source: Source, sheet: CalamineSheet) -> pa.Table:
     header = next(_data_rows(sheet), None)
     if header is None or sheet.start is None:
         raise _empty(source)
-    kinds: list[set[str]] = [set() for _ in header]
+    columns = [_Column() for _ in header]
     rows = 0  # body rows up to the last one holding a value: trailing empty rows go
     for first, chunk in _body_chunks(sheet):
-        for number, row in enumerate(chunk, start=first + 1):
+        for back, row in enumerate(reversed(chunk)):  # only trailing empty rows are read
             if row.count("") + row.count(None) < len(row):
-                rows = number
-        for found, values in zip(kinds, zip(*chunk, strict=True), strict=True):
-            found |= _kinds(values)
-    keep = [j for j, name in enumerate(header) if kinds[j] or not _is_empty(name)]
+                rows = first + len(chunk) - back
+                break
+        for column, values in zip(columns, zip(*chunk, strict=True), strict=True):
+            column.add(values)
+    keep = [j for j, name in enumerate(header) if columns[j].kinds or not _is_empty(name)]
     names = [cell_text(header[j]) for j in keep]
     check_column_names(source, names)
-    pieces: list[list[pa.Array]] = [[] for _ in keep]
-    for first, chunk in _body_chunks(sheet):
-        if first >= rows:
-            break
-        columns = list(zip(*chunk[: rows - first], strict=True))
-        for piece, j in zip(pieces, keep, strict=True):
-            piece.append(excel_column(columns[j], frozenset(kinds[j])))
-    arrays = [
-        pa.chunked_array(piece, type=_target(frozenset(kinds[j])))
-        for piece, j in zip(pieces, keep, strict=True)
-    ]
-    return pa.Table.from_arrays(arrays, names=names)
+    redo = [j for j in keep if columns[j].needs_text]
+    if redo:  # kinds that mix only across chunks: the text comes from the cells again
+        for j in redo:
+            columns[j].restart()
+        for _, chunk in _body_chunks(sheet):
+            cells = list(zip(*chunk, strict=True))
+            for j in redo:
+                columns[j].add(cells[j])
+    arrays = [columns[j].finish() for j in keep]
+    return pa.Table.from_arrays(arrays, names=names).slice(0, rows)
+
+
+class _Column:
+    """One column's Arrow chunks, each typed from its own cells, then given one type.
+
+    A chunk's array is kept as is when the column's type is the chunk's (or null, or a
+    date chunk in a timestamp column); a column whose kinds mix across chunks (numbers
+    in one, text in another) is read again as text, see :meth:`needs_text`.
+    """
+
+    def __init__(self) -> None:
+        self.kinds: set[str] = set()
+        self._pieces: list[tuple[frozenset[str], pa.Array]] = []
+        self._forced: frozenset[str] | None = None
+
+    def add(self, values: Sequence[Any]) -> None:
+        kinds = self._forced if self._forced is not None else frozenset(_kinds(values))
+        self.kinds |= kinds
+        self._pieces.append((kinds, excel_column(values, kinds)))
+
+    @property
+    def needs_text(self) -> bool:
+        """True when a text column holds chunks converted as another type."""
+        kinds = frozenset(self.kinds)
+        if not kinds or kinds in _TYPE_BY_KIND:
+            return False
+        reusable = ({"text"}, kinds)  # as text already: cell by cell, as the column will be
+        return any(k and k not in reusable and k in _TYPE_BY_KIND for k, _ in self._pieces)
+
+    def restart(self) -> None:
+        self._forced, self._pieces = frozenset(self.kinds), []
+
+    def finish(self) -> pa.ChunkedArray:
+        target = _target(frozenset(self.kinds))
+        arrays = [
+            pa.nulls(len(array), target) if not kinds else array.cast(target)
+            for kinds, array in self._pieces
+        ]
+        return pa.chunked_array(arrays, type=target)
 
 
 def _data_rows(sheet: CalamineSheet) -> Iterator[list[Any]]:
@@ -159,7 +197,7 @@ def excel_column(values: Sequence[Any], kinds: frozenset[str] | None = None) -> 
 
     ``kinds`` are those of the whole column when ``values`` are a chunk of it.
     """
-    cells = [None if _is_empty(v) else v for v in values]
+    cells = [None if v == "" else v for v in values]  # calamine's empty cell is ""
     if kinds is None:
         kinds = frozenset(_kind(v) for v in cells if v is not None)
     if not kinds:

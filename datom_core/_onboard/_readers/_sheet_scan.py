@@ -28,7 +28,7 @@ _EMPTY_CELL = re.compile(rb'<c r="[A-Z]{1,3}[0-9]{1,7}"[^>]*/>')
 _VALUE_COLUMN = re.compile(rb'<c r="([A-Z]{1,3})[0-9]{1,7}"[^>]*(?<!/)>')
 _VALUE_ROW = re.compile(rb'<c r="[A-Z]{1,3}([0-9]{1,7})"[^>]*(?<!/)>')
 _ANY_R = re.compile(rb"r\s*=")
-_SPACED_R = (b"r =", b"r\t=", b"r\n=", b"r\r=")
+_SPACED_R = re.compile(rb"r\s+=")
 _PREFIXED = re.compile(rb":(?:c|row)[\s/>]")
 # Anything: a <row> or <c> start tag with its attributes (quoted values may hold '>').
 _TAG = re.compile(rb"""<(?:[A-Za-z_][\w.-]*:)?(row|c)(?=[\s/>])((?:[^>"']|"[^"]*"|'[^']*')*)>""")
@@ -94,17 +94,19 @@ class SheetScan:
         if cells != text.count(b'<c r="') or rows != text.count(b'<row r="'):
             return False
         # No other r attribute (a second one in a tag, or another attribute's) anywhere.
-        if text.count(b"r=") != cells + rows or any(s in text for s in _SPACED_R):
+        if text.count(b"r=") != cells + rows or _SPACED_R.search(text):
             return False
         columns = _VALUE_COLUMN.findall(text)
         row_refs = _ROW_WITH_REF.findall(text)
-        if len(row_refs) != rows or len(columns) + _EMPTY_CELL.subn(b"", text)[1] != cells:
+        if len(row_refs) != rows:
+            return False
+        if len(columns) != cells and len(columns) + _EMPTY_CELL.subn(b"", text)[1] != cells:
             return False  # a reference that is not upper-case letters and digits
         if row_refs:
-            self.row = max(self.row, max(map(int, row_refs)))
+            self.row = max(self.row, max(map(int, set(row_refs))))
         self.column = 0
         if columns:
-            value_rows = list(map(int, _VALUE_ROW.findall(text)))
+            value_rows = [int(r) for r in set(_VALUE_ROW.findall(text))]
             self.row = max(self.row, max(value_rows))
             numbers = [_column_number(c) for c in set(columns)]
             self._extend(min(value_rows), max(value_rows), min(numbers), max(numbers))
