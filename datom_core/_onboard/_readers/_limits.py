@@ -21,8 +21,9 @@ environment variable            default             what it bounds
 ``DATOM_MAX_STAT_CELLS``        2,000,000,000       rows x columns of a SAS/SPSS/Stata file
 ==============================  ==================  ======================================
 
-The spreadsheet readers hold the whole sheet rectangle in memory (about 75 bytes a
-cell), so the cell limit is the one that bounds memory; the rows and columns limits are
+The spreadsheet readers hold the whole sheet rectangle in memory (about 75 bytes a cell
+at the peak: a sheet at the default cell limit takes about 1.3 GB), so the cell limit is
+the one that bounds memory; the rows and columns limits are
 Excel's, which no genuine sheet exceeds. Files too large for a spreadsheet belong in csv
 or parquet, which datom streams.
 """
