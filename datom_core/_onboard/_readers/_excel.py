@@ -70,12 +70,12 @@ def read_excel(source: Source) -> pa.Table:
                 workbook = CalamineWorkbook.from_path(source.path)
             else:
                 workbook = CalamineWorkbook.from_filelike(handle)
-        with workbook:
-            if not workbook.sheet_names:
-                raise _empty(source)
-            sheet = workbook.get_sheet_by_index(0)
-            _check_area(source, sheet)
-            return _convert(source, sheet)
+            with workbook:
+                if not workbook.sheet_names:
+                    raise _empty(source)
+                sheet = workbook.get_sheet_by_index(0)
+                _check_area(source, sheet)
+                return _convert(source, sheet)
     except (CalamineError, OSError, ValueError) as e:
         raise source.corrupt(e) from e
 
