@@ -307,3 +307,11 @@ def test_the_statistical_cell_limit_is_named(
     message = _refusal(path)
     assert "claims 3 rows of 2 columns (6 cells)" in message
     assert "5 cells (DATOM_MAX_STAT_CELLS)" in message
+
+
+def test_a_zip_of_too_many_parts_is_refused_before_its_directory_is_parsed(
+    tmp_path: Path,
+) -> None:
+    members = [(f"xl/media/p{i}.xml", b"") for i in range(70_000)]
+    path = H.write_zip(tmp_path / "parts.xlsx", [*members, ("xl/workbook.xml", H.WORKBOOK)])
+    assert "the zip holds 70,001 parts" in _refusal(path)

@@ -49,6 +49,7 @@ _OPENED_PARTS = frozenset(
 _CHUNK = 1 << 20
 _SHEET_LIST_BYTES = 16 << 20
 _LONGEST_ROW = 64 << 20
+_MOST_PARTS = 65_536
 
 
 def check_xlsx(source: Source, handle: IO[bytes]) -> None:
@@ -56,6 +57,14 @@ def check_xlsx(source: Source, handle: IO[bytes]) -> None:
 
     A file that is not a readable zip is left to calamine, which reports it as corrupt.
     """
+    entries = _entry_count(handle)
+    if entries is None:
+        return
+    if entries > _MOST_PARTS:
+        raise source.fail(
+            f"the zip holds {entries:,} parts; a genuine workbook has at most a few thousand",
+            EXPORT_RECOURSE,
+        )
     try:
         archive = zipfile.ZipFile(handle)
     except (zipfile.BadZipFile, OSError, ValueError):
@@ -66,7 +75,7 @@ def check_xlsx(source: Source, handle: IO[bytes]) -> None:
         budget = MAX_WORKBOOK_BYTES.value
         for member in opened:
             budget -= _drain(source, handle, member, budget, MAX_WORKBOOK_BYTES)
-        sheets = _first_sheet_members(source, handle, archive, members)
+        sheets = _first_sheet_members(source, handle, members)
         for member in sheets:
             _scan_sheet(source, handle, member)
 
@@ -80,8 +89,31 @@ def refuse_size(source: Source, what: str, size: str, limit: Limit) -> Exception
     )
 
 
+def _entry_count(handle: IO[bytes]) -> int | None:
+    """The number of entries the zip's end record declares (None: no zip end record).
+
+    Read before the central directory is parsed, which costs memory for every entry.
+    """
+    size = handle.seek(0, 2)
+    tail_start = max(0, size - (1 << 16) - 22)
+    handle.seek(tail_start)
+    tail = handle.read()
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or len(tail) < at + 22:
+        return None
+    entries = int(struct.unpack("<H", tail[at + 10 : at + 12])[0])
+    locator = tail.rfind(b"PK\x06\x07", 0, at)
+    if entries == 0xFFFF and locator >= 0 and len(tail) >= locator + 20:
+        (offset,) = struct.unpack("<Q", tail[locator + 8 : locator + 16])
+        handle.seek(offset)
+        record = handle.read(56)
+        if record[:4] == b"PK\x06\x06" and len(record) == 56:
+            entries = int(struct.unpack("<Q", record[32:40])[0])
+    return entries
+
+
 def _first_sheet_members(
-    source: Source, handle: IO[bytes], archive: zipfile.ZipFile, members: list[zipfile.ZipInfo]
+    source: Source, handle: IO[bytes], members: list[zipfile.ZipInfo]
 ) -> list[zipfile.ZipInfo]:
     """The zip entries calamine may read as the first sheet (every sheet if unsure)."""
     worksheets = [m for m in members if m.filename.lower().startswith("xl/worksheets/")]
