@@ -315,3 +315,47 @@ def test_a_zip_of_too_many_parts_is_refused_before_its_directory_is_parsed(
     members = [(f"xl/media/p{i}.xml", b"") for i in range(70_000)]
     path = H.write_zip(tmp_path / "parts.xlsx", [*members, ("xl/workbook.xml", H.WORKBOOK)])
     assert "the zip holds 70,001 parts" in _refusal(path)
+
+
+def _with_shared_strings(path: Path, strings: bytes, sheet: bytes | H.Repeated) -> Path:
+    rels = H.WORKBOOK_RELS.replace(
+        b"</Relationships>",
+        b'<Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/'
+        b'2006/relationships/sharedStrings" Target="sharedStrings.xml"/></Relationships>',
+    )
+    members = [
+        ("[Content_Types].xml", H.CONTENT_TYPES),
+        ("_rels/.rels", H.ROOT_RELS),
+        ("xl/workbook.xml", H.WORKBOOK),
+        ("xl/_rels/workbook.xml.rels", rels),
+        ("xl/sharedStrings.xml", strings),
+        ("xl/worksheets/sheet1.xml", sheet),
+    ]
+    return H.write_zip(path, members)
+
+
+def test_one_long_shared_string_in_every_cell_is_refused(tmp_path: Path) -> None:
+    # calamine copies the string into every cell: 10 KB x 1M cells = 10 GB from a 10 KB file.
+    strings = b"<sst><si><t>" + b"x" * 10_000 + b"</t></si></sst>"
+    head = H.SHEET_HEAD + b'<row r="1"><c r="A1" t="inlineStr"><is><t>N</t></is></c></row>'
+    cells = H.Repeated(head, b'<row><c t="s"><v>0</v></c></row>', 1_000_000, H.SHEET_TAIL)
+    bomb = _with_shared_strings(tmp_path / "copies.xlsx", strings, cells)
+    assert bomb.stat().st_size < 100_000
+    message = _refusal(bomb)
+    assert "of text copied from its shared strings" in message
+    assert "DATOM_MAX_SHEET_TEXT_BYTES" in message
+
+
+def test_shared_text_counts_each_reference_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    strings = b"<sst><si><t>ID</t></si><si><t>" + b"y" * 1000 + b"</t></si></sst>"
+    rows = [b'<row r="1"><c r="A1" t="s"><v>0</v></c></row>']
+    rows += [b'<row r="%d"><c r="A%d" t="s"><v>1</v></c></row>' % (r, r) for r in range(2, 12)]
+    path = _with_shared_strings(
+        tmp_path / "s.xlsx", strings, H.SHEET_HEAD + b"".join(rows) + H.SHEET_TAIL
+    )
+    monkeypatch.setenv("DATOM_MAX_SHEET_TEXT_BYTES", "11000")  # 10 x ~1 KB fit ...
+    assert read_file(path).column("ID").to_pylist() == ["y" * 1000] * 10
+    monkeypatch.setenv("DATOM_MAX_SHEET_TEXT_BYTES", "9000")  # ... 9 KB do not
+    assert "DATOM_MAX_SHEET_TEXT_BYTES" in _refusal(path)

@@ -14,6 +14,8 @@ environment variable            default             what it bounds
 ``DATOM_MAX_SHEET_COLUMNS``     16,384              columns of a spreadsheet (Excel's own)
 ``DATOM_MAX_SHEET_CELLS``       16,777,216          cells of the sheet's rectangle
 ``DATOM_MAX_SHEET_XML_BYTES``   1 GiB               uncompressed XML of an xlsx sheet
+``DATOM_MAX_SHEET_TEXT_BYTES``  256 MiB             text a sheet's cells copy from the
+                                                    shared strings (one copy a cell)
 ``DATOM_MAX_WORKBOOK_BYTES``    256 MiB             other xlsx parts read whole (shared
                                                     strings, styles, workbook)
 ``DATOM_MAX_XLS_BYTES``         512 MiB             size of an .xls file (read whole)
@@ -40,6 +42,7 @@ __all__ = [
     "MAX_SHEET_CELLS",
     "MAX_SHEET_COLUMNS",
     "MAX_SHEET_ROWS",
+    "MAX_SHEET_TEXT_BYTES",
     "MAX_SHEET_XML_BYTES",
     "MAX_STAT_CELLS",
     "MAX_WORKBOOK_BYTES",
@@ -83,6 +86,7 @@ MAX_SHEET_ROWS = Limit("DATOM_MAX_SHEET_ROWS", 1_048_576, "rows")
 MAX_SHEET_COLUMNS = Limit("DATOM_MAX_SHEET_COLUMNS", 16_384, "columns")
 MAX_SHEET_CELLS = Limit("DATOM_MAX_SHEET_CELLS", 1 << 24, "cells")
 MAX_SHEET_XML_BYTES = Limit("DATOM_MAX_SHEET_XML_BYTES", 1 << 30, "bytes")
+MAX_SHEET_TEXT_BYTES = Limit("DATOM_MAX_SHEET_TEXT_BYTES", 256 << 20, "bytes")
 MAX_WORKBOOK_BYTES = Limit("DATOM_MAX_WORKBOOK_BYTES", 256 << 20, "bytes")
 MAX_XLS_BYTES = Limit("DATOM_MAX_XLS_BYTES", 512 << 20, "bytes")
 MAX_LINE_BYTES = Limit("DATOM_MAX_LINE_BYTES", 16 << 20, "bytes")

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+from datom_core._onboard._readers._shared_text import SharedText
+
 __all__ = ["SheetScan"]
 
 # Excel's shape: r first, double quotes, upper case, no prefix.
@@ -40,7 +42,8 @@ _SHEET_END = b"sheetData>"
 class SheetScan:
     """The running measure of one sheet: feed it the XML, read :attr:`cells` and the rest."""
 
-    def __init__(self) -> None:
+    def __init__(self, shared: SharedText | None = None) -> None:
+        self.shared = shared or SharedText()
         self.row = 0  # where the last row or cell was placed (1-based)
         self.column = 0
         self.first_row = self.last_row = self.first_column = self.last_column = 0
@@ -80,6 +83,7 @@ class SheetScan:
         self._measure(text)
 
     def _measure(self, text: bytes) -> None:
+        self.shared.measure_cells(text)
         if _PREFIXED.search(text) is None:
             if _ANY_R.search(text) is None:
                 self._measure_without_refs(text)

@@ -31,11 +31,13 @@ from datom_core._onboard._readers._limits import (
     MAX_SHEET_CELLS,
     MAX_SHEET_COLUMNS,
     MAX_SHEET_ROWS,
+    MAX_SHEET_TEXT_BYTES,
     MAX_SHEET_XML_BYTES,
     MAX_WORKBOOK_BYTES,
     Limit,
     raise_recourse,
 )
+from datom_core._onboard._readers._shared_text import SharedText
 from datom_core._onboard._readers._sheet_scan import SheetScan
 
 __all__ = ["EXPORT_RECOURSE", "check_xlsx", "refuse_size", "size_text"]
@@ -73,11 +75,17 @@ def check_xlsx(source: Source, handle: IO[bytes]) -> None:
         members = archive.infolist()
         opened = [m for m in members if posixpath.basename(m.filename).lower() in _OPENED_PARTS]
         budget = MAX_WORKBOOK_BYTES.value
+        shared = SharedText()
         for member in opened:
-            budget -= _drain(source, handle, member, budget, MAX_WORKBOOK_BYTES)
-        sheets = _first_sheet_members(source, handle, members)
-        for member in sheets:
-            _scan_sheet(source, handle, member)
+            strings = posixpath.basename(member.filename).lower() == "sharedstrings.xml"
+            for chunk in _inflate(source, handle, member, budget, MAX_WORKBOOK_BYTES):
+                budget -= len(chunk)
+                if strings:
+                    shared.feed_strings(chunk)
+            if strings:
+                shared.finish_strings()
+        for member in _first_sheet_members(source, handle, members):
+            _scan_sheet(source, handle, member, shared)
 
 
 def refuse_size(source: Source, what: str, size: str, limit: Limit) -> Exception:
@@ -165,14 +173,10 @@ def _read(source: Source, handle: IO[bytes], member: zipfile.ZipInfo) -> bytes:
     return b"".join(_inflate(source, handle, member, _SHEET_LIST_BYTES, MAX_WORKBOOK_BYTES))
 
 
-def _drain(
-    source: Source, handle: IO[bytes], member: zipfile.ZipInfo, budget: int, limit: Limit
-) -> int:
-    return sum(len(chunk) for chunk in _inflate(source, handle, member, budget, limit))
-
-
-def _scan_sheet(source: Source, handle: IO[bytes], member: zipfile.ZipInfo) -> None:
-    scan = SheetScan()
+def _scan_sheet(
+    source: Source, handle: IO[bytes], member: zipfile.ZipInfo, shared: SharedText
+) -> None:
+    scan = SheetScan(shared)
     inflated = _inflate(source, handle, member, MAX_SHEET_XML_BYTES.value, MAX_SHEET_XML_BYTES)
     for chunk in chain(inflated, [None]):
         try:
@@ -198,6 +202,9 @@ def _check_extent(source: Source, scan: SheetScan) -> None:
     if scan.cells > MAX_SHEET_CELLS.value:
         shown = f"at least {scan.cells:,} cells (the rectangle from its first to its last value)"
         raise refuse_size(source, "the first sheet", shown, MAX_SHEET_CELLS)
+    if scan.shared.total > MAX_SHEET_TEXT_BYTES.value:
+        shown = f"at least {size_text(scan.shared.total)} of text copied from its shared strings"
+        raise refuse_size(source, "the first sheet", shown, MAX_SHEET_TEXT_BYTES)
 
 
 def _inflate(
