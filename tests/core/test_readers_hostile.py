@@ -342,7 +342,7 @@ def test_one_long_shared_string_in_every_cell_is_refused(tmp_path: Path) -> None
     bomb = _with_shared_strings(tmp_path / "copies.xlsx", strings, cells)
     assert bomb.stat().st_size < 100_000
     message = _refusal(bomb)
-    assert "of text copied from its shared strings" in message
+    assert "of text in its cells" in message
     assert "DATOM_MAX_SHEET_TEXT_BYTES" in message
 
 
@@ -359,3 +359,11 @@ def test_shared_text_counts_each_reference_once(
     assert read_file(path).column("ID").to_pylist() == ["y" * 1000] * 10
     monkeypatch.setenv("DATOM_MAX_SHEET_TEXT_BYTES", "9000")  # ... 9 KB do not
     assert "DATOM_MAX_SHEET_TEXT_BYTES" in _refusal(path)
+
+
+def test_inline_text_counts_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [[("A1", "NOTE")], *([(f"A{r}", "z" * 500)] for r in range(2, 12))]
+    path = H.xlsx(tmp_path / "inline.xlsx", H.sheet_xml(rows))
+    assert read_file(path).num_rows == 10
+    monkeypatch.setenv("DATOM_MAX_SHEET_TEXT_BYTES", "4000")
+    assert "of text in its cells" in _refusal(path)

@@ -14,8 +14,8 @@ environment variable            default             what it bounds
 ``DATOM_MAX_SHEET_COLUMNS``     16,384              columns of a spreadsheet (Excel's own)
 ``DATOM_MAX_SHEET_CELLS``       16,777,216          cells of the sheet's rectangle
 ``DATOM_MAX_SHEET_XML_BYTES``   1 GiB               uncompressed XML of an xlsx sheet
-``DATOM_MAX_SHEET_TEXT_BYTES``  256 MiB             text a sheet's cells copy from the
-                                                    shared strings (one copy a cell)
+``DATOM_MAX_SHEET_TEXT_BYTES``  256 MiB             text in a sheet's cells (a shared
+                                                    string counts once per cell using it)
 ``DATOM_MAX_WORKBOOK_BYTES``    256 MiB             other xlsx parts read whole (shared
                                                     strings, styles, workbook)
 ``DATOM_MAX_XLS_BYTES``         512 MiB             size of an .xls file (read whole)

@@ -5,7 +5,8 @@ gives every such cell its own copy of that string. So one 30 KB string reference
 million short cells is 30 GB in memory from a file of a few KB. :class:`SharedText`
 records an upper bound of each shared string's size (its ``<si>`` element, markup
 included) and adds up, over the sheet's cells, the sizes of the strings they reference.
-A reference it cannot read counts as the longest string.
+A reference it cannot read counts as the longest string. Inline strings (``<is>``,
+which are not copied) count with their size in the sheet XML.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ _STRING = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?si[\s>/]")
 # Excel's shape of a shared-string cell: t="s", then <v>index</v> right after the tag.
 _REFERENCE = re.compile(rb't="s"[^>]*><v>([0-9]{1,10})</v>')
 _ANY_TYPE_S = re.compile(rb"""t\s*=\s*["']s["']""")
+_INLINE = re.compile(rb"<is>.*?</is>", re.DOTALL)
 _STRING_TAIL = 256
 
 
@@ -62,7 +64,9 @@ class SharedText:
         self._start = at
 
     def measure_cells(self, text: bytes) -> None:
-        """Add the shared text of the cells in ``text`` (whole tags of sheet XML)."""
+        """Add the text of the cells in ``text`` (whole tags of sheet XML)."""
+        if b"<is>" in text:
+            self.total += sum(map(len, _INLINE.findall(text)))
         typed = len(_ANY_TYPE_S.findall(text))
         if not typed:
             return

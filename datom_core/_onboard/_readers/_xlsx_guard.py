@@ -203,7 +203,7 @@ def _check_extent(source: Source, scan: SheetScan) -> None:
         shown = f"at least {scan.cells:,} cells (the rectangle from its first to its last value)"
         raise refuse_size(source, "the first sheet", shown, MAX_SHEET_CELLS)
     if scan.shared.total > MAX_SHEET_TEXT_BYTES.value:
-        shown = f"at least {size_text(scan.shared.total)} of text copied from its shared strings"
+        shown = f"at least {size_text(scan.shared.total)} of text in its cells"
         raise refuse_size(source, "the first sheet", shown, MAX_SHEET_TEXT_BYTES)
 
 
