@@ -21,7 +21,8 @@ import pytest
 import xlwt
 
 from datom_core._errors import OnboardingError
-from datom_core._onboard._readers import _excel, _text, read_file
+from datom_core._onboard._readers import _excel, _text, _xls_guard, read_file
+from datom_core._onboard._readers._common import Source
 from tests.core import hostile_files as H
 
 _GB = 1 << 30
@@ -367,3 +368,23 @@ def test_inline_text_counts_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert read_file(path).num_rows == 10
     monkeypatch.setenv("DATOM_MAX_SHEET_TEXT_BYTES", "4000")
     assert "of text in its cells" in _refusal(path)
+
+
+def test_an_xls_whose_cells_share_one_long_string_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    book = xlwt.Workbook()
+    sheet = book.add_sheet("notes")
+    sheet.write(0, 0, "NOTE")
+    long = "n" * 30_000
+    for r in range(1, 30_001):  # calamine copies the string into each: 1.8 GB from 1 MB
+        sheet.write(r, 0, long)
+    path = tmp_path / "notes.xls"
+    book.save(str(path))
+    assert path.stat().st_size < 2 << 20
+    message = _refusal(path)
+    assert "a sheet is at least 2.5 GB of text in its cells" in message
+    assert "DATOM_MAX_SHEET_TEXT_BYTES" in message
+    monkeypatch.setenv("DATOM_MAX_SHEET_TEXT_BYTES", str(3 << 30))
+    with path.open("rb") as handle:  # raised: the guard lets it through
+        _xls_guard.check_xls(Source(str(path), "xls"), handle)

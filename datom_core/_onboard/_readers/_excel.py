@@ -34,6 +34,7 @@ from python_calamine import CalamineError, CalamineSheet, CalamineWorkbook
 
 from datom_core._onboard._readers._common import Source, check_column_names
 from datom_core._onboard._readers._limits import MAX_SHEET_CELLS, MAX_XLS_BYTES
+from datom_core._onboard._readers._xls_guard import check_xls
 from datom_core._onboard._readers._xlsx_guard import check_xlsx, refuse_size, size_text
 
 #: Rows converted from calamine's cells to Arrow at a time: bounds the Python objects.
@@ -63,9 +64,8 @@ def read_excel(source: Source) -> pa.Table:
         raise refuse_size(source, "the file", size_text(source.size()), MAX_XLS_BYTES)
     try:
         with source.open() as handle:
-            if source.fmt == "xlsx":
-                check_xlsx(source, handle)
-                handle.seek(0)
+            (check_xlsx if source.fmt == "xlsx" else check_xls)(source, handle)
+            handle.seek(0)
             if source.is_local:
                 workbook = CalamineWorkbook.from_path(source.path)
             else:
