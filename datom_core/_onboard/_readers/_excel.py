@@ -56,7 +56,8 @@ def read_excel(source: Source) -> pa.Table:
     """Read the first sheet of a workbook into a table (see the module docstring).
 
     The workbook is measured before it is read (:func:`._xlsx_guard.check_xlsx`,
-    :data:`._limits.MAX_XLS_BYTES`, :data:`._limits.MAX_SHEET_CELLS`); its cells are
+    :func:`._xls_guard.check_xls`, :data:`._limits.MAX_XLS_BYTES`) and the sheet's area
+    once calamine has it (:data:`._limits.MAX_SHEET_CELLS`); its cells are
     converted :data:`CHUNK_ROWS` rows at a time, in two passes: the first finds the kinds
     of value in every column, the second builds the column's Arrow chunks.
     """
