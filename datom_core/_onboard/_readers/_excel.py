@@ -57,9 +57,9 @@ def read_excel(source: Source) -> pa.Table:
 
     The workbook is measured before it is read (:func:`._xlsx_guard.check_xlsx`,
     :func:`._xls_guard.check_xls`, :data:`._limits.MAX_XLS_BYTES`) and the sheet's area
-    once calamine has it (:data:`._limits.MAX_SHEET_CELLS`); its cells are
-    converted :data:`CHUNK_ROWS` rows at a time, in two passes: the first finds the kinds
-    of value in every column, the second builds the column's Arrow chunks.
+    once calamine has it (:data:`._limits.MAX_SHEET_CELLS`); its cells are converted
+    :data:`CHUNK_ROWS` rows at a time, each chunk typed from its own cells, and read a
+    second time only for a column whose kinds mix across chunks (see :class:`_Column`).
     """
     if source.fmt == "xls" and source.size() > MAX_XLS_BYTES.value:
         raise refuse_size(source, "the file", size_text(source.size()), MAX_XLS_BYTES)
