@@ -115,7 +115,7 @@ def test_prefixed_and_odd_tags_are_measured_too(tmp_path: Path) -> None:
 
 def test_a_shared_strings_bomb_is_refused(tmp_path: Path) -> None:
     strings = H.Repeated(b"<sst>", b"<si><t>" + b"x" * 1000 + b"</t></si>", 300_000, b"</sst>")
-    members = [
+    members: list[tuple[str, bytes | H.Repeated]] = [
         ("[Content_Types].xml", H.CONTENT_TYPES),
         ("_rels/.rels", H.ROOT_RELS),
         ("xl/workbook.xml", H.WORKBOOK),
@@ -164,7 +164,8 @@ def test_a_genuine_workbook_reads_the_same_in_small_chunks(
 def test_xls_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     book = xlwt.Workbook()
     sheet = book.add_sheet("dm")
-    for r, row in enumerate([["ID", "AGE"], ["S-1", 30], ["S-2", 31]]):
+    rows: list[list[object]] = [["ID", "AGE"], ["S-1", 30], ["S-2", 31]]
+    for r, row in enumerate(rows):
         for c, value in enumerate(row):
             sheet.write(r, c, value)
     path = tmp_path / "dm.xls"
@@ -324,7 +325,7 @@ def _with_shared_strings(path: Path, strings: bytes, sheet: bytes | H.Repeated) 
         b'<Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/'
         b'2006/relationships/sharedStrings" Target="sharedStrings.xml"/></Relationships>',
     )
-    members = [
+    members: list[tuple[str, bytes | H.Repeated]] = [
         ("[Content_Types].xml", H.CONTENT_TYPES),
         ("_rels/.rels", H.ROOT_RELS),
         ("xl/workbook.xml", H.WORKBOOK),
