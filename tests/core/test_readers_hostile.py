@@ -389,3 +389,14 @@ def test_an_xls_whose_cells_share_one_long_string_is_refused(
     monkeypatch.setenv("DATOM_MAX_SHEET_TEXT_BYTES", str(3 << 30))
     with path.open("rb") as handle:  # raised: the guard lets it through
         _xls_guard.check_xls(Source(str(path), "xls"), handle)
+
+
+@pytest.mark.parametrize(("body_rows", "refused"), [(1_048_575, False), (1_048_576, True)])
+def test_the_row_limit_is_excels_last_row_exactly(
+    tmp_path: Path, body_rows: int, refused: bool
+) -> None:
+    path = H.row_bomb(tmp_path / "edge.xlsx", body_rows)  # a header row, then the body
+    if refused:
+        assert "past row 1,048,576" in _refusal(path)
+    else:
+        assert read_file(path).num_rows == 1_048_575
