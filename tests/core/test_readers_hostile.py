@@ -400,3 +400,13 @@ def test_the_row_limit_is_excels_last_row_exactly(
         assert "past row 1,048,576" in _refusal(path)
     else:
         assert read_file(path).num_rows == 1_048_575
+
+
+def test_a_zip_whose_directory_cannot_be_read_is_corrupt(tmp_path: Path) -> None:
+    path = H.xlsx(tmp_path / "broken.xlsx", H.sheet_xml([[("A1", "ID")], [("A2", "x")]]))
+    data = bytearray(path.read_bytes())
+    at = data.rindex(b"PK\x01\x02")  # the last central directory entry
+    data[at : at + 4] = b"XXXX"
+    path.write_bytes(bytes(data))
+    message = _refusal(path)
+    assert "unreadable or corrupt" in message

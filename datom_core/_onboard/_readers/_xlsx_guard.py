@@ -57,7 +57,8 @@ _MOST_PARTS = 65_536
 def check_xlsx(source: Source, handle: IO[bytes]) -> None:
     """Refuse the workbook open in ``handle`` if reading its first sheet would be unbounded.
 
-    A file that is not a readable zip is left to calamine, which reports it as corrupt.
+    A file with no zip end record at all is left to calamine, which reports what it is;
+    a zip whose directory cannot be read is refused as corrupt.
     """
     entries = _entry_count(handle)
     if entries is None:
@@ -69,8 +70,8 @@ def check_xlsx(source: Source, handle: IO[bytes]) -> None:
         )
     try:
         archive = zipfile.ZipFile(handle)
-    except (zipfile.BadZipFile, OSError, ValueError):
-        return
+    except (zipfile.BadZipFile, OSError, ValueError) as e:
+        raise source.corrupt(e) from e  # unmeasured, it does not reach calamine
     with archive:
         members = archive.infolist()
         opened = [m for m in members if posixpath.basename(m.filename).lower() in _OPENED_PARTS]
