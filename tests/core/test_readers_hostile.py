@@ -271,6 +271,19 @@ def test_a_long_line_inside_the_file_is_reported_as_such(
         assert table.num_rows == 4001 and table.column("NOTE")[2000].as_py() == "y" * 200_000
 
 
+def test_a_header_of_too_many_columns_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "wide.csv"  # 100,000 columns in 1 MB: about 1 GB for pyarrow
+    path.write_text(",".join(f"c{i}" for i in range(100_000)) + "\n" + "1," * 99_999 + "1\n")
+    message = _refusal(path)
+    assert "its header has 100,000 columns" in message and "DATOM_MAX_TEXT_COLUMNS" in message
+    quoted = tmp_path / "quoted.csv"  # delimiters inside quotes are not columns
+    quoted.write_text('"a,b,c,d",e\n1,2\n')
+    monkeypatch.setenv("DATOM_MAX_TEXT_COLUMNS", "2")
+    assert read_file(quoted).column_names == ["a,b,c,d", "e"]
+
+
 # -- SAS, SPSS, Stata -----------------------------------------------------------------------
 
 

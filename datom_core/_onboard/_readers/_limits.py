@@ -20,6 +20,7 @@ environment variable            default             what it bounds
                                                     strings, styles, workbook)
 ``DATOM_MAX_XLS_BYTES``         512 MiB             size of an .xls file (read whole)
 ``DATOM_MAX_LINE_BYTES``        16 MiB              one line (record) of delimited text
+``DATOM_MAX_TEXT_COLUMNS``      16,384              columns of delimited text
 ``DATOM_MAX_STAT_CELLS``        2,000,000,000       rows x columns of a SAS/SPSS/Stata file
 ==============================  ==================  ======================================
 
@@ -45,6 +46,7 @@ __all__ = [
     "MAX_SHEET_TEXT_BYTES",
     "MAX_SHEET_XML_BYTES",
     "MAX_STAT_CELLS",
+    "MAX_TEXT_COLUMNS",
     "MAX_WORKBOOK_BYTES",
     "MAX_XLS_BYTES",
     "Limit",
@@ -90,6 +92,7 @@ MAX_SHEET_TEXT_BYTES = Limit("DATOM_MAX_SHEET_TEXT_BYTES", 256 << 20, "bytes")
 MAX_WORKBOOK_BYTES = Limit("DATOM_MAX_WORKBOOK_BYTES", 256 << 20, "bytes")
 MAX_XLS_BYTES = Limit("DATOM_MAX_XLS_BYTES", 512 << 20, "bytes")
 MAX_LINE_BYTES = Limit("DATOM_MAX_LINE_BYTES", 16 << 20, "bytes")
+MAX_TEXT_COLUMNS = Limit("DATOM_MAX_TEXT_COLUMNS", 16_384, "columns")
 MAX_STAT_CELLS = Limit("DATOM_MAX_STAT_CELLS", 2_000_000_000, "cells")
 
 
