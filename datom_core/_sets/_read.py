@@ -174,7 +174,8 @@ def _set_version(
     if not isinstance(payload, Mapping) or not isinstance(payload.get("members"), list):
         raise MalformedSetError(f"{key}: 'members' is not a list of member records", key=key)
     members = tuple(
-        _member(store, m, f"{key} members[{i}]", opener) for i, m in enumerate(payload["members"])
+        _member(store, fields["project"], m, f"{key} members[{i}]", opener)
+        for i, m in enumerate(payload["members"])
     )
     try:
         tags = normalise_tags(payload.get("tags"), "tags")
@@ -183,7 +184,7 @@ def _set_version(
     return SetVersion(tags={k: tuple(v) for k, v in tags.items()}, members=members, **fields)
 
 
-def _member(store: Any, record: Any, at: str, opener: Opener | None) -> SetMember:
+def _member(store: Any, own: str, record: Any, at: str, opener: Opener | None) -> SetMember:
     ident = record.get("id") if isinstance(record, Mapping) else None
     if not isinstance(ident, Mapping):
         raise MalformedSetError(f"{at} has no id map; the payload was hand-edited", key=at)
@@ -197,7 +198,9 @@ def _member(store: Any, record: Any, at: str, opener: Opener | None) -> SetMembe
         raise MalformedSetError(f"{at}: {e}", key=at) from e
     return SetMember(
         project=ident["project"], name=ident["name"], kind=ident["kind"], version=ident["version"],
-        tags={k: tuple(v) for k, v in tags.items()}, store=store, opener=opener,
+        tags={k: tuple(v) for k, v in tags.items()}, opener=opener,
+        # Another project's member lives in that project's store, which a set does not name.
+        store=store if ident["project"] == own else None,
         set_reader=lambda s, p, n, v: read_set(s, p, n, v, opener=opener),
     )  # fmt: skip
 

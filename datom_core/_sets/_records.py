@@ -72,10 +72,17 @@ class SetMember:
         ``store``: the store of the member's project when it is not the set's own store.
         """
         where = store if store is not None else self.store
-        if where is None or self.opener is None:
+        if where is None:
             raise DatomError(
-                f"member {self.name!r} was not read from a store; fetch it through a connection "
-                f"to project {self.project!r}: connect(store=..., project_name={self.project!r})"
+                f"member {self.name!r} belongs to project {self.project!r}, whose store this set "
+                "does not name: pass store= (that project's store), e.g. "
+                f"member.fetch(store=dc.S3Store(...)), or connect(store=..., "
+                f"project_name={self.project!r}).read({self.name!r}, version=...)"
+            )
+        if self.opener is None:
+            raise DatomError(
+                f"member {self.name!r} was declared without a reader; read it through "
+                f"connect(store=..., project_name={self.project!r})"
             )
         if self.kind == "set":
             if self.set_reader is None:

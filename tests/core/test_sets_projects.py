@@ -72,3 +72,18 @@ def test_a_tampered_snapshot_cannot_be_pinned(source: dc.Connection) -> None:
     source.store.write_bytes(key, json.dumps(snap).encode())
     with pytest.raises(dc.IntegrityError, match="does not certify itself"):
         member_of(source, "dm", version)
+
+
+def test_a_set_read_back_with_foreign_members_is_rewritten(
+    source: dc.Connection, product: dc.Connection
+) -> None:
+    product.write("adsl", frame(seed=1), parents=[source.parent("dm")])
+    first = write_set(product, [member_of(source, "dm"), member_of(product, "adsl")])
+    x = read(product)
+    assert x.member("dm").store is None  # the set does not name SDTM_001's store
+    with pytest.raises(dc.DatomError, match="pass store="):
+        x.member("dm").fetch()
+    again = write_set(product, x)
+    assert (again.change, again.version) == ("none", first.version)
+    moved = write_set(product, x, tags={"cut": "two"})
+    assert moved.change == "full"
