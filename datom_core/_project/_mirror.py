@@ -11,15 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from datom_core._checkpoint import checkpoint
 from datom_core._errors import DatomError, NotFoundError
 from datom_core._identity._canonical import metadata_sha
 from datom_core._project import _layout as L
+from datom_core._project._context import ProjectContext
 from datom_core._project._documents import assemble_manifest, dump, load, manifest_entry
-
-if TYPE_CHECKING:
-    from datom_core._project import Connection
 
 __all__ = ["TableDocuments", "converge_mirror", "manifest_with", "mirror_table"]
 
@@ -27,10 +26,13 @@ _MAX_ROUNDS = 10
 
 
 def manifest_with(
-    conn: Connection, table: str, metadata: Mapping[str, Any], history: Sequence[Mapping[str, Any]]
+    ctx: ProjectContext,
+    table: str,
+    metadata: Mapping[str, Any],
+    history: Sequence[Mapping[str, Any]],
 ) -> bytes:
     """The git manifest with ``table``'s entry replaced (other entries as recorded)."""
-    raw = conn.repo.read(L.MANIFEST)
+    raw = ctx.require_repo().read(L.MANIFEST)
     entries: dict[str, Any] = {}
     if raw is not None:
         try:
@@ -38,7 +40,7 @@ def manifest_with(
         except DatomError:
             entries = {}
     entries[table] = manifest_entry(metadata, history)
-    return dump(assemble_manifest(conn.project_name, entries))
+    return dump(assemble_manifest(ctx.project_name, entries))
 
 
 @dataclass(frozen=True)
@@ -55,21 +57,24 @@ class TableDocuments:
         return metadata_sha(load(self.metadata, key=L.git_metadata(self.table)))
 
 
-def mirror_table(conn: Connection, docs: TableDocuments) -> None:
+def mirror_table(ctx: ProjectContext, docs: TableDocuments) -> None:
     """Copy one table's documents to the store, then chase the remote until it is still."""
-    _write_mirror(conn, docs)
-    head = conn.repo.head()
+    _write_mirror(ctx, docs)
+    head = ctx.require_repo().head()
     for _ in range(_MAX_ROUNDS):
-        newest = conn.repo.fetch_and_reset()
+        newest = ctx.require_repo().fetch_and_reset()
         if newest == head:
             return
         head = newest
-        converge_mirror(conn, docs.table)
+        converge_mirror(ctx, docs.table)
 
 
-def converge_mirror(conn: Connection, table: str) -> list[str]:
+def converge_mirror(ctx: ProjectContext, table: str) -> list[str]:
     """Rewrite whatever the store holds differently from git for ``table``; return the keys."""
-    parts = [conn.repo.read(p) for p in (L.git_metadata(table), L.git_history(table), L.MANIFEST)]
+    parts = [
+        ctx.require_repo().read(p)
+        for p in (L.git_metadata(table), L.git_history(table), L.MANIFEST)
+    ]
     if any(part is None for part in parts):
         return []
     docs = TableDocuments(table, *parts)
@@ -78,20 +83,18 @@ def converge_mirror(conn: Connection, table: str) -> list[str]:
         L.store_metadata(table): docs.metadata,
         L.STORE_MANIFEST: docs.manifest,
     }
-    stale = [key for key, data in wanted.items() if _stored(conn, key) != data]
+    stale = [key for key, data in wanted.items() if _stored(ctx, key) != data]
     snapshot = L.store_snapshot(table, docs.version)
-    if not conn.store.exists(snapshot):
+    if not ctx.store.exists(snapshot):
         stale.insert(0, snapshot)
     if stale:
-        _write_mirror(conn, docs)
+        _write_mirror(ctx, docs)
     return stale
 
 
-def _write_mirror(conn: Connection, docs: TableDocuments) -> None:
+def _write_mirror(ctx: ProjectContext, docs: TableDocuments) -> None:
     # Order matters for readers: the snapshot exists before anything names the version.
-    from datom_core._project._write import checkpoint
-
-    store, table = conn.store, docs.table
+    store, table = ctx.store, docs.table
     store.put_if_absent(L.store_snapshot(table, docs.version), docs.metadata)
     checkpoint("mirror:snapshot")
     store.write_bytes(L.store_history(table), docs.history)
@@ -101,8 +104,8 @@ def _write_mirror(conn: Connection, docs: TableDocuments) -> None:
     store.write_bytes(L.STORE_MANIFEST, docs.manifest)
 
 
-def _stored(conn: Connection, key: str) -> bytes | None:
+def _stored(ctx: ProjectContext, key: str) -> bytes | None:
     try:
-        return conn.store.read_bytes(key)
+        return ctx.store.read_bytes(key)
     except NotFoundError:
         return None

@@ -8,55 +8,72 @@ snapshots against their own name).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from datom_core._arrow import OutputKind, from_arrow
 from datom_core._errors import AmbiguousVersionError, IntegrityError, NotFoundError
 from datom_core._identity._canonical import metadata_sha
 from datom_core._names import validate_table_name, validate_version
 from datom_core._project import _layout as L
+from datom_core._project._context import ProjectContext
 from datom_core._project._documents import colnames_of, load
 from datom_core._project._parquet import read_verified
 from datom_core._project._records import TableInfo, VersionInfo
 
-if TYPE_CHECKING:
-    from datom_core._project import Connection
+__all__ = [
+    "list_tables",
+    "read_history",
+    "read_metadata",
+    "read_table",
+    "resolve_version",
+    "store_manifest",
+]
 
-__all__ = ["read_history", "read_metadata", "read_table", "resolve_version", "list_tables"]
+
+def store_manifest(ctx: ProjectContext) -> dict[str, Any]:
+    """The manifest as mirrored in the store."""
+    try:
+        raw = ctx.store.read_bytes(L.STORE_MANIFEST)
+    except NotFoundError as e:
+        raise NotFoundError(
+            f"{ctx.store.url} holds no datom project (no {L.STORE_MANIFEST}); check the store "
+            "location, or create a project (init_repo() / datom init)"
+        ) from e
+    return load(raw, key=L.STORE_MANIFEST)  # type: ignore[no-any-return]
 
 
-def list_tables(conn: Connection) -> list[TableInfo]:
+def list_tables(ctx: ProjectContext) -> list[TableInfo]:
     """Every table with its current version: one manifest read."""
-    manifest = conn.store_manifest()
+    manifest = store_manifest(ctx)
     return [
         TableInfo.from_manifest(name, entry)
         for name, entry in sorted(manifest.get("tables", {}).items())
     ]
 
 
-def read_history(conn: Connection, table: str) -> list[VersionInfo]:
+def read_history(ctx: ProjectContext, table: str) -> list[VersionInfo]:
     """The table's versions, newest first."""
-    return [VersionInfo.from_json(d) for d in _history_docs(conn, table)]
+    return [VersionInfo.from_json(d) for d in _history_docs(ctx, table)]
 
 
-def _history_docs(conn: Connection, table: str) -> list[dict[str, Any]]:
+def _history_docs(ctx: ProjectContext, table: str) -> list[dict[str, Any]]:
     validate_table_name(table)
     key = L.store_history(table)
     try:
-        raw = conn.store.read_bytes(key)
+        raw = ctx.store.read_bytes(key)
     except NotFoundError as e:
-        raise _unknown_table(conn, table) from e
+        raise _unknown_table(ctx, table) from e
     history = load(raw, key=key)
     return [history] if isinstance(history, dict) else list(history)
 
 
-def resolve_version(conn: Connection, table: str, version: str | None) -> str:
+def resolve_version(ctx: ProjectContext, table: str, version: str | None) -> str:
     """The full ``metadata_sha`` of ``version`` (a full id or unique prefix; None: current)."""
     if version is None:
-        return metadata_sha(read_metadata(conn, table))
+        return metadata_sha(read_metadata(ctx, table))
     validate_version(version)
     matches = sorted(
-        {h["version"] for h in _history_docs(conn, table) if h["version"].startswith(version)}
+        {h["version"] for h in _history_docs(ctx, table) if h["version"].startswith(version)}
     )
     if not matches:
         raise NotFoundError(
@@ -73,23 +90,23 @@ def resolve_version(conn: Connection, table: str, version: str | None) -> str:
     return matches[0]
 
 
-def read_metadata(conn: Connection, table: str, version: str | None = None) -> dict[str, Any]:
+def read_metadata(ctx: ProjectContext, table: str, version: str | None = None) -> dict[str, Any]:
     """The metadata document of a version (current when ``version`` is None), verified."""
     validate_table_name(table)
     if version is None:
         key = L.store_metadata(table)
         try:
-            raw = conn.store.read_bytes(key)
+            raw = ctx.store.read_bytes(key)
         except NotFoundError as e:
-            raise _unknown_table(conn, table) from e
+            raise _unknown_table(ctx, table) from e
         return load(raw, key=key)
-    full = resolve_version(conn, table, version)
+    full = resolve_version(ctx, table, version)
     key = L.store_snapshot(table, full)
-    metadata = load(conn.store.read_bytes(key), key=key)
+    metadata = load(ctx.store.read_bytes(key), key=key)
     actual = metadata_sha(metadata)
     if actual != full:
         raise IntegrityError(
-            f"snapshot {key} in {conn.store.url} does not certify itself: its metadata_sha is "
+            f"snapshot {key} in {ctx.store.url} does not certify itself: its metadata_sha is "
             f"{actual}, its name says {full}. The snapshot was altered; repair it from git: "
             "validate(fix=True) / datom validate --fix.",
             key=key,
@@ -100,14 +117,14 @@ def read_metadata(conn: Connection, table: str, version: str | None = None) -> d
 
 
 def read_table(
-    conn: Connection,
+    ctx: ProjectContext,
     table: str,
     version: str | None = None,
     columns: Sequence[str] | None = None,
     as_: OutputKind = "pandas",
 ) -> Any:
     """The data of a version, verified against its ``parquet_sha`` before it is parsed."""
-    metadata = read_metadata(conn, table, version)
+    metadata = read_metadata(ctx, table, version)
     if columns is not None:
         missing = [c for c in columns if c not in colnames_of(metadata)]
         if missing:
@@ -115,12 +132,12 @@ def read_table(
                 f"table {table!r} has no column(s) {missing}; its columns are {colnames_of(metadata)}"
             )
     key = L.store_parquet(table, metadata["data_sha"])
-    arrow = read_verified(conn.store, key, metadata.get("parquet_sha"), columns=columns)
+    arrow = read_verified(ctx.store, key, metadata.get("parquet_sha"), columns=columns)
     return from_arrow(arrow, as_)
 
 
-def _unknown_table(conn: Connection, table: str) -> NotFoundError:
+def _unknown_table(ctx: ProjectContext, table: str) -> NotFoundError:
     return NotFoundError(
-        f"project {conn.project_name!r} has no table {table!r} in {conn.store.url}; "
+        f"project {ctx.project_name!r} has no table {table!r} in {ctx.store.url}; "
         "list its tables with tables() / datom list"
     )

@@ -11,21 +11,23 @@ Every step is safe to interrupt: re-running the same write converges (see ``_mir
 
 from __future__ import annotations
 
-import os
-import signal
+import random
+import time
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
+from datom_core._checkpoint import checkpoint
 from datom_core._errors import DatomError, GitError, IntegrityError, PushRejectedError
 from datom_core._identity import prepare_table
 from datom_core._identity._canonical import canonical_json, metadata_sha
 from datom_core._identity._cv1 import ColumnHash, TableHash, hash_arrow_table
 from datom_core._names import validate_table_name
 from datom_core._project import _layout as L
+from datom_core._project._context import HasContext, ProjectContext
 from datom_core._project._documents import (
     ParentRef,
     SourceRef,
@@ -43,13 +45,13 @@ from datom_core._project._mirror import (
 )
 from datom_core._project._parquet import BackgroundParquet, read_verified, serialized
 from datom_core._project._records import WriteResult
-
-if TYPE_CHECKING:
-    from datom_core._project import Connection
+from datom_core._version import DATOM_VERSION
 
 __all__ = ["WriteRequest", "write_table"]
 
 _MAX_ATTEMPTS = 20
+_FIRST_BACKOFF_S = 0.01
+_MAX_BACKOFF_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -75,25 +77,37 @@ class _Current:
     history: list[dict[str, Any]]
 
 
-def write_table(conn: Connection, request: WriteRequest, data: Any) -> WriteResult:
-    """Record ``data`` as the new version of ``request.table`` (see the module docstring)."""
+def write_table(ctx: ProjectContext | HasContext, request: WriteRequest, data: Any) -> WriteResult:
+    """Record ``data`` as the new version of ``request.table`` (see the module docstring).
+
+    ``ctx`` may also be a connection (anything with a ``context``), as callers of the
+    previous release passed one.
+    """
+    ctx = ctx if isinstance(ctx, ProjectContext) else ctx.context
     validate_table_name(request.table)
     _check_custom(request)
     table = prepare_table(data, table=request.table)
-    with _EarlyParquet(table, _current_metadata(conn, request.table)) as early:
+    with _EarlyParquet(table, _current_metadata(ctx, request.table)) as early:
         table_hash = hash_arrow_table(table, on_column=early.on_column)
         checkpoint("hashed")
-        repo = conn.repo
+        repo = ctx.require_repo()
         with repo.lock():
-            for _ in range(_MAX_ATTEMPTS):
+            for attempt in range(_MAX_ATTEMPTS):
+                if attempt:
+                    _backoff(attempt)
                 repo.fetch_and_reset()
-                result = _attempt(conn, request, table, table_hash, early.background)
+                result = _attempt(ctx, request, table, table_hash, early.background)
                 if result is not None:
                     return result
     raise PushRejectedError(
         f"table {request.table!r}: the remote kept moving; gave up after {_MAX_ATTEMPTS} attempts. "
         "Nothing was recorded; retry the write."
     )
+
+
+def _backoff(attempt: int) -> None:
+    """Randomised exponential backoff, so that racing writers stop colliding in step."""
+    time.sleep(random.uniform(0, min(_MAX_BACKOFF_S, _FIRST_BACKOFF_S * 2**attempt)))
 
 
 class _EarlyParquet:
@@ -132,29 +146,29 @@ class _EarlyParquet:
             self.background.close()
 
 
-def _current_metadata(conn: Connection, table: str) -> dict[str, Any] | None:
+def _current_metadata(ctx: ProjectContext, table: str) -> dict[str, Any] | None:
     """The clone's current metadata of ``table``: only a hint (the lock is not held yet)."""
     try:
-        raw = conn.repo.read(L.git_metadata(table))
+        raw = ctx.require_repo().read(L.git_metadata(table))
         return load(raw, key=L.git_metadata(table)) if raw is not None else None
     except DatomError:
         return None
 
 
 def _attempt(
-    conn: Connection,
+    ctx: ProjectContext,
     req: WriteRequest,
     table: pa.Table,
     th: TableHash,
     early: BackgroundParquet | None,
 ) -> WriteResult | None:
     """One try on top of the freshly fetched remote state; None when the push lost a race."""
-    repo = conn.repo
-    current = _read_current(conn, req.table)
-    draft = _metadata(conn, req, table, th, parquet_sha="", size_bytes=None)
+    repo = ctx.require_repo()
+    current = _read_current(ctx, req.table)
+    draft = _metadata(ctx, req, table, th, parquet_sha="", size_bytes=None)
     version = metadata_sha(draft)
     if current.metadata is not None and metadata_sha(current.metadata) == version:
-        converge_mirror(conn, req.table)
+        converge_mirror(ctx, req.table)
         return WriteResult(
             req.table, "none", version, th.data_sha, current.metadata.get("parquet_sha", ""), None
         )
@@ -165,14 +179,14 @@ def _attempt(
         size, uploaded = current.metadata.get("size_bytes"), False
     else:
         parquet_sha, size, uploaded = _store_parquet(
-            conn, req.table, table, th, current.history, early
+            ctx, req.table, table, th, current.history, early
         )
     checkpoint("uploaded")
 
     known = next((h for h in current.history if h.get("version") == version), None)
-    metadata_bytes = _known_snapshot(conn, req.table, version) if known else None
+    metadata_bytes = _known_snapshot(ctx, req.table, version) if known else None
     if metadata_bytes is None:
-        final = _metadata(conn, req, table, th, parquet_sha=parquet_sha, size_bytes=size)
+        final = _metadata(ctx, req, table, th, parquet_sha=parquet_sha, size_bytes=size)
         metadata_bytes = dump(final)
     metadata = load(metadata_bytes, key=L.git_metadata(req.table))
     history = current.history
@@ -186,7 +200,7 @@ def _attempt(
         )
         history = [entry, *history]
     history_bytes = dump(history)
-    manifest_bytes = manifest_with(conn, req.table, metadata, history)
+    manifest_bytes = manifest_with(ctx, req.table, metadata, history)
     files = {
         L.git_metadata(req.table): metadata_bytes,
         L.git_history(req.table): history_bytes,
@@ -199,17 +213,17 @@ def _attempt(
     except PushRejectedError:
         return None
     except GitError:
-        _undo(conn, req.table, th.data_sha, uploaded)
+        _undo(ctx, req.table, th.data_sha, uploaded)
         raise
     checkpoint("pushed")
-    mirror_table(conn, TableDocuments(req.table, metadata_bytes, history_bytes, manifest_bytes))
+    mirror_table(ctx, TableDocuments(req.table, metadata_bytes, history_bytes, manifest_bytes))
     checkpoint("mirrored")
     change = "metadata_only" if same_data else "full"
     return WriteResult(req.table, change, version, th.data_sha, parquet_sha, commit, uploaded)
 
 
 def _metadata(
-    conn: Connection,
+    ctx: ProjectContext,
     req: WriteRequest,
     table: pa.Table,
     th: TableHash,
@@ -218,7 +232,7 @@ def _metadata(
     size_bytes: int | None,
 ) -> dict[str, Any]:
     if req.self_lineage:
-        lineage: Sequence[SourceRef] = (SourceRef(conn.project_name, req.table, th.data_sha),)
+        lineage: Sequence[SourceRef] = (SourceRef(ctx.project_name, req.table, th.data_sha),)
     elif req.source_lineage is not None:
         lineage = req.source_lineage
     else:
@@ -228,7 +242,7 @@ def _metadata(
         colnames=table.column_names,
         parquet_sha=parquet_sha,
         table_type=req.table_type,
-        datom_version=conn.datom_version,
+        datom_version=DATOM_VERSION,
         parents=req.parents,
         source_lineage=lineage,
         original_file_sha=req.original_file_sha,
@@ -237,16 +251,16 @@ def _metadata(
     )
 
 
-def _read_current(conn: Connection, table: str) -> _Current:
-    raw_meta = conn.repo.read(L.git_metadata(table))
-    raw_hist = conn.repo.read(L.git_history(table))
+def _read_current(ctx: ProjectContext, table: str) -> _Current:
+    raw_meta = ctx.require_repo().read(L.git_metadata(table))
+    raw_hist = ctx.require_repo().read(L.git_history(table))
     metadata = load(raw_meta, key=L.git_metadata(table)) if raw_meta is not None else None
     history = load(raw_hist, key=L.git_history(table)) if raw_hist is not None else []
     return _Current(metadata, list(history))
 
 
 def _store_parquet(
-    conn: Connection,
+    ctx: ProjectContext,
     table_name: str,
     table: pa.Table,
     th: TableHash,
@@ -254,7 +268,7 @@ def _store_parquet(
     early: BackgroundParquet | None,
 ) -> tuple[str, int | None, bool]:
     """Step 3: (parquet_sha, size_bytes, uploaded) for new data."""
-    store, key = conn.store, L.store_parquet(table_name, th.data_sha)
+    store, key = ctx.store, L.store_parquet(table_name, th.data_sha)
     recorded = next(
         (h for h in history if h.get("data_sha") == th.data_sha and h.get("parquet_sha")), None
     )
@@ -279,10 +293,10 @@ def _store_parquet(
     return existing, store.size(key), False
 
 
-def _known_snapshot(conn: Connection, table: str, version: str) -> bytes | None:
+def _known_snapshot(ctx: ProjectContext, table: str, version: str) -> bytes | None:
     """The stored bytes of a version already in the history (a revert), if intact."""
     try:
-        raw = conn.store.read_bytes(L.store_snapshot(table, version))
+        raw = ctx.store.read_bytes(L.store_snapshot(table, version))
     except DatomError:
         return None
     try:
@@ -291,11 +305,11 @@ def _known_snapshot(conn: Connection, table: str, version: str) -> bytes | None:
         return None
 
 
-def _undo(conn: Connection, table: str, data_sha: str, uploaded: bool) -> None:
+def _undo(ctx: ProjectContext, table: str, data_sha: str, uploaded: bool) -> None:
     """A push the remote refused: leave git and the store as they were before this write."""
-    conn.repo.fetch_and_reset()
+    ctx.require_repo().fetch_and_reset()
     if uploaded:
-        conn.store.delete(L.store_parquet(table, data_sha))
+        ctx.store.delete(L.store_parquet(table, data_sha))
 
 
 def _check_custom(req: WriteRequest) -> None:
@@ -309,12 +323,3 @@ def _check_custom(req: WriteRequest) -> None:
         canonical_json({"custom": req.custom})
     except TypeError as e:
         raise DatomError(f"table {req.table!r}: metadata= is not JSON: {e}") from e
-
-
-def checkpoint(step: str) -> None:
-    """Crash-test hook: ``DATOM_CRASH_AT=<step>`` kills the process here with SIGKILL.
-
-    Used by the crash-safety tests to stop a writer at each step boundary; a no-op otherwise.
-    """
-    if os.environ.get("DATOM_CRASH_AT") == step:
-        os.kill(os.getpid(), signal.SIGKILL)

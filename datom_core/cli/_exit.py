@@ -6,7 +6,7 @@ import traceback
 
 import click
 
-from datom_core._errors import DatomError, IntegrityError, InvalidNameError, NotFoundError
+from datom_core import DatomError, IntegrityError, InvalidNameError, NotFoundError
 
 __all__ = [
     "EXIT_DATOM",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from datom_core._errors import DatomError
+from datom_core import DatomError
 from datom_core.cli._progress import Tracker
 
 __all__ = ["EXPORT_FORMATS", "export_format", "write_export"]
