@@ -15,22 +15,24 @@ from pathlib import Path
 from typing import Any, Literal
 
 from datom_core._arrow import OutputKind
-from datom_core._errors import DatomError, InvalidNameError
+from datom_core._errors import DatomError, InvalidArgumentError, InvalidNameError
 from datom_core._git import MetadataRepo
-from datom_core._identity._canonical import metadata_sha
 from datom_core._names import validate_project_name, validate_table_name, validate_version
 from datom_core._onboard import ScanRow, SyncRow, scan_inbox, sync
 from datom_core._project import _layout as L
 from datom_core._project._context import ProjectContext, Role
-from datom_core._project._documents import ParentRef, load, source_lineage_of
+from datom_core._project._diff import TableDiff, diff_versions, previous_version
 from datom_core._project._lineage import lineage
+from datom_core._project._model import ParentRef, TableMetadata
+from datom_core._project._parse import parse_metadata
 from datom_core._project._read import (
     list_tables,
     read_history,
-    read_metadata,
+    read_manifest,
     read_table,
     resolve_version,
     store_manifest,
+    version_of,
 )
 from datom_core._project._records import (
     ProjectStatus,
@@ -100,7 +102,7 @@ class Connection:
         name: str,
         data: Any,
         message: str | None = None,
-        parents: Sequence[ParentRef | str | Mapping[str, Any]] | None = None,
+        parents: Sequence[ParentRef | str | Mapping[str, Any]] | str | None = None,
         metadata: Mapping[str, Any] | None = None,
         *,
         history_extra: Mapping[str, Any] | None = None,
@@ -108,24 +110,32 @@ class Connection:
         """Record ``data`` as a new version of table ``name`` (derived).
 
         ``parents`` are the exact inputs: :class:`ParentRef` records (from :meth:`parent`,
-        possibly of another project), table names (their current version here) or dicts
+        possibly of another project), table names (their current version here; a single
+        name is one parent), :class:`TableMetadata` records (from :meth:`version`) or dicts
         ``{"table": ..., "version": ...}``. ``metadata`` is custom JSON stored under
-        ``custom`` and part of the version's identity.
+        ``custom`` and part of the version's identity. The result carries the recorded
+        metadata record and commit (for ``none``: the current version's).
         """
         self.repo  # noqa: B018  (a reader fails here, before any work)
         validate_table_name(name)
+        if message is not None and not isinstance(message, str):
+            raise InvalidArgumentError(f"table {name!r}: message= must be text, not {message!r}")
         request = WriteRequest(
             table=name,
             message=message or f"Update {name}",
-            parents=tuple(self._parent_refs(parents or ())),
+            parents=tuple(
+                self._parent_refs([parents] if isinstance(parents, str) else parents or ())
+            ),
             custom=metadata,
             history_extra=history_extra,
         )
         return write_table(self._ctx, request, data)
 
-    def _parent_refs(
-        self, parents: Sequence[ParentRef | str | Mapping[str, Any]]
-    ) -> list[ParentRef]:
+    def _parent_refs(self, parents: Any) -> list[ParentRef]:
+        if not isinstance(parents, Sequence):
+            raise InvalidArgumentError(
+                f"parents= must be a list of parents (ParentRef, table names, dicts), not {parents!r}"
+            )
         refs = []
         for p in parents:
             if isinstance(p, ParentRef):
@@ -135,26 +145,43 @@ class Connection:
             elif isinstance(p, Mapping) and "table" in p:
                 refs.append(self.parent(p["table"], p.get("version")))
             else:
-                raise InvalidNameError(
+                raise InvalidArgumentError(
                     f"parent {p!r} is not a ParentRef, a table name or a dict with 'table' (and 'version')"
                 )
         return refs
 
     # -- reading ---------------------------------------------------------------------------
 
+    def version(self, name: str, version_or_prefix: str | None = None) -> TableMetadata:
+        """The verified metadata record of a version of ``name`` (current by default).
+
+        At most one history read (only for a prefix) plus one document read; pass the
+        record to :meth:`read`, :meth:`parent` or :meth:`diff` to skip resolving again.
+        """
+        if isinstance(version_or_prefix, TableMetadata):
+            return version_or_prefix
+        return version_of(self._ctx, name, version_or_prefix)
+
     def read(
         self,
         name: str,
-        version: str | None = None,
+        version: str | TableMetadata | None = None,
         columns: Sequence[str] | None = None,
         as_: OutputKind = "pandas",
     ) -> Any:
-        """The data of a version (current by default) as pandas, ``"arrow"`` or ``"polars"``."""
+        """The data of a version (current by default) as pandas, ``"arrow"`` or ``"polars"``.
+
+        ``version``: an id, a unique prefix, or a record from :meth:`version`.
+        """
+        if columns is not None and (isinstance(columns, str) or not isinstance(columns, Sequence)):
+            raise InvalidArgumentError(f"columns= must be a list of column names, not {columns!r}")
+        if as_ not in ("pandas", "arrow", "polars"):
+            raise InvalidArgumentError(f'as_= must be "pandas", "arrow" or "polars", not {as_!r}')
         return read_table(self._ctx, name, version, columns, as_)
 
-    def metadata(self, name: str, version: str | None = None) -> dict[str, Any]:
-        """The metadata document of a version (current by default), verified."""
-        return read_metadata(self._ctx, name, version)
+    def metadata(self, name: str, version: str | TableMetadata | None = None) -> TableMetadata:
+        """The metadata record of a version (current by default), verified (as :meth:`version`)."""
+        return self.version(name, version)  # type: ignore[arg-type]
 
     def history(self, name: str) -> list[VersionInfo]:
         """Every version of ``name``, newest first."""
@@ -168,17 +195,41 @@ class Connection:
         """The full version id for a prefix (or the current version)."""
         return resolve_version(self._ctx, name, version)
 
-    def parent(self, name: str, version: str | None = None) -> ParentRef:
+    def parent(self, name: str, version: str | TableMetadata | None = None) -> ParentRef:
         """A parent record for a version of ``name`` in this project, for another write."""
-        metadata = self.metadata(name, version)
-        lineage = source_lineage_of(metadata)
+        md = self.version(name, version)  # type: ignore[arg-type]
         return ParentRef(
-            source=self.project_name,
+            source=md.project or self.project_name,
             table=name,
-            version=metadata_sha(metadata),
-            data_sha=metadata["data_sha"],
-            source_lineage=tuple(lineage),
+            version=md.version,
+            data_sha=md.data_sha,
+            source_lineage=tuple(md.source_lineage or ()),
         )
+
+    def diff(
+        self,
+        name: str,
+        v1: str | TableMetadata | None = None,
+        v2: str | TableMetadata | None = None,
+        *,
+        key: Sequence[str] | str | None = None,
+    ) -> TableDiff:
+        """What changed from ``v1`` to ``v2`` of ``name`` (see :class:`TableDiff`).
+
+        ``v2`` defaults to the current version, ``v1`` to the version before ``v2``.
+        Columns come from the parquet footers (no data read); with ``key`` (column names
+        identifying rows) the rows added, removed and changed are counted, reading both.
+        """
+        after = self.version(name, v2)  # type: ignore[arg-type]
+        if v1 is None:
+            previous = previous_version(self._ctx, name, after.version)
+            before = self.version(name, previous) if previous else None
+        else:
+            before = self.version(name, v1)  # type: ignore[arg-type]
+        keys = [key] if isinstance(key, str) else key
+        if keys is not None and (not keys or not all(isinstance(k, str) for k in keys)):
+            raise InvalidArgumentError(f"key= must name one or more columns, not {key!r}")
+        return diff_versions(self._ctx, name, before, after, keys)
 
     def lineage(
         self, name: str, version: str | None = None, depth: Literal["source", "parents"] = "source"
@@ -202,7 +253,7 @@ class Connection:
         path = L.git_metadata(validate_table_name(name))
         for commit in self.repo.log(path):
             raw = self.repo.read_at(commit.id, path)
-            if raw is not None and metadata_sha(load(raw, key=path)) == wanted:
+            if raw is not None and parse_metadata(raw, key=path).version == wanted:
                 return commit.id
         return None
 
@@ -222,7 +273,7 @@ class Connection:
         inbox = repo.path / L.INBOX if repo else None
         files = sum(1 for p in inbox.iterdir() if p.is_file()) if inbox and inbox.is_dir() else 0
         try:
-            tables = len(self.store_manifest().get("tables", {}))
+            tables = len(read_manifest(self._ctx).tables)
         except DatomError:
             tables = 0
         return ProjectStatus(

@@ -19,8 +19,9 @@ from datom_core._onboard._inbox import Inbox, InboxEntry, ShaCache, file_sha256
 from datom_core._onboard._readers import detect_format, unsupported_recourse
 from datom_core._project import _layout as L
 from datom_core._project._context import ProjectContext
-from datom_core._project._documents import load
-from datom_core._project._read import store_manifest
+from datom_core._project._model import HistoryEntry, ManifestEntry
+from datom_core._project._parse import parse_history, parse_manifest, parse_metadata
+from datom_core._project._read import read_manifest
 
 __all__ = ["ScanRow", "ScanStatus", "file_sha_cached", "scan_inbox", "stem_of"]
 
@@ -141,18 +142,23 @@ class _Catalog:
 
     def __init__(self, ctx: ProjectContext) -> None:
         self._ctx = ctx
-        if ctx.role == "developer":
-            raw = ctx.require_repo().read(L.MANIFEST)
-            manifest = load(raw, key=L.MANIFEST) if raw is not None else {}
+        if ctx.repo is not None:
+            raw = ctx.repo.read(L.MANIFEST)
+            manifest = parse_manifest(raw, key=L.MANIFEST) if raw is not None else None
         else:
-            manifest = store_manifest(ctx)
-        self.tables: Mapping[str, Mapping[str, Any]] = manifest.get("tables") or {}
+            manifest = read_manifest(ctx)
+        self.tables: Mapping[str, ManifestEntry] = manifest.artifacts if manifest else {}
 
     def classify(self, name: str, sha: str, filename: str) -> tuple[ScanStatus, str]:
         entry = self.tables.get(name)
         if entry is None:
             return "new", ""
-        current = entry.get("original_file_sha")
+        if entry.kind != "table":
+            return "refused", (
+                f"{name!r} is a {entry.kind} in this project, not a table; rename the file "
+                "to onboard it as a table"
+            )
+        current = entry.original_file_sha
         if current == sha:
             return "unchanged", ""
         if not current and self._table_type(name) == "derived":
@@ -160,33 +166,36 @@ class _Catalog:
                 f"table {name!r} already exists as a derived table; onboarding {filename} would "
                 "replace it with an imported one. Rename the file to onboard it as another table"
             )
-        earlier = next((h for h in self._history(name) if h.get("original_file_sha") == sha), None)
+        earlier = next((h for h in self._history(name) if h.original_file_sha == sha), None)
         if earlier is not None:
             return "changed", (
-                f"an earlier extract of {name!r} (version {str(earlier.get('version'))[:12]}); "
+                f"an earlier extract of {name!r} (version {earlier.version[:12]}); "
                 "sync makes that version current again, without a new history entry"
             )
         return "changed", f"a new extract of {name!r}"
 
-    def _history(self, name: str) -> list[Mapping[str, Any]]:
-        doc = self._document(L.git_history(name), L.store_history(name))
-        if isinstance(doc, Mapping):  # R writes a one-entry history as a bare object
-            return [doc]
-        return list(doc or [])
+    def _history(self, name: str) -> tuple[HistoryEntry, ...]:
+        key, raw = self._document(L.git_history(name), L.store_history(name))
+        try:
+            return parse_history(raw, key=key) if raw is not None else ()
+        except DatomError:
+            return ()  # unreadable: a plain change; the write reports the damage
 
     def _table_type(self, name: str) -> str | None:
-        doc = self._document(L.git_metadata(name), L.store_metadata(name))
-        return doc.get("table_type") if isinstance(doc, Mapping) else None
-
-    def _document(self, git_key: str, store_key: str) -> Any:
-        ctx = self._ctx
+        key, raw = self._document(L.git_metadata(name), L.store_metadata(name))
         try:
-            if ctx.role == "developer":
-                raw = ctx.require_repo().read(git_key)
-                return load(raw, key=git_key) if raw is not None else None
-            return load(ctx.store.read_bytes(store_key), key=store_key)
+            return parse_metadata(raw, key=key).table_type if raw is not None else None
         except DatomError:
-            return None  # unreadable: classify as a plain change; the write reports damage
+            return None
+
+    def _document(self, git_key: str, store_key: str) -> tuple[str, bytes | None]:
+        ctx = self._ctx
+        if ctx.repo is not None:
+            return git_key, ctx.repo.read(git_key)
+        try:
+            return store_key, ctx.store.read_bytes(store_key)
+        except DatomError:
+            return store_key, None
 
 
 def file_sha_cached(fs: Any, path: str, location: str, fingerprint: Any, cache: ShaCache) -> str:

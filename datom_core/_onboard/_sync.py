@@ -119,7 +119,8 @@ def _onboard(
         table_type="imported",
         original_file_sha=sha,
         self_lineage=True,
-        history_extra={"original_format": fmt, "original_file": filename},
+        original_format=fmt,
+        history_extra={"original_file": filename},
     )
     result = write_table(ctx, request, table)
     notes = []

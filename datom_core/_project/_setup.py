@@ -8,17 +8,22 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
-from datom_core._errors import DatomError, GitError, NotFoundError
+from datom_core._errors import (
+    DatomError,
+    FormatError,
+    NotFoundError,
+    ProjectConfigError,
+    ProjectExistsError,
+)
 from datom_core._git import MetadataRepo
 from datom_core._names import validate_project_name
 from datom_core._project import _layout as L
+from datom_core._project._config import r_project_yaml
 from datom_core._project._context import ProjectContext
-from datom_core._project._documents import assemble_manifest, dump, load
-from datom_core._project._read import store_manifest
+from datom_core._project._documents import assemble_manifest, dump
+from datom_core._project._parse import parse_project_config
+from datom_core._project._read import read_manifest
 from datom_core._store import Store, store_from_description
-from datom_core._version import DATOM_VERSION
 
 __all__ = ["clone_project", "init_project", "open_developer", "open_reader"]
 
@@ -35,22 +40,23 @@ def init_project(
     validate_project_name(project_name)
     store.check_access()
     if store.exists(L.STORE_MANIFEST):
-        existing = load(store.read_bytes(L.STORE_MANIFEST), key=L.STORE_MANIFEST).get(
-            "project_name"
-        )
-        raise DatomError(
+        try:
+            existing = read_manifest(ProjectContext(project_name, store)).project_name
+        except DatomError:
+            existing = "(unreadable)"
+        raise ProjectExistsError(
             f"{store.url} already holds project {existing!r}; use a different store or prefix, "
             "or clone that project (clone() / datom clone)"
         )
     repo = MetadataRepo.init(path, remote, token_env=token_env)
     if repo.fetch_and_reset() is not None:
-        raise GitError(
+        raise ProjectExistsError(
             f"remote {repo.remote_url} already holds commits; clone it to join that project "
             "(clone() / datom clone)"
         )
     manifest = dump(assemble_manifest(project_name, {}))
     files = {
-        L.PROJECT_YAML: _project_yaml(project_name, store, repo.remote_url),
+        L.PROJECT_YAML: r_project_yaml(project_name, store.describe(), repo.remote_url),
         L.MANIFEST: manifest,
         ".gitignore": L.GITIGNORE.encode(),
     }
@@ -61,20 +67,10 @@ def init_project(
     return ProjectContext(project_name, store, repo)
 
 
-def _project_yaml(project_name: str, store: Store, remote: str) -> bytes:
-    doc = {
-        "project_name": project_name,
-        "datom_version": DATOM_VERSION,
-        "storage": store.describe(),
-        "repo": {"remote": remote},
-    }
-    return yaml.safe_dump(doc, sort_keys=False).encode("utf-8")
-
-
 def open_reader(store: Store, project_name: str) -> ProjectContext:
     """A reader's context, from the store alone (the manifest must name the project)."""
     ctx = ProjectContext(validate_project_name(project_name), store)
-    found = store_manifest(ctx).get("project_name")
+    found = read_manifest(ctx).project_name
     if found != project_name:
         raise NotFoundError(f"{store.url} holds project {found!r}, not {project_name!r}")
     return ctx
@@ -89,11 +85,22 @@ def open_developer(
         raise NotFoundError(
             f"{repo.path} is a git repository but not a datom project (no {L.PROJECT_YAML})"
         )
-    config = yaml.safe_load(raw)
+    config = parse_project_config(raw, key=L.PROJECT_YAML)
+    if config.schema_version is not None and config.schema_version > 1:
+        raise FormatError(
+            f"{L.PROJECT_YAML} declares schema_version {config.schema_version}, newer than this "
+            "datom opens (1); upgrade datom (pip install -U datom)",
+            field="schema_version",
+            file=L.PROJECT_YAML,
+        )
     if store is None:
-        store = store_from_description(config["storage"], **credentials)
+        if config.storage is None:
+            raise ProjectConfigError(
+                f"{L.PROJECT_YAML} records no storage; pass store= to connect()"
+            )
+        store = store_from_description(dict(config.storage), **credentials)
     (repo.path / L.INBOX).mkdir(exist_ok=True)
-    return ProjectContext(validate_project_name(config["project_name"]), store, repo)
+    return ProjectContext(validate_project_name(config.project_name), store, repo)
 
 
 def clone_project(
