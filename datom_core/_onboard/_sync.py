@@ -11,12 +11,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-from datom_core._errors import DatomError, OnboardingError
+from datom_core._errors import DatomError, OnboardingError, ProjectConfigError
 from datom_core._names import validate_table_name
 from datom_core._onboard._inbox import ShaCache, file_fingerprint, locate
 from datom_core._onboard._readers import detect_format, read_file
 from datom_core._onboard._scan import ScanRow, file_sha_cached, scan_inbox
+from datom_core._project import _layout as L
 from datom_core._project._context import ProjectContext
+from datom_core._project._parse import parse_project_config
 from datom_core._project._records import Change
 from datom_core._project._write import WriteRequest, write_table
 
@@ -67,8 +69,9 @@ def sync(
     on; with ``False`` the first failure raises, and a scan that already holds failed
     rows raises before anything is written.
     """
-    ctx.require_repo()  # noqa: B018  (a reader connection fails here, before any work)
-    cache = ShaCache.in_clone(ctx.require_repo().path)
+    repo = ctx.require_repo()  # a reader connection fails here, before any work
+    _refuse_product_mode(repo.read(L.PROJECT_YAML))
+    cache = ShaCache.in_clone(repo.path)
     if rows is None:
         rows = scan_inbox(ctx, path, storage_options=storage_options, cache=cache, defer_new=True)
     todo = [_as_scan_row(r) for r in rows]
@@ -134,6 +137,15 @@ def _onboard(
     else:
         status = "synced"
     return SyncRow(row.name, row.file, status, result.change, result.version, "; ".join(notes))
+
+
+def _refuse_product_mode(raw: bytes | None) -> None:
+    if raw is not None and parse_project_config(raw, key=L.PROJECT_YAML).mode == "product":
+        raise ProjectConfigError(
+            f"this project is in product mode ({L.PROJECT_YAML}: mode: product): it builds "
+            "sets and derived tables and refuses file onboarding. Onboard the files in the "
+            "project that holds the raw data"
+        )
 
 
 def _not_onboarded(row: ScanRow) -> SyncRow:
