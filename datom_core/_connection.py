@@ -227,7 +227,9 @@ class Connection:
         else:
             before = self.version(name, v1)  # type: ignore[arg-type]
         keys = [key] if isinstance(key, str) else key
-        if keys is not None and (not keys or not all(isinstance(k, str) for k in keys)):
+        if keys is not None and (
+            not isinstance(keys, Sequence) or not keys or not all(isinstance(k, str) for k in keys)
+        ):
             raise InvalidArgumentError(f"key= must name one or more columns, not {key!r}")
         return diff_versions(self._ctx, name, before, after, keys)
 
@@ -377,7 +379,7 @@ def connect(
     """
     if path is None:
         if store is None or project_name is None:
-            raise DatomError(
+            raise InvalidArgumentError(
                 "a reader connection needs store= and project_name=; a developer one needs a clone path"
             )
         return Connection._of(open_reader(store, project_name))

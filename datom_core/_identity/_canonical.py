@@ -13,6 +13,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from datom_core._errors import InvalidArgumentError, UnsupportedInputError
+
 __all__ = ["IDENTITY_KEYS", "KNOWN_KEYS", "VOLATILE_KEYS", "canonical_json", "metadata_sha"]
 
 #: The top-level keys that make a version (FORMAT2.md §1): nothing else is hashed, so a
@@ -69,6 +71,10 @@ def canonical_json(metadata: Mapping[str, Any]) -> str:
     Only the identity allowlist (:data:`IDENTITY_KEYS`) is kept; its keys are sorted by
     their UTF-8 bytes; nested objects keep their order.
     """
+    if not isinstance(metadata, Mapping):
+        raise InvalidArgumentError(
+            f"metadata must be a JSON object (a dict), not {type(metadata).__name__}"
+        )
     semantic = {k: v for k, v in metadata.items() if k in IDENTITY_KEYS}
     keys = sorted(semantic, key=lambda k: k.encode("utf-8"))
     return _object(keys, semantic)
@@ -107,7 +113,7 @@ def _value(value: Any) -> str:
         return _double(value)
     if isinstance(value, str):
         return _string(value)
-    raise TypeError(
+    raise UnsupportedInputError(
         f"metadata value {value!r} of type {type(value).__name__} is not JSON: "
         "use strings, numbers, booleans, lists and dicts"
     )

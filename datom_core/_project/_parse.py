@@ -66,7 +66,7 @@ def load_json(raw: bytes, *, key: str) -> Any:
 
 
 def _doc(source: bytes | Any, key: str) -> Any:
-    return load_json(source, key=key) if isinstance(source, bytes | bytearray) else source
+    return load_json(bytes(source), key=key) if isinstance(source, bytes | bytearray) else source
 
 
 def _wrong(key: str, what: str, value: Any) -> IntegrityError:

@@ -11,6 +11,7 @@ from typing import Any
 from datom_core._errors import (
     DatomError,
     FormatError,
+    InvalidArgumentError,
     NotFoundError,
     ProjectConfigError,
     ProjectExistsError,
@@ -38,6 +39,10 @@ def init_project(
 ) -> ProjectContext:
     """A new project: a clone at ``path`` pushed to ``remote``, and its store mirror."""
     validate_project_name(project_name)
+    if not isinstance(store, Store):
+        raise InvalidArgumentError(
+            f"store= must be a datom Store (LocalStore, S3Store...), not {store!r}"
+        )
     store.check_access()
     if store.exists(L.STORE_MANIFEST):
         try:

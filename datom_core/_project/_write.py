@@ -171,7 +171,8 @@ def _attempt(
     if manifest_is_v1(repo.read(L.MANIFEST)):
         warnings.warn(MANIFEST_MOVED, stacklevel=4)
     files = update.build(repo)
-    commit = repo.commit(files, req.message)
+    # None: the tip already holds these bytes (an earlier attempt of this very write).
+    commit = repo.commit(files, req.message) or repo.head() or ""
     checkpoint("committed")
     try:
         repo.push()
