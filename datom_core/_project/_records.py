@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from datom_core._project._model import HistoryEntry, ManifestEntry, TableMetadata
+from datom_core._project._parse import parse_history
 
 __all__ = [
     "Change",
@@ -68,25 +69,8 @@ class VersionInfo:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> VersionInfo:
-        known = {
-            "version",
-            "data_sha",
-            "parquet_sha",
-            "timestamp",
-            "author",
-            "commit_message",
-            "original_file_sha",
-        }
-        return cls(
-            version=d["version"],
-            data_sha=d["data_sha"],
-            parquet_sha=d.get("parquet_sha"),
-            timestamp=d.get("timestamp", ""),
-            author=d.get("author", ""),
-            commit_message=d.get("commit_message", ""),
-            original_file_sha=d.get("original_file_sha"),
-            extra={k: v for k, v in d.items() if k not in known},
-        )
+        """From a history entry as JSON (parsed by the one parser, R's shapes included)."""
+        return cls.from_entry(parse_history([d], key="history entry")[0])
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,8 @@ def validate(ctx: ProjectContext, *, fix: bool, verify_data: bool) -> Validation
             problems += _check_data(ctx, table, history, verify_data)
             problems += _check_mirror(ctx, table, fix)
             problems += _check_snapshots(ctx, table, history, fix)
-        problems += _check_manifest(ctx, docs, fix)
+        damaged = {p.table for p in problems if p.kind == "corrupt_git_document" and p.table}
+        problems += _check_manifest(ctx, docs, fix, damaged)
     return ValidationReport(tuple(problems))
 
 
@@ -193,12 +194,18 @@ def _summary_agrees(recorded: Any, rebuilt: Mapping[str, Any]) -> bool:
     )
 
 
-def _check_manifest(ctx: ProjectContext, docs: _Docs, fix: bool) -> list[Problem]:
+def _check_manifest(
+    ctx: ProjectContext, docs: _Docs, fix: bool, damaged: set[str]
+) -> list[Problem]:
     repo = ctx.require_repo()
     problems = []
     raw = repo.read(L.MANIFEST)
     rebuilt = {name: manifest_entry(meta, hist) for name, (meta, hist) in docs.items()}
     recorded = _recorded_manifest(raw)
+    artifacts = recorded.get("artifacts") if recorded else None
+    for name in damaged:  # a table git cannot describe keeps its entry: nothing is dropped
+        if isinstance(artifacts, Mapping) and isinstance(artifacts.get(name), Mapping):
+            rebuilt[name] = dict(artifacts[name])
     expected = load_json(
         updated_manifest(raw, ctx.project_name, rebuilt, all_tables=True), key=L.MANIFEST
     )

@@ -302,3 +302,28 @@ def test_a_product_project_refuses_file_onboarding(tmp_path) -> None:
     with pytest.raises(dc.ProjectConfigError, match="product mode"):
         conn.sync()
     assert fingerprint(conn) == before
+
+
+def test_wrong_shape_documents_in_git_are_reported_and_refused(tmp_path) -> None:
+    conn = new_project(tmp_path)
+    conn.write("dm", frame())
+    conn.write("ae", frame(seed=1))
+    conn.repo.commit({"dm/metadata.json": b"[1]\n"}, "damage")
+    conn.repo.push()
+    (conn.path / "ae/version_history.json").unlink()
+    conn.repo.commit({"ae/version_history.json": b'"hello"\n'}, "damage")
+    conn.repo.push()
+    report = conn.validate()
+    assert {(p.kind, p.table) for p in report.problems} >= {
+        ("corrupt_git_document", "dm"),
+        ("corrupt_git_document", "ae"),
+    }
+    before = fingerprint(conn)
+    with pytest.raises(dc.IntegrityError, match="dm/metadata.json"):
+        conn.write("dm", frame(seed=5))
+    assert fingerprint(conn) == before
+    conn.validate(fix=True)
+    manifest = json.loads((conn.path / L.MANIFEST).read_text())
+    assert set(manifest["artifacts"]) == {"dm", "ae"}  # nothing dropped, nothing null
+    assert b"null" not in conn.store.read_bytes(L.store_metadata("dm"))
+    assert _reader(conn).read("dm").equals(frame())
