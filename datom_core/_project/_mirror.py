@@ -27,6 +27,7 @@ from datom_core._project._documents import dump, load
 from datom_core._project._parse import parse_history, parse_metadata
 
 __all__ = [
+    "Converged",
     "TableDocuments",
     "commits_by_version",
     "converge_mirror",
@@ -139,28 +140,55 @@ def mirror_table(
         converge_mirror(ctx, docs.table)
 
 
-def converge_mirror(ctx: ProjectContext, table: str) -> list[str]:
-    """Rewrite whatever the store holds differently from git for ``table``; return the keys."""
+@dataclass(frozen=True)
+class Converged:
+    """What :func:`converge_mirror` rewrote, and the commit the store records for the
+    current version (so that a ``none`` write reports it without walking git)."""
+
+    stale: tuple[str, ...]
+    commit: str | None
+
+
+def converge_mirror(ctx: ProjectContext, table: str) -> Converged:
+    """Rewrite whatever the store holds differently from git for ``table``.
+
+    A store history whose current version lacks its ``commit_sha`` (a previous release's
+    copy) is rewritten too: the gap is derived from git once, then recorded.
+    """
     repo = ctx.require_repo()
     metadata, history, manifest = (
         repo.read(p) for p in (L.git_metadata(table), L.git_history(table), L.MANIFEST)
     )
     if metadata is None or history is None or manifest is None:
-        return []
+        return Converged((), None)
     docs = TableDocuments(table, metadata, history, manifest)
     stale = [
         key
         for key, data in ((L.store_metadata(table), metadata), (L.STORE_MANIFEST, manifest))
         if _stored(ctx, key) != data
     ]
-    if not history_agrees(_stored(ctx, L.store_history(table)), history, table):
+    stored_history = _stored(ctx, L.store_history(table))
+    commit = _commit_of(stored_history, table, docs.version)
+    if commit is None or not history_agrees(stored_history, history, table):
         stale.insert(0, L.store_history(table))
     snapshot = L.store_snapshot(table, docs.version)
     if not ctx.store.exists(snapshot):
         stale.insert(0, snapshot)
     if stale:
-        _write_mirror(ctx, docs, store_history(ctx, table, history))
-    return stale
+        written = store_history(ctx, table, history)
+        _write_mirror(ctx, docs, written)
+        commit = _commit_of(written, table, docs.version)
+    return Converged(tuple(stale), commit)
+
+
+def _commit_of(history: bytes | None, table: str, version: str) -> str | None:
+    if history is None:
+        return None
+    try:
+        entries = parse_history(history, key=L.store_history(table))
+    except DatomError:
+        return None
+    return next((h.commit_sha for h in entries if h.version == version), None)
 
 
 def _write_mirror(ctx: ProjectContext, docs: TableDocuments, history: bytes) -> None:

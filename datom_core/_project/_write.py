@@ -132,10 +132,8 @@ def _attempt(
     current = _read_current(repo, req.table)
     draft = parse_metadata(_metadata(ctx, req, table, th, None, None), key="draft")
     if current.metadata is not None and current.metadata.version == draft.version:
-        converge_mirror(ctx, req.table)
-        commits = repo.log(L.git_metadata(req.table), max_entries=1)
+        commit = converge_mirror(ctx, req.table).commit  # recorded in the store's history
         md = current.metadata
-        commit = commits[0].id if commits else None
         return WriteResult(
             req.table, "none", md.version, th.data_sha, md.parquet_sha or "", commit, False, md
         )
