@@ -123,7 +123,6 @@ def _onboard(
         original_file_sha=sha,
         self_lineage=True,
         original_format=fmt,
-        history_extra={"original_file": filename},
     )
     result = write_table(ctx, request, table)
     notes = []

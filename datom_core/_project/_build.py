@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from datom_core._errors import DatomError
 from datom_core._project import _layout as L
 from datom_core._project._config import r_shape_of
-from datom_core._project._documents import assemble_manifest, dump, manifest_entry
+from datom_core._project._documents import assemble_manifest, dump, manifest_entry, utc_now
 from datom_core._project._model import TableMetadata
 from datom_core._project._parse import (
     convert_manifest_v1,
@@ -88,6 +88,7 @@ class TableUpdate:
     metadata_bytes: bytes
     metadata: TableMetadata
     entry: Mapping[str, Any] | None  # None: the version is in the history already (a revert)
+    written_at: str = field(default_factory=utc_now)
     files: dict[str, bytes] = field(default_factory=dict, compare=False)
 
     def build(self, tree: TreeReader) -> dict[str, bytes]:
@@ -102,7 +103,7 @@ class TableUpdate:
             entries.insert(0, dict(self.entry))  # the dedup guard: a version appears once
         history_bytes = dump(entries)
         parsed = parse_history(history_bytes, key=history_path)
-        entry = manifest_entry(self.metadata, parsed)
+        entry = manifest_entry(self.metadata, parsed, last_updated=self.written_at)
         files = {
             L.git_metadata(self.table): self.metadata_bytes,
             history_path: history_bytes,

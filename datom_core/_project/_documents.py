@@ -131,14 +131,22 @@ def history_entry(
     return entry
 
 
-def manifest_entry(metadata: TableMetadata, history: Sequence[HistoryEntry]) -> dict[str, Any]:
-    """A table's manifest entry (FORMAT2.md §4, keys in order), from its documents."""
+def manifest_entry(
+    metadata: TableMetadata, history: Sequence[HistoryEntry], *, last_updated: str | None = None
+) -> dict[str, Any]:
+    """A table's manifest entry (FORMAT2.md §4, keys in order), from its documents.
+
+    ``last_updated`` is when the entry is rewritten (a write's clock); no document
+    records it, so a rebuild uses the version's ``created_at``, as R does.
+    """
     current = next((h for h in history if h.version == metadata.version), None)
     entry: dict[str, Any] = {
         "kind": metadata.kind,
         "current_version": metadata.version,
         "current_data_sha": metadata.data_sha,
-        "last_updated": (current.timestamp if current else None) or metadata.created_at,
+        "last_updated": last_updated
+        or metadata.created_at
+        or (current.timestamp if current else None),
         "size_bytes": int(metadata.size_bytes or 0),
         "version_count": len(history),
     }

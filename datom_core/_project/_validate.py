@@ -179,6 +179,7 @@ def _entries_agree(recorded: Any, rebuilt: dict[str, dict[str, Any]]) -> bool:
         if not isinstance(entry, Mapping):
             return False
         wanted = dict(rebuilt[name])
+        wanted["last_updated"] = entry.get("last_updated")  # a clock, recorded nowhere else
         if "original_format" in entry and "original_format" not in wanted:
             wanted["original_format"] = entry["original_format"]  # R 0.1.x records it: not drift
         if dict(entry) != wanted:
@@ -206,6 +207,13 @@ def _check_manifest(
     for name in damaged:  # a table git cannot describe keeps its entry: nothing is dropped
         if isinstance(artifacts, Mapping) and isinstance(artifacts.get(name), Mapping):
             rebuilt[name] = dict(artifacts[name])
+    for name, entry in rebuilt.items():  # keep what only the manifest records
+        old = artifacts.get(name) if isinstance(artifacts, Mapping) else None
+        if isinstance(old, Mapping):
+            if old.get("last_updated"):
+                entry["last_updated"] = old["last_updated"]
+            if "original_format" in old and "original_format" not in entry:
+                entry["original_format"] = old["original_format"]
     expected = load_json(
         updated_manifest(raw, ctx.project_name, rebuilt, all_tables=True), key=L.MANIFEST
     )
