@@ -11,12 +11,11 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as _pkg_version
 from typing import Any
 
 from datom_core._identity._canonical import canonical_json
 from datom_core._sets._sv1 import HASH_ALGO
+from datom_core._version import WRITTEN_BY
 
 __all__ = [
     "IDENTITY_KEYS",
@@ -32,13 +31,6 @@ __all__ = [
 
 SCHEMA_VERSION = 2
 
-try:
-    _PACKAGE_VERSION = _pkg_version("datom")
-except PackageNotFoundError:  # running from a source tree without an install
-    _PACKAGE_VERSION = "0.0.0"
-
-#: What ``datom_version`` records in a document this package writes (R never parses it).
-WRITTEN_BY = f"py-{_PACKAGE_VERSION}"
 
 #: FORMAT2.md §1: the keys that make a version (anything else never moves one).
 IDENTITY_KEYS = (

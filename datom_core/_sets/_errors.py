@@ -16,7 +16,6 @@
     │   └── SetNameMismatchError          a set name or project that project.yaml does not declare
     ├── NotProductRepoError               a set write into a repo not in ``mode: product``
     ├── ArtifactKindError                 a name that holds the other kind of artifact
-    ├── NewerFormatError                  the write door: a project or document a newer datom wrote
     └── IntegrityError
         ├── MissingDocumentShaError       a set version that records no ``document_sha``
         └── MalformedSetError             a stored payload that is not a set payload
@@ -36,7 +35,6 @@ __all__ = [
     "InvalidSetError",
     "MalformedSetError",
     "MissingDocumentShaError",
-    "NewerFormatError",
     "NotProductRepoError",
     "SelfReferenceError",
     "SetNameMismatchError",
@@ -94,7 +92,3 @@ class MissingDocumentShaError(IntegrityError):
 
 class MalformedSetError(IntegrityError):
     """A stored set payload (or its documents) that is not what a set write produces."""
-
-
-class NewerFormatError(DatomError):
-    """A project or document that a newer datom wrote (the write door): upgrade datom."""

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from datom_core._checkpoint import checkpoint
 from datom_core._errors import NotFoundError
 from datom_core._git import MetadataRepo
 from datom_core._sets import _manifest as M
@@ -107,7 +108,9 @@ def mirror_set(
         if not uploaded and store.sha256(key) != plan.document_sha:
             store.write_bytes(key, plan.payload)  # an object no recorded version pins
             uploaded = True
+    checkpoint("set:mirror:payload")
     store.put_if_absent(M.store_snapshot(name, plan.version), plan.metadata)
+    checkpoint("set:mirror:snapshot")
     stored = read_json(store, M.store_history(name)) or []
     derived = {plan.version: commit} if commit else {}
     known = {h.get("version") for h in stored if isinstance(h, Mapping) and h.get("commit_sha")}
@@ -115,6 +118,8 @@ def mirror_set(
         derived = {**commits_by_version(repo, name), **derived}
     history = history_with_commits(plan.history, stored, derived)
     store.write_bytes(M.store_history(name), M.dump_document(history))
+    checkpoint("set:mirror:history")
     store.write_bytes(M.store_metadata(name), plan.metadata)
+    checkpoint("set:mirror:metadata")
     store.write_bytes(M.STORE_MANIFEST, plan.manifest)
     return uploaded

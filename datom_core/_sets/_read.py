@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from datom_core._errors import AmbiguousVersionError, IntegrityError, NotFoundError
+from datom_core._errors import AmbiguousVersionError, FormatError, IntegrityError, NotFoundError
 from datom_core._identity._canonical import metadata_sha
 from datom_core._names import validate_table_name, validate_version
 from datom_core._sets import _manifest as M
@@ -21,7 +21,6 @@ from datom_core._sets._errors import (
     ArtifactKindError,
     MalformedSetError,
     MissingDocumentShaError,
-    NewerFormatError,
     UnresolvableMemberError,
 )
 from datom_core._sets._json import document_sha, parse_payload
@@ -58,8 +57,10 @@ def read_json(store: Any, key: str) -> Any:
 def _check_schema(doc: Any, key: str) -> None:
     schema = doc.get("schema_version", 1) if isinstance(doc, Mapping) else 1
     if isinstance(schema, int) and not isinstance(schema, bool) and schema > 2:
-        raise NewerFormatError(
-            f"{key} is schema_version {schema}, newer than this datom reads; upgrade datom"
+        raise FormatError(
+            f"{key} is schema_version {schema}, newer than this datom reads; upgrade datom",
+            field="schema_version",
+            file=key,
         )
 
 
@@ -284,8 +285,10 @@ def declare_member(
     snap = snapshot_of(store, project_name, table, full)
     kind = snap.get("kind", "table")
     if kind not in ARTIFACT_KINDS:
-        raise NewerFormatError(
-            f"the snapshot of {table}@{full[:8]} declares kind {kind!r}; upgrade datom"
+        raise FormatError(
+            f"the snapshot of {table}@{full[:8]} declares kind {kind!r}; upgrade datom",
+            field="kind",
+            file=M.store_snapshot(table, full),
         )
     project = snap.get("project")
     if not isinstance(project, str) or not project:

@@ -21,6 +21,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from datom_core._checkpoint import checkpoint
 from datom_core._errors import (
     DatomError,
     GitError,
@@ -29,6 +30,7 @@ from datom_core._errors import (
     ReadOnlyError,
 )
 from datom_core._git import MetadataRepo
+from datom_core._project._build import MANIFEST_MOVED
 from datom_core._sets import _manifest as M
 from datom_core._sets._documents import (
     WRITTEN_BY,
@@ -49,11 +51,6 @@ from datom_core._store import Store
 __all__ = ["SetContext", "write_set"]
 
 _MAX_ATTEMPTS = 20
-
-MANIFEST_MOVED = (
-    "manifest format moved from v1 to v2; R datom 0.1.x collaborators will list this project "
-    "as empty until they upgrade"
-)
 
 
 class SetContext(Protocol):
@@ -99,7 +96,9 @@ def write_set(
             if plan.change == "none":
                 converge_set(ctx.store, repo, plan)
                 return plan.result(None, False)
+            checkpoint("set:planned")
             commit = repo.commit(plan.files, plan.message)
+            checkpoint("set:committed")
             try:
                 repo.push()
             except PushRejectedError:
@@ -109,7 +108,9 @@ def write_set(
             except GitError:
                 repo.fetch_and_reset()
                 raise
+            checkpoint("set:pushed")
             uploaded = mirror_set(ctx.store, repo, plan, commit)
+            checkpoint("set:mirrored")
             if plan.converted:
                 warnings.warn(MANIFEST_MOVED, UserWarning, stacklevel=2)
             return plan.result(commit, uploaded)

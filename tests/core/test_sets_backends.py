@@ -6,13 +6,10 @@ import pickle
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 import datom_core as dc
 from datom_core._sets import get_set, write_set
 from tests.core.test_sets_support import frame, member_of, new_product, opener
-
-pytestmark = pytest.mark.filterwarnings("ignore:manifest format moved from v1 to v2")
 
 
 def test_write_then_read_from_a_fresh_store_handle(store: dc.Store, tmp_path: Path) -> None:

@@ -7,14 +7,9 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
-
 import datom_core as dc
 from datom_core._sets import get_set, write_set
 from tests.core.test_sets_support import frame, member_of, new_product, opener, read
-
-# Table writes here still record a format-1 manifest, so each set write converts it again.
-pytestmark = pytest.mark.filterwarnings("ignore:manifest format moved from v1 to v2")
 
 
 def test_a_stale_clone_writes_on_top_of_the_remote(tmp_path: Path) -> None:

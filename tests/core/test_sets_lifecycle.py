@@ -30,9 +30,6 @@ from datom_core._sets._records import diff_sets
 from datom_core._sets._write import write_set
 from tests.core.test_sets_support import fingerprint, frame, member_of, new_product, read
 
-# Table writes here still record a format-1 manifest, so each set write converts it again.
-pytestmark = pytest.mark.filterwarnings("ignore:manifest format moved from v1 to v2")
-
 
 @pytest.fixture
 def study(tmp_path: Path) -> dc.Connection:

@@ -48,8 +48,6 @@ pytestmark = [
         shutil.which("Rscript") is None or LIB is None,
         reason="the real R datom 0.2.0 is not installed (run ../shared/rdatom/setup.sh)",
     ),
-    # Table writes here still record a format-1 manifest: a set write converts it again.
-    pytest.mark.filterwarnings("ignore:manifest format moved from v1 to v2"),
 ]
 
 R_SCRIPT = r"""

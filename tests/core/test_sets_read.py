@@ -17,9 +17,6 @@ from datom_core._sets._read import declare_member, read_set, set_names
 from datom_core._sets._write import write_set
 from tests.core.test_sets_support import frame, member_of, new_product, opener
 
-# Table writes here still record a format-1 manifest, so each set write converts it again.
-pytestmark = pytest.mark.filterwarnings("ignore:manifest format moved from v1 to v2")
-
 
 @pytest.fixture
 def written(tmp_path: Path) -> tuple[dc.Connection, list[str]]:

@@ -12,8 +12,6 @@ import datom_core as dc
 from datom_core._sets import verify_set, write_set
 from tests.core.test_sets_support import frame, member_of, new_product, read
 
-pytestmark = pytest.mark.filterwarnings("ignore:manifest format moved from v1 to v2")
-
 
 @pytest.fixture
 def cut(tmp_path: Path) -> tuple[dc.Connection, dc.Connection]:
