@@ -27,7 +27,7 @@ import datom_core as dc
 from datom_core._sets import hash_set, normalise_payload, serialise_payload
 from datom_core._sets._read import declare_member, read_set
 from datom_core._sets._write import write_set
-from tests.core.test_sets_support import frame, member_of, new_product
+from tests.core.test_sets_support import frame, member_of, new_product, opener
 
 
 def _rdatom_lib() -> Path | None:
@@ -181,6 +181,9 @@ def test_python_reads_a_set_r_wrote(tmp_path: Path) -> None:
     assert serialise_payload(payload) == store.read_bytes(f"adam/{first.data_sha}.json")
     assert hash_set(payload) == first.data_sha
     assert declare_member(store, "STUDY_R", "adam", said["first"]).kind == "set"
+    # The pinned data R wrote, fetched through a store-only reader here.
+    pinned = read_set(store, "STUDY_R", "adam", said["first"], opener=opener).member("ae")
+    assert pinned.fetch()["b"].tolist() == ["x", "y"]
 
 
 R_READS = r"""
