@@ -1,0 +1,138 @@
+"""Keeping repositories small and unstuck (private to the git layer).
+
+* **Compaction on a budget.** Every write adds a few loose objects (and an HTTP fetch a
+  small pack); every lookup pays per pack. After a fixed number of operations a handle
+  checks its clone (or its local remote): more than ``LOOSE_BUDGET`` loose objects are
+  packed; more than ``PACK_BUDGET`` packs are merged geometrically (the big pack is kept
+  while it outweighs the others together, so the cost stays proportional to what is new).
+* **Local remotes** are compacted under an exclusive ``flock`` on
+  ``<remote>/datom-maintenance.lock``; datom's own fetches and pushes hold it shared, so no
+  reader sees an object vanish between the listing and the read. Compaction only happens
+  when nobody else is using the remote at that moment (it is retried later).
+* **Stale git locks.** dulwich writes a ref or the index through ``<file>.lock``; a process
+  killed at that moment leaves the lock behind and every later update fails. datom writes a
+  clone only under its own lock (:mod:`_lock`), so such a file found while holding it is
+  stale: :func:`clear_stale_locks` removes it (and logs it).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from dulwich.object_store import DiskObjectStore
+from dulwich.repo import Repo
+
+__all__ = [
+    "CLONE_CHECK_EVERY",
+    "REMOTE_CHECK_EVERY",
+    "clear_stale_locks",
+    "compact",
+    "compact_remote",
+    "find_stale_locks",
+    "remote_access",
+]
+
+log = logging.getLogger("datom_core.git")
+
+LOOSE_BUDGET = 256
+PACK_BUDGET = 16
+CLONE_CHECK_EVERY = 32  # object-adding operations of one handle between two checks
+REMOTE_CHECK_EVERY = 16  # pushes of one handle between two checks of a local remote
+_LOCK_NAME = "datom-maintenance.lock"
+_TOP_LOCKS = ("index.lock", "packed-refs.lock", "HEAD.lock", "config.lock")
+
+
+def compact(r: Repo) -> tuple[int, int]:
+    """Pack loose objects and merge packs past their budgets; (objects packed, packs merged)."""
+    store = r.object_store
+    if not isinstance(store, DiskObjectStore):
+        return 0, 0
+    packed = store.pack_loose_objects() if store.count_loose_objects() > LOOSE_BUDGET else 0
+    packs = sorted(store.packs, key=len, reverse=True)
+    merged = 0
+    if len(packs) > PACK_BUDGET:
+        biggest, rest = packs[0], packs[1:]
+        merge = rest if len(biggest) >= 2 * sum(len(p) for p in rest) else packs
+        objects = {o.id: o for p in merge for o in p.iterobjects()}
+        new = store.add_objects([(o, None) for o in objects.values()])
+        for p in merge:
+            if new is None or p.name() != new.name():
+                store._remove_pack(p)
+        merged = len(merge)
+    if packed or merged:
+        log.info("compacted %s: %d loose objects packed, %d packs merged", r.path, packed, merged)
+    return packed, merged
+
+
+@contextmanager
+def _flock(path: Path, mode: int) -> Iterator[bool]:
+    try:
+        fd = os.open(path / _LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError:  # a read-only remote: nobody compacts it, nothing to guard
+        yield mode != fcntl.LOCK_EX | fcntl.LOCK_NB
+        return
+    try:
+        try:
+            fcntl.flock(fd, mode)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+@contextmanager
+def remote_access(path: Path) -> Iterator[None]:
+    """Hold a local remote open for reading or pushing (compaction waits for it)."""
+    with _flock(path, fcntl.LOCK_SH):
+        yield
+
+
+def compact_remote(path: Path, opener: Callable[[], Repo]) -> None:
+    """Compact a local remote if nobody is using it right now."""
+    with _flock(path, fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
+        if alone:
+            compact(opener())
+
+
+def find_stale_locks(controldir: Path) -> list[Path]:
+    """Every dulwich/git lock file in a clone's ``.git`` (refs, packed-refs, index, config)."""
+    found = [controldir / name for name in _TOP_LOCKS if (controldir / name).exists()]
+    refs = controldir / "refs"
+    if refs.is_dir():
+        found.extend(sorted(p for p in refs.rglob("*.lock") if p.is_file()))
+    return found
+
+
+def clear_stale_locks(
+    controldir: Path, branch: str | None, *, everywhere: bool = False
+) -> list[Path]:
+    """Remove lock files left by killed processes; call only while holding the clone lock.
+
+    The usual suspects (the branch and its tracking ref, the index, packed-refs) are
+    checked with a few ``stat`` calls; ``everywhere`` scans all of ``refs/``.
+    """
+    if everywhere:
+        candidates = find_stale_locks(controldir)
+    else:
+        candidates = [controldir / name for name in _TOP_LOCKS]
+        if branch is not None:
+            candidates += [
+                controldir / "refs" / "heads" / f"{branch}.lock",
+                controldir / "refs" / "remotes" / "origin" / f"{branch}.lock",
+            ]
+    removed = []
+    for lock in candidates:
+        try:
+            lock.unlink()
+        except (FileNotFoundError, IsADirectoryError):
+            continue
+        log.warning("removed the stale git lock %s (left by a killed process)", lock)
+        removed.append(lock)
+    return removed

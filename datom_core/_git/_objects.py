@@ -1,0 +1,235 @@
+"""Commits and trees built from the parent tree plus what changed (private to the git layer).
+
+Nothing here scans the working tree or walks a whole tree: a commit is the parent's tree
+with the changed blobs put in (only the trees on their paths are rewritten), and the
+objects it adds are exactly the ones a remote that has the parent lacks, so a push sends
+those and nothing else.
+"""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from dulwich.diff_tree import tree_changes
+from dulwich.object_store import BaseObjectStore
+from dulwich.objects import Blob, Commit, ShaFile, Tree
+
+from ._index import FILE_MODE
+
+__all__ = [
+    "NewCommit",
+    "TreeReader",
+    "build_commit",
+    "changed_paths",
+    "commits_between",
+    "objects_of_commits",
+    "objects_to_send",
+]
+
+_Change = tuple[list[bytes], bytes | None]  # path components, blob id (None: delete)
+
+
+class TreeReader:
+    """A read-only view of the files of one commit (``commit`` None: the empty tree).
+
+    ``read(path)`` returns the bytes of ``path`` there, or ``None`` if it is absent.
+    """
+
+    def __init__(self, store: BaseObjectStore, commit: bytes | None) -> None:
+        self._store = store
+        self.commit: str | None = commit.decode() if commit is not None else None
+        self._trees: dict[bytes, Tree] = {}
+        root = store[commit] if commit is not None else None
+        self._root: bytes | None = root.tree if isinstance(root, Commit) else None
+
+    def _tree(self, sha: bytes) -> Tree | None:
+        tree = self._trees.get(sha)
+        if tree is None:
+            obj = self._store[sha]
+            if not isinstance(obj, Tree):
+                return None
+            tree = self._trees[sha] = obj
+        return tree
+
+    def read(self, path: str) -> bytes | None:
+        sha = self._root
+        for part in path.encode().split(b"/"):
+            tree = self._tree(sha) if sha is not None else None
+            if tree is None or part not in tree:
+                return None
+            _mode, sha = tree[part]
+        obj = self._store[sha] if sha is not None else None
+        return obj.as_raw_string() if isinstance(obj, Blob) else None
+
+
+@dataclass
+class NewCommit:
+    """A commit not yet stored, with every object it adds over its parent."""
+
+    commit: Commit
+    objects: list[ShaFile] = field(default_factory=list)  # the commit last
+    changes: dict[bytes, bytes | None] = field(default_factory=dict)  # path -> blob id
+
+    @property
+    def id(self) -> bytes:
+        return self.commit.id
+
+
+def _apply(
+    store: BaseObjectStore, tree_id: bytes | None, changes: list[_Change], out: list[ShaFile]
+) -> bytes | None:
+    """The id of ``tree_id`` with ``changes`` applied (None if it ends up empty)."""
+    tree = Tree()
+    if tree_id is not None:
+        base = store[tree_id]
+        tree = base.copy() if isinstance(base, Tree) else Tree()
+    nested: dict[bytes, list[_Change]] = {}
+    for parts, sha in changes:
+        if len(parts) > 1:
+            nested.setdefault(parts[0], []).append((parts[1:], sha))
+        elif sha is None:
+            if parts[0] in tree:
+                del tree[parts[0]]
+        else:
+            tree[parts[0]] = (FILE_MODE, sha)
+    for name, sub in nested.items():
+        old = tree[name][1] if name in tree and stat.S_ISDIR(tree[name][0]) else None
+        new = _apply(store, old, sub, out)
+        if new is None:
+            if name in tree:
+                del tree[name]
+        elif new != old:
+            tree[name] = (stat.S_IFDIR, new)
+    if not len(tree):
+        return None
+    if tree_id is None or tree.id != tree_id:
+        out.append(tree)
+    return tree.id
+
+
+def build_commit(
+    store: BaseObjectStore,
+    parent: bytes | None,
+    files: Mapping[str, bytes],
+    message: str,
+    identity: bytes,
+    timestamp: int,
+) -> NewCommit | None:
+    """A commit of ``files`` on top of ``parent``, or None when ``parent`` already holds them.
+
+    Only files whose bytes differ from ``parent``'s are changed. Nothing is stored: the
+    caller adds :attr:`NewCommit.objects` where they are needed.
+    """
+    reader = TreeReader(store, parent)
+    blobs: dict[bytes, Blob] = {}
+    for relpath, data in files.items():
+        blob = Blob.from_string(bytes(data))
+        if reader.read(relpath) != blob.data:
+            blobs[relpath.encode()] = blob
+    if not blobs:
+        return None
+    out: list[ShaFile] = list({b.id: b for b in blobs.values()}.values())
+    changes = [(path.split(b"/"), blob.id) for path, blob in blobs.items()]
+    tree_id = _apply(store, reader._root, changes, out)
+    if tree_id is None:
+        empty = Tree()
+        out.append(empty)
+        tree_id = empty.id
+    c = Commit()
+    c.tree = tree_id
+    c.parents = [parent] if parent is not None else []
+    c.author = c.committer = identity
+    c.author_time = c.commit_time = timestamp
+    c.author_timezone = c.commit_timezone = 0
+    c.encoding = b"UTF-8"
+    c.message = (message if message.endswith("\n") else message + "\n").encode()
+    out.append(c)
+    return NewCommit(c, out, {path: blob.id for path, blob in blobs.items()})
+
+
+def changed_paths(
+    store: BaseObjectStore, old: bytes | None, new: bytes | None
+) -> dict[bytes, bytes | None]:
+    """``path -> blob id`` (None: removed) for every file differing between two commits."""
+    trees = [_tree_of(store, c) for c in (old, new)]
+    out: dict[bytes, bytes | None] = {}
+    for change in tree_changes(store, trees[0], trees[1]):
+        if change.old is not None and change.old.path is not None:
+            out.setdefault(change.old.path, None)
+        if change.new is not None and change.new.path is not None:
+            mode = change.new.mode
+            if mode is not None and stat.S_ISREG(mode) and change.new.sha is not None:
+                out[change.new.path] = change.new.sha
+    return out
+
+
+def _tree_of(store: BaseObjectStore, commit: bytes | None) -> bytes | None:
+    if commit is None:
+        return None
+    obj = store[commit]
+    return obj.tree if isinstance(obj, Commit) else None
+
+
+def commits_between(store: BaseObjectStore, head: bytes, base: bytes | None) -> list[bytes] | None:
+    """Commits from ``head`` back to (excluding) ``base`` along first parents, oldest first.
+
+    None when ``base`` is not on that line (a merge, or unrelated histories).
+    """
+    chain, sha = [], head
+    while sha != base:
+        chain.append(sha)
+        obj = store[sha]
+        if not isinstance(obj, Commit) or len(obj.parents) > 1:
+            return None
+        if not obj.parents:
+            if base is not None:
+                return None
+            break
+        sha = obj.parents[0]
+    chain.reverse()
+    return chain
+
+
+def objects_of_commits(store: BaseObjectStore, commits: list[bytes]) -> Iterator[ShaFile]:
+    """Each commit, with the trees and blobs it adds over its first parent."""
+    for sha in commits:
+        c = store[sha]
+        assert isinstance(c, Commit)
+        parent = store[c.parents[0]] if c.parents else None
+        old_root = parent.tree if isinstance(parent, Commit) else None
+        yield from _tree_delta(store, old_root, c.tree)
+        yield c
+
+
+def _tree_delta(store: BaseObjectStore, old: bytes | None, new: bytes) -> Iterator[ShaFile]:
+    if old == new:
+        return
+    tree = store[new]
+    assert isinstance(tree, Tree)
+    yield tree
+    before: dict[bytes, tuple[int, bytes]] = {}
+    if old is not None:
+        prev = store[old]
+        if isinstance(prev, Tree):
+            before = {e.path: (e.mode, e.sha) for e in prev.iteritems()}
+    for entry in tree.iteritems():
+        was = before.get(entry.path)
+        if was is not None and was[1] == entry.sha:
+            continue
+        if stat.S_ISDIR(entry.mode):
+            base = was[1] if was is not None and stat.S_ISDIR(was[0]) else None
+            yield from _tree_delta(store, base, entry.sha)
+        elif entry.mode & 0o170000 != 0o160000:  # a submodule's commit is not ours to send
+            yield store[entry.sha]
+
+
+def objects_to_send(store: BaseObjectStore, head: bytes, base: bytes | None) -> list[ShaFile]:
+    """The objects a remote holding ``base`` lacks to hold ``head`` (parents first)."""
+    chain = commits_between(store, head, base)
+    if chain is not None:
+        return list(objects_of_commits(store, chain))
+    # Merges or unrelated histories (a repository edited by other tools): dulwich's search.
+    missing = store.find_missing_objects([base] if base is not None else [], [head])
+    return [store[sha] for sha, _hint in missing]
