@@ -39,7 +39,7 @@ def _padded(path: bytes) -> bytes:
 
 
 def entry_header(st: os.stat_result, sha_hex: bytes) -> bytes:
-    """The fixed part of an index entry for a file with stat ``st`` and blob ``sha_hex``."""
+    """The fixed part of an index entry (without its flags) for a file with stat ``st``."""
     return _ENTRY.pack(
         int(st.st_ctime) & _MASK,
         st.st_ctime_ns % 1_000_000_000,
@@ -61,7 +61,8 @@ class FastIndex:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._entries: dict[bytes, bytes] | None = None
+        self._entries: dict[bytes, bytes] | None = None  # path -> the whole entry's bytes
+        self._order: list[bytes] | None = None
         self._stamp: tuple[int, int, int] | None = None
 
     def _stat(self) -> tuple[int, int, int] | None:
@@ -75,25 +76,29 @@ class FastIndex:
         stamp = self._stat()
         if self._entries is None or stamp != self._stamp:
             self._entries = {} if stamp is None else _parse(self.path.read_bytes())
-            self._stamp = stamp
+            self._order, self._stamp = None, stamp
         return self._entries
 
     def update(self, root: Path, changes: Mapping[bytes, bytes | None]) -> None:
         """Set ``path -> blob sha`` (from the file's current stat) or drop ``path -> None``."""
         entries = self.entries()
+        added = False
         for path, sha in changes.items():
             if sha is None:
-                entries.pop(path, None)
+                if entries.pop(path, None) is not None:
+                    added = True  # the order must be recomputed without it
             else:
-                entries[path] = entry_header(os.lstat(root / os.fsdecode(path)), sha)
-        self._write(entries)
+                added |= path not in entries
+                header = entry_header(os.lstat(root / os.fsdecode(path)), sha)
+                flags = min(len(path), 0xFFF).to_bytes(2, "big")
+                entries[path] = header + flags + _padded(path)
+        if added or self._order is None:
+            self._order = sorted(entries)
+        self._write(entries, self._order)
 
-    def _write(self, entries: dict[bytes, bytes]) -> None:
-        body = [_HEADER.pack(b"DIRC", 2, len(entries))]
-        for path in sorted(entries):
-            flags = min(len(path), 0xFFF).to_bytes(2, "big")
-            body.append(entries[path] + flags + _padded(path))
-        data = b"".join(body)
+    def _write(self, entries: dict[bytes, bytes], order: list[bytes]) -> None:
+        header = _HEADER.pack(b"DIRC", 2, len(entries))
+        data = header + b"".join([entries[path] for path in order])
         data += hashlib.sha1(data).digest()
         # git's own protocol: write index.lock exclusively, then rename it over the index.
         lock = self.path.with_name("index.lock")
@@ -123,8 +128,9 @@ def _parse(data: bytes) -> dict[bytes, bytes]:
         name_start = pos + _FIXED
         name_end = data.index(b"\0", name_start)
         path = data[name_start:name_end]
-        entries[path] = data[pos : pos + _FIXED - 2]
-        pos += _FIXED + len(path) + (8 - (_FIXED + len(path)) % 8)
+        size = _FIXED + len(path) + (8 - (_FIXED + len(path)) % 8)
+        entries[path] = data[pos : pos + size]
+        pos += size
     end = len(data) - 20
     while pos + 8 <= end:  # extensions: refuse the one that changes the meaning (split index)
         signature = data[pos : pos + 4]

@@ -27,7 +27,7 @@ from contextlib import closing
 from pathlib import Path
 
 from dulwich.object_store import tree_lookup_path
-from dulwich.objects import Blob
+from dulwich.objects import Blob, ShaFile
 from dulwich.repo import Repo
 
 from .._errors import GitError, PushRejectedError
@@ -57,6 +57,7 @@ class MetadataRepo(RepoCore):
     ) -> None:
         super().__init__(Path(path).absolute(), token_env, credentials)
         self._touched: tuple[bytes, dict[bytes, bytes]] | None = None
+        self._made: dict[bytes, list[ShaFile]] = {}  # objects of commits made, until pushed
 
     def __repr__(self) -> str:
         return f"MetadataRepo({str(self.path)!r})"
@@ -267,6 +268,9 @@ class MetadataRepo(RepoCore):
             if new is None:
                 return None
             self._store_local(r, new.objects)
+            if len(self._made) > 64:
+                self._made.clear()
+            self._made[new.id] = new.objects
             self._sync(r, new.changes)
             moved = (
                 r.refs.add_if_new(branch, new.id)
@@ -306,7 +310,10 @@ class MetadataRepo(RepoCore):
                     "this clone lacks (another writer pushed first). Call fetch_and_reset(), "
                     "redo the write on top, and push again."
                 )
-            remote.push(r, branch, theirs, head, objects_to_send(r.object_store, head, theirs))
+            remote.push(
+                r, branch, theirs, head, objects_to_send(r.object_store, head, theirs, self._made)
+            )
+            self._made.clear()
             self._pushed(r, remote, branch, head)
 
     def fetch_and_reset(self) -> str | None:

@@ -12,7 +12,6 @@ import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from dulwich.diff_tree import tree_changes
 from dulwich.object_store import BaseObjectStore
 from dulwich.objects import Blob, Commit, ShaFile, Tree
 
@@ -29,6 +28,24 @@ __all__ = [
 ]
 
 _Change = tuple[list[bytes], bytes | None]  # path components, blob id (None: delete)
+# Parsed trees by id (content-addressed, so shared safely by every repository): the root
+# tree of a 3,000-table project takes milliseconds to parse and is read several times per
+# write. Never mutated: _apply works on a copy.
+_TREES: dict[bytes, Tree] = {}
+_TREES_MAX = 64
+
+
+def tree_of(store: BaseObjectStore, sha: bytes) -> Tree | None:
+    """The tree ``sha`` (None if it is not a tree), parsed once."""
+    tree = _TREES.get(sha)
+    if tree is None:
+        obj = store[sha]
+        if not isinstance(obj, Tree):
+            return None
+        if len(_TREES) >= _TREES_MAX:
+            _TREES.pop(next(iter(_TREES)))
+        tree = _TREES[sha] = obj
+    return tree
 
 
 class TreeReader:
@@ -40,23 +57,13 @@ class TreeReader:
     def __init__(self, store: BaseObjectStore, commit: bytes | None) -> None:
         self._store = store
         self.commit: str | None = commit.decode() if commit is not None else None
-        self._trees: dict[bytes, Tree] = {}
         root = store[commit] if commit is not None else None
         self._root: bytes | None = root.tree if isinstance(root, Commit) else None
-
-    def _tree(self, sha: bytes) -> Tree | None:
-        tree = self._trees.get(sha)
-        if tree is None:
-            obj = self._store[sha]
-            if not isinstance(obj, Tree):
-                return None
-            tree = self._trees[sha] = obj
-        return tree
 
     def read(self, path: str) -> bytes | None:
         sha = self._root
         for part in path.encode().split(b"/"):
-            tree = self._tree(sha) if sha is not None else None
+            tree = tree_of(self._store, sha) if sha is not None else None
             if tree is None or part not in tree:
                 return None
             _mode, sha = tree[part]
@@ -83,8 +90,8 @@ def _apply(
     """The id of ``tree_id`` with ``changes`` applied (None if it ends up empty)."""
     tree = Tree()
     if tree_id is not None:
-        base = store[tree_id]
-        tree = base.copy() if isinstance(base, Tree) else Tree()
+        base = tree_of(store, tree_id)
+        tree = base.copy() if base is not None else Tree()
     nested: dict[bytes, list[_Change]] = {}
     for parts, sha in changes:
         if len(parts) > 1:
@@ -153,16 +160,36 @@ def changed_paths(
     store: BaseObjectStore, old: bytes | None, new: bytes | None
 ) -> dict[bytes, bytes | None]:
     """``path -> blob id`` (None: removed) for every file differing between two commits."""
-    trees = [_tree_of(store, c) for c in (old, new)]
     out: dict[bytes, bytes | None] = {}
-    for change in tree_changes(store, trees[0], trees[1]):
-        if change.old is not None and change.old.path is not None:
-            out.setdefault(change.old.path, None)
-        if change.new is not None and change.new.path is not None:
-            mode = change.new.mode
-            if mode is not None and stat.S_ISREG(mode) and change.new.sha is not None:
-                out[change.new.path] = change.new.sha
+    _diff(store, _tree_of(store, old), _tree_of(store, new), b"", out)
     return out
+
+
+def _diff(
+    store: BaseObjectStore,
+    old: bytes | None,
+    new: bytes | None,
+    prefix: bytes,
+    out: dict[bytes, bytes | None],
+) -> None:
+    if old == new:
+        return
+    a = tree_of(store, old) if old is not None else None
+    b = tree_of(store, new) if new is not None else None
+    for name in set(a or ()) | set(b or ()):
+        was = a[name] if a is not None and name in a else None
+        now = b[name] if b is not None and name in b else None
+        if was == now:
+            continue
+        path = prefix + name
+        was_dir = was is not None and stat.S_ISDIR(was[0])
+        now_dir = now is not None and stat.S_ISDIR(now[0])
+        if was_dir or now_dir:
+            _diff(store, was[1] if was_dir else None, now[1] if now_dir else None, path + b"/", out)  # type: ignore[index]
+        if was is not None and not was_dir:
+            out[path] = None
+        if now is not None and not now_dir and stat.S_ISREG(now[0]):
+            out[path] = now[1]
 
 
 def _tree_of(store: BaseObjectStore, commit: bytes | None) -> bytes | None:
@@ -206,30 +233,39 @@ def objects_of_commits(store: BaseObjectStore, commits: list[bytes]) -> Iterator
 def _tree_delta(store: BaseObjectStore, old: bytes | None, new: bytes) -> Iterator[ShaFile]:
     if old == new:
         return
-    tree = store[new]
-    assert isinstance(tree, Tree)
+    tree = tree_of(store, new)
+    assert tree is not None
     yield tree
-    before: dict[bytes, tuple[int, bytes]] = {}
-    if old is not None:
-        prev = store[old]
-        if isinstance(prev, Tree):
-            before = {e.path: (e.mode, e.sha) for e in prev.iteritems()}
-    for entry in tree.iteritems():
-        was = before.get(entry.path)
-        if was is not None and was[1] == entry.sha:
+    prev = tree_of(store, old) if old is not None else None
+    for name in tree:
+        mode, sha = tree[name]
+        was = prev[name] if prev is not None and name in prev else None
+        if was is not None and was[1] == sha:
             continue
-        if stat.S_ISDIR(entry.mode):
+        if stat.S_ISDIR(mode):
             base = was[1] if was is not None and stat.S_ISDIR(was[0]) else None
-            yield from _tree_delta(store, base, entry.sha)
-        elif entry.mode & 0o170000 != 0o160000:  # a submodule's commit is not ours to send
-            yield store[entry.sha]
+            yield from _tree_delta(store, base, sha)
+        elif mode & 0o170000 != 0o160000:  # a submodule's commit is not ours to send
+            yield store[sha]
 
 
-def objects_to_send(store: BaseObjectStore, head: bytes, base: bytes | None) -> list[ShaFile]:
-    """The objects a remote holding ``base`` lacks to hold ``head`` (parents first)."""
+def objects_to_send(
+    store: BaseObjectStore,
+    head: bytes,
+    base: bytes | None,
+    known: Mapping[bytes, list[ShaFile]] | None = None,
+) -> list[ShaFile]:
+    """The objects a remote holding ``base`` lacks to hold ``head`` (parents first).
+
+    ``known``: the objects of commits this handle made (nothing to compute for those).
+    """
     chain = commits_between(store, head, base)
     if chain is not None:
-        return list(objects_of_commits(store, chain))
+        out: list[ShaFile] = []
+        for sha in chain:
+            mine = (known or {}).get(sha)
+            out.extend(mine if mine is not None else objects_of_commits(store, [sha]))
+        return out
     # Merges or unrelated histories (a repository edited by other tools): dulwich's search.
     missing = store.find_missing_objects([base] if base is not None else [], [head])
     return [store[sha] for sha, _hint in missing]
