@@ -314,9 +314,17 @@ class HttpTransport(Transport):
             return [tip] if tip is not None and tip not in r.object_store else []
 
         # A push landing mid-fetch can advertise a tip newer than the pack sent: ask again.
-        for _ in range(_FETCH_ROUNDS):
-            with self.errors("fetch from"):
-                self._client.fetch("", r, determine_wants=wants)
+        for attempt in range(_FETCH_ROUNDS):
+            try:
+                with self.errors("fetch from"):
+                    self._client.fetch("", r, determine_wants=wants)
+            except GitError as e:
+                # A stateless server re-reads its refs for the pack request: a tip that moved
+                # since the advertisement is "invalid" there. Ask again on the new refs.
+                if attempt + 1 == _FETCH_ROUNDS or not isinstance(e.__cause__, GitProtocolError):
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+                continue
             tip = advertised[0]
             if tip is None or tip in r.object_store:
                 return tip
@@ -348,7 +356,7 @@ class HttpTransport(Transport):
     def _built_on(self, r: Repo, branch: bytes, new: bytes) -> bool:
         """Whether the branch moved on from ``new`` (another writer built on it already)."""
         tip = self.fetch_branch(r, branch)
-        return tip is not None and can_fast_forward(r, new, tip)
+        return tip is not None and new in r.object_store and can_fast_forward(r, new, tip)
 
     def client(self) -> tuple[GitClient, str]:
         return self._client, ""
