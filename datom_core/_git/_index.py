@@ -15,12 +15,15 @@ back to dulwich.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import struct
 from collections.abc import Mapping
 from pathlib import Path
 
 __all__ = ["FastIndex", "UnsupportedIndex"]
+
+log = logging.getLogger("datom_core.git")
 
 _HEADER = struct.Struct(">4sLL")
 _ENTRY = struct.Struct(">10L20sH")  # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size
@@ -102,7 +105,13 @@ class FastIndex:
         data += hashlib.sha1(data).digest()
         # git's own protocol: write index.lock exclusively, then rename it over the index.
         lock = self.path.with_name("index.lock")
-        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        try:
+            fd = os.open(lock, flags, 0o644)
+        except FileExistsError:  # callers hold the clone lock: a killed process left it
+            log.warning("removed the stale git lock %s (left by a killed process)", lock)
+            lock.unlink(missing_ok=True)
+            fd = os.open(lock, flags, 0o644)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)

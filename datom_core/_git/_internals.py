@@ -6,19 +6,26 @@ dulwich's exceptions become datom's own (:class:`GitError`, :class:`InvalidNameE
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path, PurePosixPath
+from typing import Any, TypeVar
 
 from dulwich import porcelain
 from dulwich.errors import NotGitRepository
+from dulwich.file import FileLocked
 from dulwich.graph import can_fast_forward
 from dulwich.index import IndexEntry, index_entry_from_stat
 from dulwich.objects import Commit
 from dulwich.repo import Repo
 
 from .._errors import GitError, InvalidNameError
+
+log = logging.getLogger("datom_core.git")
+T = TypeVar("T")
 
 HEADS = b"refs/heads/"
 TRACKING = b"refs/remotes/origin/"
@@ -125,6 +132,47 @@ def tracking_ref(branch: bytes) -> bytes:
 def short(branch: bytes) -> str:
     """``refs/heads/x`` -> ``x``."""
     return branch[len(HEADS) :].decode()
+
+
+def unstale(fn: Callable[[], T]) -> T:
+    """Run a ref or index update; a dulwich lock in the way is stale, so remove it and retry.
+
+    Call only while holding the clone's datom lock: every datom writer of a clone holds
+    it, so a lock file found then was left by a killed process.
+    """
+    try:
+        return fn()
+    except FileLocked as e:
+        lock = Path(os.fsdecode(e.lockfilename))
+        log.warning("removed the stale git lock %s (left by a killed process)", lock)
+        lock.unlink(missing_ok=True)
+        return fn()
+
+
+def set_ref(r: Repo, name: bytes, sha: bytes) -> None:
+    """Point ``name`` at ``sha`` (under the clone lock)."""
+    refs: Any = r.refs
+    unstale(lambda: refs.__setitem__(name, sha))
+
+
+def swap_ref(r: Repo, name: bytes, old: bytes | None, new: bytes) -> bool:
+    """Compare-and-swap ``name`` from ``old`` (None: absent) to ``new``."""
+    refs: Any = r.refs
+    if old is None:
+        return bool(unstale(lambda: refs.add_if_new(name, new)))
+    return bool(unstale(lambda: refs.set_if_equals(name, old, new)))
+
+
+def drop_ref(r: Repo, name: bytes, old: bytes | None = None) -> None:
+    """Delete ``name`` (if it still points at ``old``, when given)."""
+    refs: Any = r.refs
+    unstale(lambda: refs.remove_if_equals(name, old))
+
+
+def set_head(r: Repo, branch: bytes) -> None:
+    """Make HEAD name ``branch``."""
+    refs: Any = r.refs
+    unstale(lambda: refs.set_symbolic_ref(b"HEAD", branch))
 
 
 def get_ref(r: Repo, name: bytes) -> bytes | None:

@@ -12,7 +12,8 @@
 * **Stale git locks.** dulwich writes a ref or the index through ``<file>.lock``; a process
   killed at that moment leaves the lock behind and every later update fails. datom writes a
   clone only under its own lock (:mod:`_lock`), so such a file found while holding it is
-  stale: :func:`clear_stale_locks` removes it (and logs it).
+  stale. The layer removes one where it meets it (``_internals.unstale``);
+  :func:`clear_stale_locks` removes them all, for ``validate(fix=True)``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ __all__ = [
     "compact",
     "compact_remote",
     "find_stale_locks",
-    "remote_access",
+    "RemoteAccess",
 ]
 
 log = logging.getLogger("datom_core.git")
@@ -87,11 +88,42 @@ def _flock(path: Path, mode: int) -> Iterator[bool]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-@contextmanager
-def remote_access(path: Path) -> Iterator[None]:
-    """Hold a local remote open for reading or pushing (compaction waits for it)."""
-    with _flock(path, fcntl.LOCK_SH):
-        yield
+class RemoteAccess:
+    """The shared side of a local remote's maintenance lock, on one descriptor per process."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+        self._pid = -1
+
+    def _descriptor(self) -> int | None:
+        if self._fd is None or self._pid != os.getpid():
+            try:
+                self._fd = os.open(
+                    self.path / _LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644
+                )
+            except OSError:  # a read-only remote: nobody compacts it, nothing to guard
+                self._fd = None
+            self._pid = os.getpid()
+        return self._fd
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        """Hold the remote open for reading or pushing (compaction waits for it)."""
+        fd = self._descriptor()
+        if fd is None:
+            yield
+            return
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        if self._fd is not None and self._pid == os.getpid():
+            os.close(self._fd)
+        self._fd = None
 
 
 def compact_remote(path: Path, opener: Callable[[], Repo]) -> None:
@@ -110,25 +142,10 @@ def find_stale_locks(controldir: Path) -> list[Path]:
     return found
 
 
-def clear_stale_locks(
-    controldir: Path, branch: str | None, *, everywhere: bool = False
-) -> list[Path]:
-    """Remove lock files left by killed processes; call only while holding the clone lock.
-
-    The usual suspects (the branch and its tracking ref, the index, packed-refs) are
-    checked with a few ``stat`` calls; ``everywhere`` scans all of ``refs/``.
-    """
-    if everywhere:
-        candidates = find_stale_locks(controldir)
-    else:
-        candidates = [controldir / name for name in _TOP_LOCKS]
-        if branch is not None:
-            candidates += [
-                controldir / "refs" / "heads" / f"{branch}.lock",
-                controldir / "refs" / "remotes" / "origin" / f"{branch}.lock",
-            ]
+def clear_stale_locks(controldir: Path) -> list[Path]:
+    """Remove every lock file :func:`find_stale_locks` lists (call under the clone lock)."""
     removed = []
-    for lock in candidates:
+    for lock in find_stale_locks(controldir):
         try:
             lock.unlink()
         except (FileNotFoundError, IsADirectoryError):

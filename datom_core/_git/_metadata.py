@@ -241,7 +241,7 @@ class MetadataRepo(RepoCore):
         """Take this clone's lock, then remove every git lock file left by a killed process
         (each is logged); returns the removed paths. ``validate(fix=True)`` calls this."""
         with self.lock():
-            return maint.clear_stale_locks(self.controldir, None, everywhere=True)
+            return maint.clear_stale_locks(self.controldir)
 
     def commit(
         self, files: Mapping[str, bytes], message: str, author: Author | None = None
@@ -272,11 +272,7 @@ class MetadataRepo(RepoCore):
                 self._made.clear()
             self._made[new.id] = new.objects
             self._sync(r, new.changes)
-            moved = (
-                r.refs.add_if_new(branch, new.id)
-                if parent is None
-                else r.refs.set_if_equals(branch, parent, new.id)
-            )
+            moved = gi.swap_ref(r, branch, parent, new.id)
             if not moved:
                 raise GitError(
                     f"The branch of {self.path} moved while committing: another process wrote "
@@ -329,7 +325,7 @@ class MetadataRepo(RepoCore):
             branch = gi.branch_ref(r)
             target = self._remote().fetch_branch(r, branch)
             if target is not None:
-                r.refs[gi.tracking_ref(branch)] = target
+                gi.set_ref(r, gi.tracking_ref(branch), target)
             self._move_to(r, branch, target)
             return target.decode() if target is not None else None
 
@@ -345,7 +341,7 @@ class MetadataRepo(RepoCore):
             branch = gi.branch_ref(r)
             theirs, ours = self._remote().fetch_branch(r, branch), gi.head(r)
             if theirs is not None:
-                r.refs[gi.tracking_ref(branch)] = theirs
+                gi.set_ref(r, gi.tracking_ref(branch), theirs)
             if theirs is None or theirs == ours:
                 return
             if ours is not None and gi.is_ancestor(r, theirs, ours):
@@ -367,13 +363,13 @@ class MetadataRepo(RepoCore):
             branch = gi.branch_ref(r)
             if named is not None and named.startswith(gi.HEADS) and named != branch:
                 if named in heads or not heads:
-                    r.refs.set_symbolic_ref(b"HEAD", named)
+                    gi.set_head(r, named)
                     self._reconfigure(self._url_of(), gi.short(named))
                     branch = named
             target = None
             for name in heads:
                 sha = remote.fetch_branch(r, name)
                 if sha is not None:
-                    r.refs[gi.tracking_ref(name)] = sha
+                    gi.set_ref(r, gi.tracking_ref(name), sha)
                     target = sha if name == branch else target
             self._move_to(r, branch, target)

@@ -150,12 +150,8 @@ class RepoCore:
     # -- keeping the working tree and the index in step with HEAD ----------------------
 
     def _recover(self, r: Repo) -> None:
-        """Under the lock: clear stale git locks, finish an interrupted working-tree update."""
-        try:
-            branch: str | None = gi.short(gi.branch_ref(r))
-        except GitError:
-            branch = None
-        maint.clear_stale_locks(self.controldir, branch)
+        """Under the lock: finish an interrupted working-tree update (stale git locks are
+        removed where they are met, see :func:`_internals.unstale`)."""
         journal = self.controldir / _JOURNAL
         try:
             paths = journal.read_bytes().splitlines()
@@ -202,9 +198,9 @@ class RepoCore:
             return
         self._sync(r, changed_paths(r.object_store, old, target))
         if target is None:
-            r.refs.remove_if_equals(branch, None)
+            gi.drop_ref(r, branch)
         else:
-            r.refs[branch] = target
+            gi.set_ref(r, branch, target)
 
     def _store_local(self, r: Repo, objects: list[object]) -> None:
         add_objects(r, objects)  # type: ignore[arg-type]
@@ -226,16 +222,16 @@ class RepoCore:
             return branch  # HEAD names a branch that does not exist: keep ours, fix HEAD
         sha = gi.head(r)
         if sha is not None:
-            r.refs[named] = sha
-        r.refs.set_symbolic_ref(b"HEAD", named)
+            gi.set_ref(r, named, sha)
+        gi.set_head(r, named)
         if sha is not None:
-            r.refs.remove_if_equals(branch, sha)
+            gi.drop_ref(r, branch, sha)
         self._reconfigure(self._url_of(), gi.short(named))
         log.info("following the remote's HEAD: this clone's branch is now %s", gi.short(named))
         return named
 
     def _pushed(self, r: Repo, remote: Transport, branch: bytes, sha: bytes) -> None:
-        r.refs[gi.tracking_ref(branch)] = sha
+        gi.set_ref(r, gi.tracking_ref(branch), sha)
         remote.adopt_head(branch)
 
     # -- commit_and_push -------------------------------------------------------------------
@@ -270,18 +266,20 @@ class RepoCore:
             end, delay, attempts = time.monotonic() + deadline, _BACKOFF_START, 0
             while True:
                 attempts += 1
-                tip = remote.fetch_branch(r, branch)
-                files = dict(build(TreeReader(r.object_store, tip)))
-                for relpath in files:
-                    gi.check_relpath(relpath)
-                new = build_commit(r.object_store, tip, files, message, who, _now())
-                if new is None:
-                    if tip is not None:
-                        r.refs[gi.tracking_ref(branch)] = tip
-                    self._move_to(r, branch, tip)
-                    return None
                 try:
-                    remote.push(r, branch, tip, new.id, new.objects)
+                    with remote.turn(max(end - time.monotonic(), 0.0)):
+                        tip = remote.fetch_branch(r, branch)
+                        files = dict(build(TreeReader(r.object_store, tip)))
+                        for relpath in files:
+                            gi.check_relpath(relpath)
+                        new = build_commit(r.object_store, tip, files, message, who, _now())
+                        if new is not None:
+                            remote.push(r, branch, tip, new.id, new.objects)
+                    if new is None:
+                        if tip is not None:
+                            gi.set_ref(r, gi.tracking_ref(branch), tip)
+                        self._move_to(r, branch, tip)
+                        return None
                 except PushRejectedError:
                     if time.monotonic() + delay > end:
                         raise PushRejectedError(

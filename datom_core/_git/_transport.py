@@ -17,7 +17,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from dulwich.repo import Repo
 
 from .._errors import DatomError, GitError, PushRejectedError
 from . import _maintenance as maint
+from ._lock import RepoLock
 from ._objects import objects_of_commits
 from ._remote import USERNAME_ENV, GitCredentials, scrub
 
@@ -42,6 +43,7 @@ _HEADS = b"refs/heads/"
 _LOOSE_MAX = 64  # more objects than this in one transfer arrive as a pack
 _STALE_REMOTE_LOCK = 60.0  # seconds: a ref lock older than this in a local remote is dead
 _FETCH_ROUNDS = 5
+_TURN_LOCK = "datom-writers.lock"
 # Ref statuses meaning "someone else moved the ref first": fetch, rebuild and retry.
 _RACE_STATUSES = ("failed to write", "failed to lock", "unable to set", "non-fast-forward",
                   "fetch first", "stale info", "atomic push failed")  # fmt: skip
@@ -108,6 +110,10 @@ class Transport:
     def adopt_head(self, branch: bytes) -> None:
         """Make the remote's ``HEAD`` name ``branch`` where the transport can."""
 
+    def turn(self, timeout: float) -> AbstractContextManager[object]:
+        """Hold the remote's writer turn, where there is one (see :class:`LocalTransport`)."""
+        return nullcontext()
+
     def client(self) -> tuple[GitClient, str]:
         """A dulwich client and path, for the whole-remote operations (clone, pull)."""
         raise NotImplementedError
@@ -126,6 +132,8 @@ class LocalTransport(Transport):
         self._repo: Repo | None = None
         self._pid = os.getpid()
         self._pushes = 0
+        self._access = maint.RemoteAccess(self.path)
+        self._head_named: bytes | None = None  # the branch HEAD was last seen to name
 
     def _open(self) -> Repo:
         if self._repo is None or self._pid != os.getpid():
@@ -145,7 +153,7 @@ class LocalTransport(Transport):
             raise GitError(
                 f"Cannot {action} {self.url}: no git repository there. Check the remote path/URL."
             )
-        with self.errors(action), maint.remote_access(self.path):
+        with self.errors(action), self._access.shared():
             yield self._open()
 
     def heads(
@@ -171,7 +179,7 @@ class LocalTransport(Transport):
         self, r: Repo, branch: bytes, old: bytes | None, new: bytes, objects: Sequence[ShaFile]
     ) -> None:
         with self._using("push to") as remote:
-            current = remote.refs.as_dict().get(branch)
+            current = _read_ref(remote, branch)
             if current != old:
                 raise _rejected(self.url, branch, "the remote moved")
             add_objects(remote, objects)
@@ -189,10 +197,12 @@ class LocalTransport(Transport):
                 return bool(remote.refs.set_if_equals(branch, old, new))
             except FileLocked as e:
                 lock = Path(os.fsdecode(e.lockfilename))
-                if attempt == 0 and _older_than(lock, _STALE_REMOTE_LOCK):
-                    log.warning("removing the stale ref lock %s (left by a killed push)", lock)
-                    lock.unlink(missing_ok=True)
-                    continue
+                age = _age(lock)
+                if attempt == 0 and (age is None or age > _STALE_REMOTE_LOCK):
+                    if age is not None:
+                        log.warning("removing the stale ref lock %s (left by a killed push)", lock)
+                        lock.unlink(missing_ok=True)
+                    continue  # released meanwhile, or removed: try the swap once more
                 raise PushRejectedError(
                     f"Push to {self.url} rejected: {branch[len(_HEADS) :].decode()} is being "
                     "updated by a concurrent push. Call fetch_and_reset(), redo the write, push "
@@ -200,10 +210,20 @@ class LocalTransport(Transport):
                 ) from e
         return False
 
+    def turn(self, timeout: float) -> AbstractContextManager[object]:
+        """datom writers on this machine take turns (a ``flock`` in the remote) from fetch
+        to push: under contention they queue instead of redoing work that a
+        compare-and-swap would reject. Other git clients still meet the swap."""
+        return RepoLock(self.path / _TURN_LOCK, timeout, poll=(0.001, 0.004))
+
     def adopt_head(self, branch: bytes) -> None:
+        if self._head_named == branch:
+            return
         with self._using("push to") as remote:
-            if remote.refs.get_symrefs().get(b"HEAD") != branch:
-                remote.refs.set_symbolic_ref(b"HEAD", branch)
+            if remote.refs.read_ref(b"HEAD") != b"ref: " + branch:
+                refs: Any = remote.refs
+                refs.set_symbolic_ref(b"HEAD", branch)
+        self._head_named = branch
 
     def client(self) -> tuple[GitClient, str]:
         return LocalGitClient(), str(self.path)
@@ -215,6 +235,7 @@ class LocalTransport(Transport):
         if self._repo is not None and self._pid == os.getpid():
             self._repo.close()
         self._repo = None
+        self._access.close()
 
 
 def check_ref_status(ref_status: Mapping[bytes, str | None], url: str) -> None:
@@ -279,11 +300,21 @@ def remote_errors(
         raise fail(f"Cannot {where}: unexpected reply ({e}). Is it a git server?") from e
 
 
-def _older_than(path: Path, seconds: float) -> bool:
+def _read_ref(r: Repo, name: bytes) -> bytes | None:
+    """A branch's sha read from its file (or packed-refs), without listing every ref."""
+    refs: Any = r.refs
     try:
-        return time.time() - path.stat().st_mtime > seconds
+        return bytes(refs[name])
+    except KeyError:
+        return None
+
+
+def _age(path: Path) -> float | None:
+    """Seconds since ``path`` was last modified; None if it is gone."""
+    try:
+        return time.time() - path.stat().st_mtime
     except FileNotFoundError:
-        return True
+        return None
 
 
 class HttpTransport(Transport):
