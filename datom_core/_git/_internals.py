@@ -19,7 +19,8 @@ from dulwich.errors import NotGitRepository
 from dulwich.file import FileLocked
 from dulwich.graph import can_fast_forward
 from dulwich.index import IndexEntry, index_entry_from_stat
-from dulwich.objects import Commit
+from dulwich.objects import Commit, ObjectID
+from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from .._errors import GitError, InvalidNameError
@@ -95,7 +96,7 @@ def init_bare(bare: Path, branch: str) -> None:
     if bare.exists():
         try:
             with closing(Repo(str(bare))) as existing:
-                if existing.bare and not existing.refs.keys(base=HEADS):
+                if existing.bare and not existing.refs.keys(base=Ref(HEADS)):
                     return
         except NotGitRepository:
             pass
@@ -117,7 +118,7 @@ def remote_url(r: Repo) -> str:
 
 def branch_ref(r: Repo) -> bytes:
     """The ref HEAD points at, e.g. ``refs/heads/main``."""
-    raw = r.refs.read_ref(b"HEAD") or b""
+    raw = r.refs.read_ref(Ref(b"HEAD")) or b""
     target = raw[len(b"ref: ") :].strip() if raw.startswith(b"ref: ") else None
     if target is None or not target.startswith(HEADS):
         raise GitError(f"HEAD of {r.path} is not on a branch; check out the project branch.")
@@ -178,7 +179,7 @@ def set_head(r: Repo, branch: bytes) -> None:
 def get_ref(r: Repo, name: bytes) -> bytes | None:
     """The sha a ref points at, or ``None``."""
     try:
-        return r.refs[name]
+        return r.refs[Ref(name)]
     except KeyError:
         return None
 
@@ -192,9 +193,9 @@ def is_ancestor(r: Repo, ancestor: bytes, descendant: bytes) -> bool:
     """Whether ``descendant`` contains ``ancestor`` (or is it)."""
     if ancestor == descendant:
         return True
-    if ancestor not in r.object_store:
+    if ObjectID(ancestor) not in r.object_store:
         return False  # every ancestor of a local commit is local
-    return can_fast_forward(r, ancestor, descendant)
+    return can_fast_forward(r, ObjectID(ancestor), ObjectID(descendant))
 
 
 def commit_object(r: Repo, commit: str) -> Commit:

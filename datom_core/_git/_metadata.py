@@ -27,7 +27,7 @@ from contextlib import closing
 from pathlib import Path
 
 from dulwich.object_store import tree_lookup_path
-from dulwich.objects import Blob, ShaFile
+from dulwich.objects import Blob, ObjectID, ShaFile
 from dulwich.repo import Repo
 
 from .._errors import GitError, PushRejectedError
@@ -191,7 +191,7 @@ class MetadataRepo(RepoCore):
         if head is None:
             return []
         paths = [relpath.encode()] if relpath is not None else None
-        walker = r.get_walker(include=[head], paths=paths, max_entries=max_entries)
+        walker = r.get_walker(include=[ObjectID(head)], paths=paths, max_entries=max_entries)
         return [commit_info(entry.commit) for entry in walker]
 
     def last_commit_touching(self, relpath: str) -> str | None:
@@ -211,7 +211,8 @@ class MetadataRepo(RepoCore):
             chain = commits_between(r.object_store, head, cached_head) if cached_head else None
             if chain is None:
                 newest = {}
-                chain = [e.commit.id for e in r.get_walker(include=[head], reverse=True)]
+                walk = r.get_walker(include=[ObjectID(head)], reverse=True)
+                chain = [e.commit.id for e in walk]
             else:
                 newest = dict(newest)
             for sha in chain:

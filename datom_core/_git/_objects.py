@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from dulwich.object_store import BaseObjectStore
-from dulwich.objects import Blob, Commit, ShaFile, Tree
+from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
 
 from ._index import FILE_MODE
 
@@ -39,7 +39,7 @@ def tree_of(store: BaseObjectStore, sha: bytes) -> Tree | None:
     """The tree ``sha`` (None if it is not a tree), parsed once."""
     tree = _TREES.get(sha)
     if tree is None:
-        obj = store[sha]
+        obj = store[ObjectID(sha)]
         if not isinstance(obj, Tree):
             return None
         if len(_TREES) >= _TREES_MAX:
@@ -57,7 +57,7 @@ class TreeReader:
     def __init__(self, store: BaseObjectStore, commit: bytes | None) -> None:
         self._store = store
         self.commit: str | None = commit.decode() if commit is not None else None
-        root = store[commit] if commit is not None else None
+        root = store[ObjectID(commit)] if commit is not None else None
         self._root: bytes | None = root.tree if isinstance(root, Commit) else None
 
     def read(self, path: str) -> bytes | None:
@@ -67,7 +67,7 @@ class TreeReader:
             if tree is None or part not in tree:
                 return None
             _mode, sha = tree[part]
-        obj = self._store[sha] if sha is not None else None
+        obj = self._store[ObjectID(sha)] if sha is not None else None
         return obj.as_raw_string() if isinstance(obj, Blob) else None
 
 
@@ -91,7 +91,8 @@ def _apply(
     tree = Tree()
     if tree_id is not None:
         base = tree_of(store, tree_id)
-        tree = base.copy() if base is not None else Tree()
+        copied = base.copy() if base is not None else Tree()
+        tree = copied if isinstance(copied, Tree) else Tree()
     nested: dict[bytes, list[_Change]] = {}
     for parts, sha in changes:
         if len(parts) > 1:
@@ -100,7 +101,7 @@ def _apply(
             if parts[0] in tree:
                 del tree[parts[0]]
         else:
-            tree[parts[0]] = (FILE_MODE, sha)
+            tree[parts[0]] = (FILE_MODE, ObjectID(sha))
     for name, sub in nested.items():
         old = tree[name][1] if name in tree and stat.S_ISDIR(tree[name][0]) else None
         new = _apply(store, old, sub, out)
@@ -108,7 +109,7 @@ def _apply(
             if name in tree:
                 del tree[name]
         elif new != old:
-            tree[name] = (stat.S_IFDIR, new)
+            tree[name] = (stat.S_IFDIR, ObjectID(new))
     if not len(tree):
         return None
     if tree_id is None or tree.id != tree_id:
@@ -138,7 +139,7 @@ def build_commit(
     if not blobs:
         return None
     out: list[ShaFile] = list({b.id: b for b in blobs.values()}.values())
-    changes = [(path.split(b"/"), blob.id) for path, blob in blobs.items()]
+    changes: list[_Change] = [(path.split(b"/"), blob.id) for path, blob in blobs.items()]
     tree_id = _apply(store, reader._root, changes, out)
     if tree_id is None:
         empty = Tree()
@@ -146,7 +147,7 @@ def build_commit(
         tree_id = empty.id
     c = Commit()
     c.tree = tree_id
-    c.parents = [parent] if parent is not None else []
+    c.parents = [ObjectID(parent)] if parent is not None else []
     c.author = c.committer = identity
     c.author_time = c.commit_time = timestamp
     c.author_timezone = c.commit_timezone = 0
@@ -195,7 +196,7 @@ def _diff(
 def _tree_of(store: BaseObjectStore, commit: bytes | None) -> bytes | None:
     if commit is None:
         return None
-    obj = store[commit]
+    obj = store[ObjectID(commit)]
     return obj.tree if isinstance(obj, Commit) else None
 
 
@@ -207,7 +208,7 @@ def commits_between(store: BaseObjectStore, head: bytes, base: bytes | None) -> 
     chain, sha = [], head
     while sha != base:
         chain.append(sha)
-        obj = store[sha]
+        obj = store[ObjectID(sha)]
         if not isinstance(obj, Commit) or len(obj.parents) > 1:
             return None
         if not obj.parents:
@@ -222,7 +223,7 @@ def commits_between(store: BaseObjectStore, head: bytes, base: bytes | None) -> 
 def objects_of_commits(store: BaseObjectStore, commits: list[bytes]) -> Iterator[ShaFile]:
     """Each commit, with the trees and blobs it adds over its first parent."""
     for sha in commits:
-        c = store[sha]
+        c = store[ObjectID(sha)]
         assert isinstance(c, Commit)
         parent = store[c.parents[0]] if c.parents else None
         old_root = parent.tree if isinstance(parent, Commit) else None
@@ -267,5 +268,6 @@ def objects_to_send(
             out.extend(mine if mine is not None else objects_of_commits(store, [sha]))
         return out
     # Merges or unrelated histories (a repository edited by other tools): dulwich's search.
-    missing = store.find_missing_objects([base] if base is not None else [], [head])
+    haves = [ObjectID(base)] if base is not None else []
+    missing = store.find_missing_objects(haves, [ObjectID(head)])
     return [store[sha] for sha, _hint in missing]

@@ -20,14 +20,14 @@ import logging
 import os
 import random
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 from dulwich.config import StackedConfig
 from dulwich.errors import NotGitRepository
-from dulwich.objects import Blob
+from dulwich.objects import Blob, ObjectID, ShaFile
 from dulwich.repo import Repo
 
 from .._errors import GitError, PushRejectedError
@@ -171,7 +171,7 @@ class RepoCore:
             if sha is None:
                 _remove(target, self.path)
             else:
-                blob = r.object_store[sha]
+                blob = r.object_store[ObjectID(sha)]
                 gi.write_file_atomic(target, blob.as_raw_string())
         if changes:
             self._update_index(r, changes)
@@ -202,8 +202,8 @@ class RepoCore:
         else:
             gi.set_ref(r, branch, target)
 
-    def _store_local(self, r: Repo, objects: list[object]) -> None:
-        add_objects(r, objects)  # type: ignore[arg-type]
+    def _store_local(self, r: Repo, objects: Sequence[ShaFile]) -> None:
+        add_objects(r, objects)
         self._added += 1
         if self._added % maint.CLONE_CHECK_EVERY == 0:
             maint.compact(r)

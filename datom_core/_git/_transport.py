@@ -16,40 +16,42 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from dulwich.client import GitClient, HTTPProxyUnauthorized, HTTPUnauthorized, LocalGitClient
-from dulwich.errors import GitProtocolError, NotGitRepository
+from dulwich.client import GitClient, LocalGitClient
 from dulwich.file import FileLocked
-from dulwich.graph import can_fast_forward
-from dulwich.objects import Commit, ShaFile
-from dulwich.pack import pack_objects_to_data
+from dulwich.objects import Commit, ObjectID, ShaFile
+from dulwich.refs import Ref
 from dulwich.repo import Repo
 
-from .._errors import DatomError, GitError, PushRejectedError
+from .._errors import GitError, PushRejectedError
 from . import _maintenance as maint
 from ._lock import RepoLock
 from ._objects import objects_of_commits
-from ._remote import USERNAME_ENV, GitCredentials, scrub
+from ._remote import GitCredentials
 
-__all__ = ["HttpTransport", "LocalTransport", "Transport", "check_ref_status"]
+__all__ = [
+    "FETCH_ROUNDS",
+    "LocalTransport",
+    "Transport",
+    "add_objects",
+    "missing_commits",
+    "rejected",
+]
 
 log = logging.getLogger("datom_core.git")
 
 _HEADS = b"refs/heads/"
 _LOOSE_MAX = 64  # more objects than this in one transfer arrive as a pack
 _STALE_REMOTE_LOCK = 60.0  # seconds: a ref lock older than this in a local remote is dead
-_FETCH_ROUNDS = 5
+FETCH_ROUNDS = 5
 _TURN_LOCK = "datom-writers.lock"
-# Ref statuses meaning "someone else moved the ref first": fetch, rebuild and retry.
-_RACE_STATUSES = ("failed to write", "failed to lock", "unable to set", "non-fast-forward",
-                  "fetch first", "stale info", "atomic push failed")  # fmt: skip
 
 
-def _rejected(url: str, branch: bytes, why: str) -> PushRejectedError:
+def rejected(url: str, branch: bytes, why: str) -> PushRejectedError:
     return PushRejectedError(
         f"Push to {url} rejected: {why} on {branch[len(_HEADS) :].decode()} (another writer "
         "pushed first). Call fetch_and_reset(), redo the write on top, and push again."
@@ -73,25 +75,25 @@ def missing_commits(source: Repo, target: Repo, tip: bytes) -> list[bytes]:
     stack = [tip]
     while stack:
         sha = stack.pop()
-        if sha in seen or sha in target.object_store:
+        if sha in seen or ObjectID(sha) in target.object_store:
             continue
         seen.add(sha)
         order.append(sha)
-        c = source.object_store[sha]
+        c = source.object_store[ObjectID(sha)]
         if isinstance(c, Commit):
             stack.extend(c.parents)
     order.reverse()
     return order
 
 
-_Errors = Callable[[str], AbstractContextManager[None]]
+Errors = Callable[[str], AbstractContextManager[None]]
 
 
 class Transport:
     """What the clone needs from ``origin`` (see the module docstring)."""
 
     url: str
-    errors: _Errors  # errors(action): a context translating failures into GitError
+    errors: Errors  # errors(action): a context translating failures into GitError
     credentials: GitCredentials | None = None
 
     def heads(
@@ -125,7 +127,7 @@ class Transport:
 class LocalTransport(Transport):
     """A bare repository on this machine (a path or ``file://`` URL)."""
 
-    def __init__(self, url: str, path: str, errors: _Errors) -> None:
+    def __init__(self, url: str, path: str, errors: Errors) -> None:
         self.url = url
         self.errors = errors
         self.path = Path(path)
@@ -160,14 +162,14 @@ class LocalTransport(Transport):
         self, action: str = "read the branches of"
     ) -> tuple[dict[bytes, bytes], bytes | None]:
         with self._using(action) as remote:
-            refs = remote.refs.as_dict(_HEADS)
-            head = remote.refs.get_symrefs().get(b"HEAD")
+            refs = remote.refs.as_dict(Ref(_HEADS))
+            head = remote.refs.get_symrefs().get(Ref(b"HEAD"))
         return {_HEADS + k: v for k, v in refs.items()}, head
 
     def fetch_branch(self, r: Repo, branch: bytes) -> bytes | None:
         with self._using("fetch from") as remote:
             try:
-                tip = remote.refs[branch]
+                tip = remote.refs[Ref(branch)]
             except KeyError:
                 return None
             if tip not in r.object_store:
@@ -181,10 +183,10 @@ class LocalTransport(Transport):
         with self._using("push to") as remote:
             current = _read_ref(remote, branch)
             if current != old:
-                raise _rejected(self.url, branch, "the remote moved")
+                raise rejected(self.url, branch, "the remote moved")
             add_objects(remote, objects)
             if not self._swap(remote, branch, old, new):
-                raise _rejected(self.url, branch, "the remote moved")
+                raise rejected(self.url, branch, "the remote moved")
             self._pushes += 1
         if self._pushes % maint.REMOTE_CHECK_EVERY == 0:
             maint.compact_remote(self.path, self._open)
@@ -193,8 +195,8 @@ class LocalTransport(Transport):
         for attempt in range(2):
             try:
                 if old is None:
-                    return bool(remote.refs.add_if_new(branch, new))
-                return bool(remote.refs.set_if_equals(branch, old, new))
+                    return bool(remote.refs.add_if_new(Ref(branch), ObjectID(new)))
+                return bool(remote.refs.set_if_equals(Ref(branch), ObjectID(old), ObjectID(new)))
             except FileLocked as e:
                 lock = Path(os.fsdecode(e.lockfilename))
                 age = _age(lock)
@@ -220,7 +222,7 @@ class LocalTransport(Transport):
         if self._head_named == branch:
             return
         with self._using("push to") as remote:
-            if remote.refs.read_ref(b"HEAD") != b"ref: " + branch:
+            if remote.refs.read_ref(Ref(b"HEAD")) != b"ref: " + branch:
                 refs: Any = remote.refs
                 refs.set_symbolic_ref(b"HEAD", branch)
         self._head_named = branch
@@ -238,68 +240,6 @@ class LocalTransport(Transport):
         self._access.close()
 
 
-def check_ref_status(ref_status: Mapping[bytes, str | None], url: str) -> None:
-    """Raise for every ref the remote refused to update."""
-    for ref, status in ref_status.items():
-        if status is None:
-            continue
-        if any(status.startswith(s) for s in _RACE_STATUSES):
-            raise PushRejectedError(
-                f"Push to {url} rejected for {ref.decode()} ({status}): another writer moved "
-                "it. Call fetch_and_reset(), redo the write, and push again."
-            )
-        raise GitError(
-            f"The remote {url} refused the push of {ref.decode()}: {status}. A server-side "
-            "rule (hook, branch protection) declined it; ask the repository's owner."
-        )
-
-
-@contextmanager
-def remote_errors(
-    url: str, credentials: GitCredentials | None, token_env: str, action: str
-) -> Iterator[None]:
-    """Translate transport failures into :class:`GitError` with the token scrubbed out."""
-    token = credentials.token if credentials else None
-    where = f"{action} {url}"
-
-    def fail(message: str) -> GitError:
-        return GitError(scrub(message, token))
-
-    try:
-        yield
-    except DatomError:
-        raise
-    except HTTPUnauthorized as e:
-        hint = (
-            f"no token was sent; set {token_env}"
-            if credentials is None
-            else f"the token was refused; check {token_env}"
-        )
-        raise fail(
-            f"Authentication failed trying to {where} (HTTP 401): {hint} (a token with "
-            f"access to this repository; username from {USERNAME_ENV}, default "
-            "x-access-token)."
-        ) from e
-    except HTTPProxyUnauthorized as e:
-        raise fail(f"The HTTP proxy refused to {where} (HTTP 407): check its credentials.") from e
-    except NotGitRepository as e:
-        raise fail(f"Cannot {where}: no git repository there. Check the remote path/URL.") from e
-    except GitProtocolError as e:
-        detail = " ".join(str(e).split())
-        if "http resp 403" in detail:
-            detail = (
-                f"the server refused access (HTTP 403): the token in {token_env} "
-                "lacks permission, or the server forbids this operation"
-            )
-        raise fail(f"Cannot {where}: {detail}. Check the remote and your access to it.") from e
-    except OSError as e:
-        raise fail(f"Cannot {where}: {e.strerror or e}. Check the remote path/URL.") from e
-    except FileLocked as e:
-        raise fail(f"Cannot {where}: a ref is locked by another git process; retry.") from e
-    except ValueError as e:  # dulwich's word for a malformed server reply
-        raise fail(f"Cannot {where}: unexpected reply ({e}). Is it a git server?") from e
-
-
 def _read_ref(r: Repo, name: bytes) -> bytes | None:
     """A branch's sha read from its file (or packed-refs), without listing every ref."""
     refs: Any = r.refs
@@ -315,82 +255,3 @@ def _age(path: Path) -> float | None:
         return time.time() - path.stat().st_mtime
     except FileNotFoundError:
         return None
-
-
-class HttpTransport(Transport):
-    """A smart-HTTP(S) server, through dulwich's client (``errors`` translates failures)."""
-
-    def __init__(
-        self, url: str, client: GitClient, errors: _Errors, credentials: GitCredentials | None
-    ) -> None:
-        self.url = url
-        self.credentials = credentials
-        self._client = client
-        self.errors = errors
-
-    def heads(
-        self, action: str = "read the branches of"
-    ) -> tuple[dict[bytes, bytes], bytes | None]:
-        with self.errors(action):
-            result = self._client.get_refs("")
-        refs = {n: s for n, s in result.refs.items() if n.startswith(_HEADS) and s is not None}
-        return refs, (result.symrefs or {}).get(b"HEAD")
-
-    def fetch_branch(self, r: Repo, branch: bytes) -> bytes | None:
-        advertised: list[bytes | None] = [None]
-
-        def wants(refs: Any, depth: int | None = None) -> list[bytes]:
-            advertised[0] = refs.get(branch)
-            tip = advertised[0]
-            return [tip] if tip is not None and tip not in r.object_store else []
-
-        # A push landing mid-fetch can advertise a tip newer than the pack sent: ask again.
-        for attempt in range(_FETCH_ROUNDS):
-            try:
-                with self.errors("fetch from"):
-                    self._client.fetch("", r, determine_wants=wants)
-            except GitError as e:
-                # A stateless server re-reads its refs for the pack request: a tip that moved
-                # since the advertisement is "invalid" there. Ask again on the new refs.
-                if attempt + 1 == _FETCH_ROUNDS or not isinstance(e.__cause__, GitProtocolError):
-                    raise
-                time.sleep(0.05 * (attempt + 1))
-                continue
-            tip = advertised[0]
-            if tip is None or tip in r.object_store:
-                return tip
-        raise GitError(f"fetch from {self.url} kept racing concurrent pushes; retry")
-
-    def push(
-        self, r: Repo, branch: bytes, old: bytes | None, new: bytes, objects: Sequence[ShaFile]
-    ) -> None:
-        def update_refs(theirs: dict[bytes, bytes]) -> dict[bytes, bytes]:
-            if theirs.get(branch) != old:
-                raise _rejected(self.url, branch, "the remote moved")
-            return {branch: new}
-
-        def generate(*_args: Any, **_kwargs: Any) -> Any:
-            return pack_objects_to_data([(o, None) for o in objects])
-
-        with self.errors("push to"):
-            result = self._client.send_pack("", update_refs, generate)
-        check_ref_status(result.ref_status or {}, self.url)
-        # A server may answer "ok" though a concurrent push won the ref (dulwich's does).
-        landed = self.heads()[0].get(branch)
-        if landed != new and not self._built_on(r, branch, new):
-            raise PushRejectedError(
-                f"Push to {self.url} lost a race: the remote reported success but a concurrent "
-                f"push moved {branch[len(_HEADS) :].decode()} elsewhere. Call fetch_and_reset(), "
-                "redo the write, and push again."
-            )
-
-    def _built_on(self, r: Repo, branch: bytes, new: bytes) -> bool:
-        """Whether the branch moved on from ``new`` (another writer built on it already)."""
-        tip = self.fetch_branch(r, branch)
-        return tip is not None and new in r.object_store and can_fast_forward(r, new, tip)
-
-    def client(self) -> tuple[GitClient, str]:
-        return self._client, ""
-
-    def close(self) -> None:
-        self._client.close()
