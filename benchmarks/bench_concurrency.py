@@ -146,11 +146,11 @@ def main(argv: list[str] | None = None) -> int:
         for c in clones:
             dc.clone(remote, c, dc.LocalStore(store))
         try:
-            single, _ = _run(clones[:1], store, args.writes * 2, shared=False)
+            single, _ = _run(clones[:1], store, args.writes * 4, shared=False)
         except Exception:
             traceback.print_exc()
             return 1
-        one_rate = args.writes * 2 / single
+        one_rate = args.writes * 4 / single
         print(f"one writer: {one_rate:.1f} writes/s")
         for shared in (False, True):
             elapsed, results = _run(clones, store, args.writes, shared)
@@ -181,8 +181,8 @@ def _git_only(root: Path, writers: int, writes: int) -> bool:
     clones = [root / f"git-clone{w}" for w in range(writers)]
     for c in clones:
         MetadataRepo.clone(origin.remote_url, c)
-    single, _ = _run(clones[:1], root, writes * 2, False, _git_writer)
-    one_rate = writes * 2 / single
+    single, _ = _run(clones[:1], root, writes * 4, False, _git_writer)
+    one_rate = writes * 4 / single
     print(f"git layer, one writer (commit_and_push): {one_rate:.1f} commits/s")
     ok = True
     for shared in (False, True):

@@ -95,6 +95,7 @@ class RemoteAccess:
         self.path = path
         self._fd: int | None = None
         self._pid = -1
+        self._depth = 0  # re-entrant: an inner release must not drop the outer hold
 
     def _descriptor(self) -> int | None:
         if self._fd is None or self._pid != os.getpid():
@@ -111,13 +112,19 @@ class RemoteAccess:
     def shared(self) -> Iterator[None]:
         """Hold the remote open for reading or pushing (compaction waits for it)."""
         fd = self._descriptor()
-        if fd is None:
-            yield
+        if fd is None or self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
             return
         fcntl.flock(fd, fcntl.LOCK_SH)
+        self._depth = 1
         try:
             yield
         finally:
+            self._depth = 0
             fcntl.flock(fd, fcntl.LOCK_UN)
 
     def close(self) -> None:

@@ -268,13 +268,15 @@ class RepoCore:
                 attempts += 1
                 try:
                     with remote.turn(max(end - time.monotonic(), 0.0)):
-                        tip = remote.fetch_branch(r, branch)
-                        files = dict(build(TreeReader(r.object_store, tip)))
-                        for relpath in files:
-                            gi.check_relpath(relpath)
-                        new = build_commit(r.object_store, tip, files, message, who, _now())
-                        if new is not None:
-                            remote.push(r, branch, tip, new.id, new.objects)
+                        with remote.view(r, branch) as (tip, store):
+                            files = dict(build(TreeReader(store, tip)))
+                            for relpath in files:
+                                gi.check_relpath(relpath)
+                            new = build_commit(store, tip, files, message, who, _now())
+                            if new is not None:
+                                remote.push(r, branch, tip, new.id, new.objects)
+                    if tip is not None:  # the clone catches up outside the turn
+                        remote.fetch_commit(r, tip, branch)
                     if new is None:
                         if tip is not None:
                             gi.set_ref(r, gi.tracking_ref(branch), tip)

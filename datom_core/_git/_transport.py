@@ -23,6 +23,7 @@ from typing import Any
 
 from dulwich.client import GitClient, LocalGitClient
 from dulwich.file import FileLocked
+from dulwich.object_store import BaseObjectStore
 from dulwich.objects import Commit, ObjectID, ShaFile
 from dulwich.refs import Ref
 from dulwich.repo import Repo
@@ -104,6 +105,16 @@ class Transport:
     def fetch_branch(self, r: Repo, branch: bytes) -> bytes | None:
         raise NotImplementedError
 
+    @contextmanager
+    def view(self, r: Repo, branch: bytes) -> Iterator[tuple[bytes | None, BaseObjectStore]]:
+        """``(tip, store)``: the branch tip and an object store holding it, to build on."""
+        yield self.fetch_branch(r, branch), r.object_store
+
+    def fetch_commit(self, r: Repo, sha: bytes, branch: bytes) -> None:
+        """Make ``sha`` (a commit the remote has) and its objects present in the clone."""
+        if ObjectID(sha) not in r.object_store:
+            self.fetch_branch(r, branch)
+
     def push(
         self, r: Repo, branch: bytes, old: bytes | None, new: bytes, objects: Sequence[ShaFile]
     ) -> None:
@@ -165,6 +176,19 @@ class LocalTransport(Transport):
             refs = remote.refs.as_dict(Ref(_HEADS))
             head = remote.refs.get_symrefs().get(Ref(b"HEAD"))
         return {_HEADS + k: v for k, v in refs.items()}, head
+
+    @contextmanager
+    def view(self, r: Repo, branch: bytes) -> Iterator[tuple[bytes | None, BaseObjectStore]]:
+        """The remote's own store: building on it copies nothing into the clone while
+        other writers wait for their turn (the clone catches up afterwards)."""
+        with self._using("fetch from") as remote:
+            yield _read_ref(remote, branch), remote.object_store
+
+    def fetch_commit(self, r: Repo, sha: bytes, branch: bytes) -> None:
+        with self._using("fetch from") as remote:
+            if ObjectID(sha) not in r.object_store:
+                commits = missing_commits(remote, r, sha)
+                add_objects(r, list(objects_of_commits(remote.object_store, commits)))
 
     def fetch_branch(self, r: Repo, branch: bytes) -> bytes | None:
         with self._using("fetch from") as remote:
