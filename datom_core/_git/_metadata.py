@@ -5,7 +5,9 @@ Remotes are a local path, a ``file://`` URL or an ``http(s)://`` URL. With no re
 clone, at ``<parent>/<name>.remote.git`` (:meth:`MetadataRepo.embedded_remote_path`), whose
 ``HEAD`` names the clone's branch. Into an existing remote datom pushes the branch the
 remote's ``HEAD`` names, and after a push to a local remote its ``HEAD`` names the branch
-pushed (R's ``datom_clone`` checks out ``HEAD``).
+pushed (R's ``datom_clone`` checks out ``HEAD``). An HTTPS server's ``HEAD`` cannot be
+set, and an *empty* HTTPS repository does not advertise it (smart protocol v0): datom then
+pushes the clone's branch (``main``).
 
 HTTPS tokens come from the environment variable named by ``token_env`` (default
 ``DATOM_GIT_TOKEN``; username from ``DATOM_GIT_USERNAME``, default ``x-access-token``), or

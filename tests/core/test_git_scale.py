@@ -274,3 +274,21 @@ def test_last_commit_touching_agrees_with_the_log(tmp_path: Path) -> None:
     repo.commit({"t2/m": b"new"}, "new", ME)  # extends the cached map incrementally
     assert repo.last_commit_touching("t2/m") == repo.head()
     assert MetadataRepo.open(tmp_path / "a").last_commit_touching("t1/m") == repo.log("t1/m")[0].id
+
+
+def test_over_https_datom_pushes_the_branch_the_remote_head_names(
+    git_http_server: GitHTTPServer, tmp_path: Path
+) -> None:
+    # HEAD of an *empty* repository is not advertised by the smart protocol (v0): the
+    # remote here already holds master, as one made by R or a hosting service does.
+    bare = git_http_server.create_bare("proj", branch="master")
+    seed = MetadataRepo.init(tmp_path / "seed", bare)
+    seed.commit_and_push(lambda tree: {"seed": b"0"}, "seed", ME)
+    url, creds = git_http_server.url_for("proj"), GitCredentials(git_http_server.token)
+    repo = MetadataRepo.init(tmp_path / "a", url, credentials=creds)
+    assert repo.commit_and_push(lambda tree: {"x": b"1"}, "x", ME) is not None
+    head, heads, _ = remote_state(bare)
+    assert head == b"refs/heads/master" and list(heads) == [b"master"]
+    assert repo.branch == "master" and repo.read("seed") == b"0"
+    other = MetadataRepo.clone(url, tmp_path / "b", credentials=creds)
+    assert other.branch == "master" and other.read("x") == b"1"
