@@ -35,6 +35,12 @@ _TREES: dict[bytes, Tree] = {}
 _TREES_MAX = 64
 
 
+def _remember(tree: Tree) -> None:
+    if len(_TREES) >= _TREES_MAX:
+        _TREES.pop(next(iter(_TREES)))
+    _TREES[tree.id] = tree
+
+
 def tree_of(store: BaseObjectStore, sha: bytes) -> Tree | None:
     """The tree ``sha`` (None if it is not a tree), parsed once."""
     tree = _TREES.get(sha)
@@ -42,9 +48,8 @@ def tree_of(store: BaseObjectStore, sha: bytes) -> Tree | None:
         obj = store[ObjectID(sha)]
         if not isinstance(obj, Tree):
             return None
-        if len(_TREES) >= _TREES_MAX:
-            _TREES.pop(next(iter(_TREES)))
-        tree = _TREES[sha] = obj
+        _remember(obj)
+        tree = obj
     return tree
 
 
@@ -114,6 +119,7 @@ def _apply(
         return None
     if tree_id is None or tree.id != tree_id:
         out.append(tree)
+        _remember(tree)  # the next commit's parent tree: parsed already
     return tree.id
 
 

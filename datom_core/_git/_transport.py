@@ -61,11 +61,11 @@ def rejected(url: str, branch: bytes, why: str) -> PushRejectedError:
 
 def add_objects(r: Repo, objects: Sequence[ShaFile]) -> None:
     """Store ``objects`` in ``r``: loose when few, as one pack when many."""
-    missing = [o for o in objects if o.id not in r.object_store]
-    if len(missing) > _LOOSE_MAX:
+    if len(objects) > _LOOSE_MAX:
+        missing = [o for o in objects if o.id not in r.object_store]
         r.object_store.add_objects([(o, None) for o in missing])
-    else:
-        for o in missing:
+    else:  # dulwich skips (and freshens) a loose object that is already there
+        for o in objects:
             r.object_store.add_object(o)
 
 
