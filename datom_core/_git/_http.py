@@ -230,8 +230,5 @@ class HttpTransport(Transport):
             return False
         return can_fast_forward(r, ObjectID(new), ObjectID(tip))
 
-    def client(self) -> tuple[GitClient, str]:
-        return self._client, ""
-
     def close(self) -> None:
         self._client.close()

@@ -1,11 +1,15 @@
-"""Talking to ``origin``: a local bare repository directly, HTTP(S) through dulwich.
+"""Talking to ``origin``: the transport interface, and a local bare repository used directly
+(the HTTP(S) transport, through dulwich's client, is in :mod:`._http`).
 
-Both transports do the same three things, each O(what changed):
+Every transport does these, each O(what changed):
 
 * ``heads()``: the remote's branches and the branch its ``HEAD`` names;
-* ``fetch_branch()``: bring one branch tip and only the objects it adds into the clone;
+* ``fetch_branch()`` / ``fetch_commit()``: bring one tip and only the objects it adds;
+* ``view()``: a tip and an object store holding it, for a commit to be built on;
 * ``push()``: send the objects of new commits (given, never searched for) and move the
-  branch by compare-and-swap from the tip the commits were built on.
+  branch by compare-and-swap from the tip the commits were built on;
+* ``turn()``: where the remote is on this machine, datom writers queue (a ``flock``) from
+  ``view`` to ``push`` instead of racing and redoing rejected work.
 
 A local remote is opened once per handle and written like git does (objects first, then
 the ref under its ``.lock``); its loose objects and packs are kept few by :mod:`_maintenance`.
@@ -21,7 +25,6 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from dulwich.client import GitClient, LocalGitClient
 from dulwich.file import FileLocked
 from dulwich.object_store import BaseObjectStore
 from dulwich.objects import Commit, ObjectID, ShaFile
@@ -126,10 +129,6 @@ class Transport:
     def turn(self, timeout: float) -> AbstractContextManager[object]:
         """Hold the remote's writer turn, where there is one (see :class:`LocalTransport`)."""
         return nullcontext()
-
-    def client(self) -> tuple[GitClient, str]:
-        """A dulwich client and path, for the whole-remote operations (clone, pull)."""
-        raise NotImplementedError
 
     def close(self) -> None:
         pass
@@ -250,9 +249,6 @@ class LocalTransport(Transport):
                 refs: Any = remote.refs
                 refs.set_symbolic_ref(b"HEAD", branch)
         self._head_named = branch
-
-    def client(self) -> tuple[GitClient, str]:
-        return LocalGitClient(), str(self.path)
 
     def __del__(self) -> None:
         self.close()
