@@ -21,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,8 +43,8 @@ log = logging.getLogger("datom_core.git")
 
 LOOSE_BUDGET = 256
 PACK_BUDGET = 16
-CLONE_CHECK_EVERY = 32  # object-adding operations of one handle between two checks
-REMOTE_CHECK_EVERY = 16  # pushes of one handle between two checks of a local remote
+CLONE_CHECK_EVERY = 16  # object-adding operations of one handle between two checks
+REMOTE_CHECK_EVERY = 8  # pushes of one handle between two checks of a local remote
 _LOCK_NAME = "datom-maintenance.lock"
 _TOP_LOCKS = ("index.lock", "packed-refs.lock", "HEAD.lock", "config.lock")
 
@@ -133,11 +134,21 @@ class RemoteAccess:
         self._fd = None
 
 
-def compact_remote(path: Path, opener: Callable[[], Repo]) -> None:
-    """Compact a local remote if nobody is using it right now."""
-    with _flock(path, fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
-        if alone:
-            compact(opener())
+def compact_remote(path: Path, opener: Callable[[], Repo], wait: float = 0.0) -> bool:
+    """Compact a local remote once nobody is reading it (trying for ``wait`` seconds).
+
+    Readers hold the lock for milliseconds at a time; a pusher calls this while it holds
+    the writers' turn, so no push lands meanwhile. Returns whether it ran.
+    """
+    deadline = time.monotonic() + wait
+    while True:
+        with _flock(path, fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
+            if alone:
+                compact(opener())
+                return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.001)
 
 
 def find_stale_locks(controldir: Path) -> list[Path]:

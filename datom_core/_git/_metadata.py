@@ -313,6 +313,7 @@ class MetadataRepo(RepoCore):
                 r, branch, theirs, head, objects_to_send(r.object_store, head, theirs, self._made)
             )
             self._made.clear()
+            remote.maintain()
             self._pushed(r, remote, branch, head)
 
     def fetch_and_reset(self) -> str | None:

@@ -275,6 +275,7 @@ class RepoCore:
                             new = build_commit(store, tip, files, message, who, _now())
                             if new is not None:
                                 remote.push(r, branch, tip, new.id, new.objects)
+                        remote.maintain()
                     if tip is not None:  # the clone catches up outside the turn
                         remote.fetch_commit(r, tip, branch)
                     if new is None:

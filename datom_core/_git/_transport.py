@@ -49,7 +49,9 @@ __all__ = [
 log = logging.getLogger("datom_core.git")
 
 _HEADS = b"refs/heads/"
-_LOOSE_MAX = 64  # more objects than this in one transfer arrive as a pack
+# More objects than this in one transfer arrive as a pack: one pack file is cheaper to
+# write than even a few loose ones (each a directory, a file and a rename).
+_LOOSE_MAX = 1
 _STALE_REMOTE_LOCK = 60.0  # seconds: a ref lock older than this in a local remote is dead
 FETCH_ROUNDS = 5
 _TURN_LOCK = "datom-writers.lock"
@@ -129,6 +131,9 @@ class Transport:
     def turn(self, timeout: float) -> AbstractContextManager[object]:
         """Hold the remote's writer turn, where there is one (see :class:`LocalTransport`)."""
         return nullcontext()
+
+    def maintain(self) -> None:
+        """Compact the remote now and then, where datom can (a local remote)."""
 
     def close(self) -> None:
         pass
@@ -211,8 +216,6 @@ class LocalTransport(Transport):
             if not self._swap(remote, branch, old, new):
                 raise rejected(self.url, branch, "the remote moved")
             self._pushes += 1
-        if self._pushes % maint.REMOTE_CHECK_EVERY == 0:
-            maint.compact_remote(self.path, self._open)
 
     def _swap(self, remote: Repo, branch: bytes, old: bytes | None, new: bytes) -> bool:
         for attempt in range(2):
@@ -240,6 +243,13 @@ class LocalTransport(Transport):
         to push: under contention they queue instead of redoing work that a
         compare-and-swap would reject. Other git clients still meet the swap."""
         return RepoLock(self.path / _TURN_LOCK, timeout, poll=(0.001, 0.004))
+
+    def maintain(self) -> None:
+        """Every ``REMOTE_CHECK_EVERY`` pushes of this handle, compact the remote (best
+        called holding the writers' turn, outside any read of the remote)."""
+        if self._pushes >= maint.REMOTE_CHECK_EVERY:
+            if maint.compact_remote(self.path, self._open, wait=0.2):
+                self._pushes = 0
 
     def adopt_head(self, branch: bytes) -> None:
         if self._head_named == branch:
