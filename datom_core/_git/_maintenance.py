@@ -49,12 +49,20 @@ _LOCK_NAME = "datom-maintenance.lock"
 _TOP_LOCKS = ("index.lock", "packed-refs.lock", "HEAD.lock", "config.lock")
 
 
-def compact(r: Repo) -> tuple[int, int]:
-    """Pack loose objects and merge packs past their budgets; (objects packed, packs merged)."""
+def compact(r: Repo, loose_added: int | None = None) -> tuple[int, int]:
+    """Pack loose objects and merge packs past their budgets; (objects packed, packs merged).
+
+    ``loose_added``: how many loose objects the caller wrote since the last compaction
+    (datom writes few: transfers of more than one object are packs); the loose objects are
+    counted (256 directory listings) only when that could pass the budget, or when unknown.
+    """
     store = r.object_store
     if not isinstance(store, DiskObjectStore):
         return 0, 0
-    packed = store.pack_loose_objects() if store.count_loose_objects() > LOOSE_BUDGET else 0
+    maybe = loose_added is None or loose_added > LOOSE_BUDGET
+    packed = (
+        store.pack_loose_objects() if maybe and store.count_loose_objects() > LOOSE_BUDGET else 0
+    )
     packs = sorted(store.packs, key=len, reverse=True)
     merged = 0
     if len(packs) > PACK_BUDGET:
@@ -134,7 +142,9 @@ class RemoteAccess:
         self._fd = None
 
 
-def compact_remote(path: Path, opener: Callable[[], Repo], wait: float = 0.0) -> bool:
+def compact_remote(
+    path: Path, opener: Callable[[], Repo], loose_added: int | None, wait: float = 0.0
+) -> bool:
     """Compact a local remote once nobody is reading it (trying for ``wait`` seconds).
 
     Readers hold the lock for milliseconds at a time; a pusher calls this while it holds
@@ -144,7 +154,7 @@ def compact_remote(path: Path, opener: Callable[[], Repo], wait: float = 0.0) ->
     while True:
         with _flock(path, fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
             if alone:
-                compact(opener())
+                compact(opener(), loose_added)
                 return True
         if time.monotonic() >= deadline:
             return False

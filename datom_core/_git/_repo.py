@@ -66,6 +66,7 @@ class RepoCore:
         self._url: str | None = None
         self._config: StackedConfig | None = None
         self._added = 0
+        self._loose = 0  # loose objects this handle wrote since it last compacted the clone
         with self._repo() as r:
             if r.bare:
                 raise GitError(f"{self.path} is a bare repository; datom needs a clone.")
@@ -203,10 +204,11 @@ class RepoCore:
             gi.set_ref(r, branch, target)
 
     def _store_local(self, r: Repo, objects: Sequence[ShaFile]) -> None:
-        add_objects(r, objects)
+        self._loose += add_objects(r, objects)
         self._added += 1
         if self._added % maint.CLONE_CHECK_EVERY == 0:
-            maint.compact(r)
+            maint.compact(r, self._loose)
+            self._loose = 0
 
     # -- the remote's branch --------------------------------------------------------------
 

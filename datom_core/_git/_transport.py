@@ -64,14 +64,16 @@ def rejected(url: str, branch: bytes, why: str) -> PushRejectedError:
     )
 
 
-def add_objects(r: Repo, objects: Sequence[ShaFile]) -> None:
-    """Store ``objects`` in ``r``: loose when few, as one pack when many."""
+def add_objects(r: Repo, objects: Sequence[ShaFile]) -> int:
+    """Store ``objects`` in ``r``: loose when few, as one pack when many; returns how many
+    were written loose."""
     if len(objects) > _LOOSE_MAX:
         missing = [o for o in objects if o.id not in r.object_store]
         r.object_store.add_objects([(o, None) for o in missing])
-    else:  # dulwich skips (and freshens) a loose object that is already there
-        for o in objects:
-            r.object_store.add_object(o)
+        return 0
+    for o in objects:  # dulwich skips (and freshens) a loose object that is already there
+        r.object_store.add_object(o)
+    return len(objects)
 
 
 def missing_commits(source: Repo, target: Repo, tip: bytes) -> list[bytes]:
@@ -149,6 +151,7 @@ class LocalTransport(Transport):
         self._repo: Repo | None = None
         self._pid = os.getpid()
         self._pushes = 0
+        self._loose = 0  # loose objects written into the remote since its last compaction
         self._access = maint.RemoteAccess(self.path)
         self._head_named: bytes | None = None  # the branch HEAD was last seen to name
 
@@ -212,7 +215,7 @@ class LocalTransport(Transport):
             current = _read_ref(remote, branch)
             if current != old:
                 raise rejected(self.url, branch, "the remote moved")
-            add_objects(remote, objects)
+            self._loose += add_objects(remote, objects)
             if not self._swap(remote, branch, old, new):
                 raise rejected(self.url, branch, "the remote moved")
             self._pushes += 1
@@ -248,8 +251,8 @@ class LocalTransport(Transport):
         """Every ``REMOTE_CHECK_EVERY`` pushes of this handle, compact the remote (best
         called holding the writers' turn, outside any read of the remote)."""
         if self._pushes >= maint.REMOTE_CHECK_EVERY:
-            if maint.compact_remote(self.path, self._open, wait=0.2):
-                self._pushes = 0
+            if maint.compact_remote(self.path, self._open, self._loose, wait=0.2):
+                self._pushes = self._loose = 0
 
     def adopt_head(self, branch: bytes) -> None:
         if self._head_named == branch:
