@@ -50,8 +50,9 @@ log = logging.getLogger("datom_core.git")
 
 _HEADS = b"refs/heads/"
 # More objects than this in one transfer arrive as a pack: one pack file is cheaper to
-# write than even a few loose ones (each a directory, a file and a rename).
-_LOOSE_MAX = 1
+# write than many loose ones (each a directory, a file and a rename); a single commit's
+# few objects stay loose, readable with ordinary tools.
+_LOOSE_MAX = 8
 _STALE_REMOTE_LOCK = 60.0  # seconds: a ref lock older than this in a local remote is dead
 FETCH_ROUNDS = 5
 _TURN_LOCK = "datom-writers.lock"
