@@ -208,7 +208,8 @@ class RepoCore:
         self._added += 1
         if self._added % maint.CLONE_CHECK_EVERY == 0:
             maint.compact(r, self._loose)
-            self._loose = 0
+            if self._loose > maint.LOOSE_BUDGET:  # they were counted (and packed if many)
+                self._loose = 0
 
     # -- the remote's branch --------------------------------------------------------------
 

@@ -253,7 +253,9 @@ class LocalTransport(Transport):
         called holding the writers' turn, outside any read of the remote)."""
         if self._pushes >= maint.REMOTE_CHECK_EVERY:
             if maint.compact_remote(self.path, self._open, self._loose, wait=0.2):
-                self._pushes = self._loose = 0
+                self._pushes = 0
+                if self._loose > maint.LOOSE_BUDGET:  # counted (and packed if many)
+                    self._loose = 0
 
     def adopt_head(self, branch: bytes) -> None:
         if self._head_named == branch:
