@@ -134,7 +134,8 @@ def validate_command(state: AppState, fix: bool, no_verify_data: bool) -> None:
     """
     report = state.connection().validate(fix=fix, verify_data=not no_verify_data)
     if state.json:
-        emit_json({"ok": report.ok, **to_jsonable(report)})
+        found = {"ok": report.ok, "problems": to_jsonable(report)["problems"]}
+        emit_json(found if report.fetched else {**found, "fetched": False, "remote": report.remote})
     else:
         _print_report(state, report)
     if not report.ok:
@@ -142,6 +143,8 @@ def validate_command(state: AppState, fix: bool, no_verify_data: bool) -> None:
 
 
 def _print_report(state: AppState, report: ValidationReport) -> None:
+    if not report.fetched:
+        state.err.print(report.remote)
     if not report.problems:
         state.out.print("ok: repo and store agree")
         return

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -100,11 +102,20 @@ def test_temp_objects_left_by_killed_writers_are_reported_and_removed(tmp_path: 
         tmp_path / "store" / "datom" / "dm" / f".{result.data_sha}.parquet.datom-tmp-0a1b2c3d"
     )
     leftover.write_bytes(b"half an upload")
+    live = leftover.with_name(f".{result.data_sha}.parquet.datom-tmp-99aa88bb")
+    live.write_bytes(b"a live writer's upload")
+    two_hours_ago = time.time() - 7200
+    os.utime(leftover, (two_hours_ago, two_hours_ago))  # older than the default grace period
     report = conn.validate()
     assert any(leftover.name in p.key for p in report.problems), report
+    assert not any(live.name in p.key for p in report.problems), "a live upload is not a leftover"
     conn.validate(fix=True)
     assert not leftover.exists()
+    assert live.exists(), "the fix never removes an upload younger than the grace period"
     assert conn.validate().ok
+    assert any(live.name in p.key for p in conn.validate(grace_s=0).problems)
+    conn.validate(fix=True, grace_s=0)
+    assert not live.exists()
 
 
 def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:

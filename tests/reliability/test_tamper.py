@@ -125,8 +125,63 @@ def test_the_cli_reads_with_content_verification(project, tmp_path: Path) -> Non
     cmd = [str(Path(sys.executable).with_name("datom")), "--repo", str(conn.path), "read", "dm"]
     plain = subprocess.run([*cmd, "--out", str(out)], capture_output=True, text=True)
     assert plain.returncode == 0  # a bytes-only read is fooled: that is why --verify exists
+    refused = tmp_path / "checked.parquet"  # --out refuses to overwrite the first file
     checked = subprocess.run(
-        [*cmd, "--verify", "content", "--out", str(out)], capture_output=True, text=True
+        [*cmd, "--verify", "content", "--out", str(refused)], capture_output=True, text=True
     )
     assert checked.returncode == 4, checked.stderr
+    assert not refused.exists(), "nothing is written from data that failed its check"
     assert "dm" in checked.stderr and len(checked.stderr.strip().splitlines()) == 1
+
+
+def _hand_made_version(store: dc.Store, genuine: dc.WriteResult, **changes: object) -> str:
+    """A version as another writer would have recorded it over ``genuine``'s parquet bytes:
+    the documents rebuilt by hand with ``changes``, the data left as stored."""
+    doc = json.loads(store.read_bytes(f"dm/.metadata/{genuine.version}.json"))
+    doc.update(changes)
+    version = dc.metadata_sha(doc)
+    data = store.read_bytes(f"dm/{genuine.data_sha}.parquet")
+    store.write_bytes(f"dm/{doc['data_sha']}.parquet", data)
+    body = json.dumps(doc, indent=2).encode()
+    store.write_bytes(f"dm/.metadata/{version}.json", body)
+    store.write_bytes("dm/.metadata/metadata.json", body)
+    history = json.loads(store.read_bytes("dm/.metadata/version_history.json"))
+    entry = {**history[0], "version": version, "data_sha": doc["data_sha"]}
+    store.write_bytes("dm/.metadata/version_history.json", json.dumps([entry, *history]).encode())
+    return version
+
+
+# R hashes an NA that went through arithmetic with other bits than a fresh NA (FORMAT2.md
+# §8): the measured pair for data.frame(a = c(1.5, NA)) and the same after `* 1`.
+R_SHA_AFTER_ARITHMETIC = "263ca4c5" + "0" * 56
+
+
+@pytest.mark.parametrize(
+    ("written_by", "values", "says_quirk"),
+    [
+        ("0.2.0", [1.5, None], True),  # R, missing doubles: possibly R's quirk
+        ("0.2.0", [1.5, 2.5], False),  # R, no missing double: the quirk cannot explain it
+        ("py-0.3.0", [1.5, None], False),  # this package always hashes the pinned NA
+    ],
+    ids=["r-with-na", "r-without-na", "python-with-na"],
+)
+def test_a_content_mismatch_names_r_s_na_quirk_only_when_it_can_be_the_cause(
+    tmp_path: Path, written_by: str, values: list, says_quirk: bool
+) -> None:
+    conn = dc.init_repo(tmp_path / "repo", "STUDY_001", dc.LocalStore(tmp_path / "store"))
+    genuine = conn.write("dm", pd.DataFrame({"a": values}))
+    version = _hand_made_version(
+        conn.store, genuine, datom_version=written_by, data_sha=R_SHA_AFTER_ARITHMETIC
+    )
+    reader = dc.connect(store=conn.store, project_name=conn.project_name)
+    reader.read("dm", version=version)  # the bytes match their parquet_sha
+    with pytest.raises(dc.IntegrityError) as caught:
+        reader.read("dm", version=version, verify="content")
+    message = str(caught.value)
+    assert R_SHA_AFTER_ARITHMETIC in message and "'dm'" in message
+    if says_quirk:
+        assert "R datom 0.2.0" in message and "column(s) a hold missing doubles" in message
+        assert "quirk" in message and "FORMAT2.md §8" in message
+        assert "swapped" not in message
+    else:
+        assert "quirk" not in message and "swapped or altered" in message
