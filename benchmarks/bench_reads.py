@@ -33,6 +33,10 @@ class CountingStore(dc.LocalStore):
         self.reads.append(f"read {key}")
         return super().read_bytes(key)
 
+    def read_verified(self, key: str, expected_sha: str) -> memoryview:
+        self.reads.append(f"read {key}")
+        return super().read_verified(key, expected_sha)
+
     def open_read(self, key: str) -> Any:
         self.reads.append(f"open {key}")
         return super().open_read(key)

@@ -242,6 +242,10 @@ class CountingStore(dc.LocalStore):
         self.reads.append(key)
         return super().read_bytes(key)
 
+    def read_verified(self, key: str, expected_sha: str) -> memoryview:
+        self.reads.append(key)
+        return super().read_verified(key, expected_sha)
+
     def open_read(self, key: str):  # type: ignore[no-untyped-def]
         self.reads.append("open:" + key)
         return super().open_read(key)

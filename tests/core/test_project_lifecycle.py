@@ -174,7 +174,13 @@ def test_layout_matches_format2(tmp_path) -> None:
     ]  # fmt: skip
     assert set(history[0]["author"]) == {"name", "email"}
     manifest = json.loads((repo / ".datom/manifest.json").read_text())
-    assert list(manifest) == ["schema_version", "project_name", "artifacts", "summary", "updated_at"]
+    assert list(manifest) == [
+        "schema_version",
+        "project_name",
+        "artifacts",
+        "summary",
+        "updated_at",
+    ]
     assert manifest["schema_version"] == 2
     assert list(manifest["artifacts"]["dm"]) == [
         "kind", "current_version", "current_data_sha", "last_updated", "size_bytes",
@@ -206,6 +212,7 @@ def test_layout_matches_format2(tmp_path) -> None:
     assert dc.metadata_sha(snapshot) == result.version
     assert not any(p.suffix == ".parquet" for p in repo.rglob("*"))  # data never in git
     assert not any("column_hashes" in p.read_text() for p in repo.rglob("*.json"))
+
 
 def test_second_developer_clones_and_pulls(tmp_path) -> None:
     first = new_project(tmp_path)
