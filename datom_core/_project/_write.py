@@ -28,7 +28,7 @@ from datom_core._errors import DatomError, GitError, IntegrityError, PushRejecte
 from datom_core._git import MetadataRepo
 from datom_core._identity import prepare_table
 from datom_core._identity._cv1 import TableHash, hash_arrow_table
-from datom_core._names import validate_table_name
+from datom_core._names import check_no_case_twin, validate_table_name
 from datom_core._project import _layout as L
 from datom_core._project._build import MANIFEST_MOVED, TableUpdate, manifest_is_v1
 from datom_core._project._context import HasContext, ProjectContext
@@ -130,6 +130,8 @@ def _attempt(
     """One try on top of the freshly fetched remote state; None when the push lost a race."""
     repo = ctx.require_repo()
     current = _read_current(repo, req.table)
+    if current.metadata is None:  # a new table: one folder per name on every filesystem
+        check_no_case_twin(req.table, (p.name for p in repo.path.iterdir() if p.is_dir()))
     draft = parse_metadata(_metadata(ctx, req, table, th, None, None), key="draft")
     if current.metadata is not None and current.metadata.version == draft.version:
         commit = converge_mirror(ctx, req.table).commit  # recorded in the store's history
