@@ -33,7 +33,13 @@ from datom_core._project._verify import Verify, content_mismatch
 from datom_core._store import LocalStore, Store
 from datom_core._store._paths import TEMP_MARKER, TEMP_NAME
 
-__all__ = ["RecordedDocuments", "check_data", "check_snapshots", "check_temp_objects"]
+__all__ = [
+    "RecordedDocuments",
+    "check_data",
+    "check_snapshots",
+    "check_temp_objects",
+    "restore_history",
+]
 
 
 class RecordedDocuments:
@@ -201,6 +207,41 @@ def _temp_objects(store: Store) -> Iterator[tuple[Path, str]]:
             if TEMP_MARKER in name and TEMP_NAME.match(name):
                 path = Path(directory) / name
                 yield path, path.relative_to(root).as_posix()
+
+
+def restore_history(
+    ctx: ProjectContext, table: str, current: str, fix: bool
+) -> tuple[Problem, bytes | None]:
+    """A ``version_history.json`` missing from git while ``metadata.json`` is there.
+
+    Git can restore it when the newest copy it recorded starts with the current version;
+    the fix commits that copy back. Returns the finding and the history to use (None:
+    none restorable, or not fixing; the store keeps its copy either way).
+    """
+    repo, path = ctx.require_repo(), L.git_history(table)
+    restorable = None
+    for commit in repo.log(path):  # newest first; the commit that removed it has none
+        raw = repo.read_at(commit.id, path)
+        if raw is None:
+            continue
+        try:
+            entries = parse_history(raw, key=path)
+        except DatomError:
+            break
+        if entries and entries[0].version == current:
+            restorable = raw
+        break
+    detail = f"{path} is missing from git while {L.git_metadata(table)} exists" + (
+        "; git's last copy can be restored" if restorable else "; git holds no copy to restore"
+    )
+    fixed = fix and restorable is not None
+    if fixed and restorable is not None:
+        repo.commit({path: restorable}, f"Restore {path} (datom validate --fix)")
+        repo.push()
+    problem = Problem(
+        "corrupt_git_document", table, path, detail, fixable=restorable is not None, fixed=fixed
+    )
+    return problem, restorable if fixed else None
 
 
 def _commit_hints(ctx: ProjectContext, table: str) -> dict[str, str]:

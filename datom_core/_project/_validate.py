@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from datom_core._errors import DatomError, GitError, NotFoundError
+from datom_core._errors import DatomError, GitError, IntegrityError, NotFoundError
 from datom_core._project import _layout as L
 from datom_core._project._audit import (
     RecordedDocuments,
     check_data,
     check_snapshots,
     check_temp_objects,
+    restore_history,
 )
 from datom_core._project._build import updated_manifest
 from datom_core._project._context import ProjectContext
@@ -52,13 +53,17 @@ def validate(
         if fix:
             check_write_door(repo, None)
         problems: list[Problem] = []
-        docs = _table_docs(ctx, problems)
+        docs = _table_docs(ctx, problems, fix)
         for table, (_metadata, history) in docs.items():
             recorded = RecordedDocuments(ctx, table)
             problems += check_data(ctx, table, history, recorded, verify)
             problems += _check_mirror(ctx, table, fix)
             problems += check_snapshots(ctx, table, history, recorded, fix)
-        damaged = {p.table for p in problems if p.kind == "corrupt_git_document" and p.table}
+        damaged = {
+            p.table
+            for p in problems
+            if p.kind == "corrupt_git_document" and p.table and not p.fixed
+        }
         problems += _check_manifest(ctx, docs, fix, damaged)
         problems += check_temp_objects(ctx, grace_s, fix)
     return ValidationReport(tuple(problems), fetched, remote)
@@ -79,7 +84,7 @@ def _catch_up(ctx: ProjectContext, fix: bool) -> tuple[bool, str]:
     return True, f"fetched {repo.remote_url} first"
 
 
-def _table_docs(ctx: ProjectContext, problems: list[Problem]) -> _Docs:
+def _table_docs(ctx: ProjectContext, problems: list[Problem], fix: bool) -> _Docs:
     repo = ctx.require_repo()
     docs = {}
     for child in sorted(repo.path.iterdir()):
@@ -92,11 +97,16 @@ def _table_docs(ctx: ProjectContext, problems: list[Problem]) -> _Docs:
             continue
         try:
             metadata = parse_metadata(repo.read(meta_path) or b"", key=meta_path)
-            history = parse_history(repo.read(hist_path) or b"[]", key=hist_path)
+            raw_history = repo.read(hist_path)
+            if raw_history is None:
+                problem, raw_history = restore_history(ctx, child.name, metadata.version, fix)
+                problems.append(problem)
+                if raw_history is None:
+                    continue
+            history = parse_history(raw_history, key=hist_path)
         except DatomError as e:
-            problems.append(
-                Problem("corrupt_git_document", child.name, meta_path, str(e), fixable=False)
-            )
+            key = e.key if isinstance(e, IntegrityError) and e.key else meta_path
+            problems.append(Problem("corrupt_git_document", child.name, key, str(e), fixable=False))
             continue
         docs[child.name] = (metadata, history)
     return docs

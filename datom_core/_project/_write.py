@@ -237,6 +237,17 @@ def _read_current(repo: MetadataRepo, table: str) -> _Current:
     raw_meta = repo.read(L.git_metadata(table))
     raw_hist = repo.read(L.git_history(table))
     metadata = parse_metadata(raw_meta, key=L.git_metadata(table)) if raw_meta is not None else None
+    if metadata is not None and raw_hist is None:
+        # Starting a one-entry history would silently drop every earlier version.
+        raise IntegrityError(
+            f"table {table!r}: {L.git_history(table)} is missing from the clone while "
+            f"{L.git_metadata(table)} exists; nothing was written. Restore it from git "
+            "(git checkout / git revert of the commit that removed it) or from the store "
+            "(validate(fix=True) / datom validate --fix), then write again",
+            key=L.git_history(table),
+            expected="a version history",
+            actual="no file",
+        )
     history = parse_history(raw_hist, key=L.git_history(table)) if raw_hist is not None else ()
     return _Current(metadata, history)
 
