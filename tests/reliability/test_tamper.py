@@ -185,3 +185,14 @@ def test_a_content_mismatch_names_r_s_na_quirk_only_when_it_can_be_the_cause(
         assert "swapped" not in message
     else:
         assert "quirk" not in message and "swapped or altered" in message
+
+
+def test_validate_with_content_verification(project) -> None:
+    conn, genuine = project
+    assert conn.validate(verify_data="content").ok
+    _forge(conn.store, "dm", genuine.version, genuine.data_sha, drop=False)
+    report = conn.validate(verify_data="content")
+    data_key = f"dm/{genuine.data_sha}.parquet"
+    assert any(p.key == data_key and not p.fixable for p in report.problems), report
+    with pytest.raises(dc.InvalidArgumentError):
+        conn.validate(verify_data="everything")  # type: ignore[arg-type]
