@@ -24,7 +24,7 @@ def _datom(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[s
 def test_a_bare_string_parent_is_one_parent(tmp_path: Path) -> None:
     conn = new_project(tmp_path)
     dm = conn.write("dm", frame())
-    result = conn.write("adsl", frame(seed=3), parents="dm")  # type: ignore[arg-type]
+    result = conn.write("adsl", frame(seed=3), parents="dm")
     parents = conn.metadata("adsl").parents
     assert [(p.table, p.version) for p in parents] == [("dm", dm.version)]
     assert result.change == "full"

@@ -195,4 +195,4 @@ def test_validate_with_content_verification(project) -> None:
     data_key = f"dm/{genuine.data_sha}.parquet"
     assert any(p.key == data_key and not p.fixable for p in report.problems), report
     with pytest.raises(dc.InvalidArgumentError):
-        conn.validate(verify_data="everything")  # type: ignore[arg-type]
+        conn.validate(verify_data="everything")
