@@ -83,6 +83,9 @@ class DatomGroup(click.Group):
         except click.Abort:
             report_error(KeyboardInterrupt(), debug=False)
             sys.exit(exit_code_for(KeyboardInterrupt()))
+        except click.exceptions.NoArgsIsHelpError as e:
+            e.show()  # the help itself, as asked for
+            sys.exit(e.exit_code)
         except click.ClickException as e:
             click.echo(f"datom: error: {_one_line(e)}", err=True)
             sys.exit(e.exit_code)

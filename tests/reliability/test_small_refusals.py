@@ -125,6 +125,11 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
         assert len(out.stderr.strip().splitlines()) == 1, (args, out.stderr)
 
 
+def test_datom_alone_still_shows_the_whole_help(tmp_path: Path) -> None:
+    out = _datom(cwd=tmp_path)
+    assert "Commands:" in out.stdout + out.stderr and "datom: error" not in out.stderr
+
+
 def test_a_repo_that_does_not_exist_exits_2(tmp_path: Path) -> None:
     out = _datom("--repo", str(tmp_path / "nonexistent"), "list")
     assert out.returncode == 2, out
