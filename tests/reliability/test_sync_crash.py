@@ -130,3 +130,27 @@ def test_sync_killed_at_random_times_converges(project: dc.Connection) -> None:
         _assert_converged(project, expected)
     for table in TABLES:
         assert len(project.history(table)) == 2 + RANDOM_KILLS
+
+
+_WRITE = textwrap.dedent(
+    """
+    import pandas as pd
+    import datom_core as dc
+    dc.connect({clone!r}).write("adsl", pd.DataFrame({{"a": [1, 2, 3]}}))
+    """
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", ["committed", "pushed", "mirror:history"])
+def test_a_sync_finishes_a_write_killed_after_its_commit(project: dc.Connection, step: str) -> None:
+    env = {**os.environ, "DATOM_CRASH_AT": step}
+    code = _WRITE.format(clone=str(project.path))
+    child = subprocess.run([sys.executable, "-c", code], env=env, stderr=subprocess.DEVNULL)
+    assert child.returncode == -signal.SIGKILL
+    project.sync()  # nothing new in the inbox: it only finishes the interrupted write
+    assert project.repo.has_unpushed_commits() is False
+    assert project.validate().ok
+    reader = dc.connect(store=project.store, project_name=project.project_name)
+    assert [t.name for t in reader.tables()] == ["adsl", "ae", "dm", "lb"]
+    assert reader.read("adsl")["a"].tolist() == [1, 2, 3]
