@@ -26,7 +26,8 @@ _MAX_ROUNDS = 10
 
 
 def finish_interrupted(ctx: ProjectContext) -> tuple[str, ...]:
-    """Push unpushed commits, fetch, and re-mirror the tables the store lags on.
+    """Push unpushed commits, fetch, and re-mirror the tables the store lags on (no
+    network at all when nothing is unpushed and the store's manifest is in step).
 
     A push the remote rejects (it moved on meanwhile) drops the local commit with the
     reset: what it recorded is done again by the caller (an inbox file is still there).
@@ -34,11 +35,16 @@ def finish_interrupted(ctx: ProjectContext) -> tuple[str, ...]:
     """
     repo = ctx.require_repo()
     with repo.lock():
-        if repo.has_unpushed_commits():
+        unpushed = repo.has_unpushed_commits()
+        if unpushed:
             try:
                 repo.push()
             except PushRejectedError:
                 pass  # the reset below drops it
+        # Nothing unpushed and the store's manifest in step: no network needed. A commit
+        # killed half-way (files written, branch not moved) shows as a lagging manifest.
+        if not unpushed and not _manifest_lags(ctx):
+            return ()
         repo.fetch_and_reset()
         return _converge(ctx, _manifest_lags(ctx))
 
