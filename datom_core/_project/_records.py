@@ -144,7 +144,10 @@ class ProjectStatus:
 class Problem:
     """One finding of :meth:`Connection.validate`."""
 
-    kind: str  # missing_parquet, parquet_mismatch, missing_mirror, stale_mirror, missing_snapshot, manifest_drift, ...
+    # missing_parquet, parquet_mismatch, content_mismatch, missing_mirror, stale_mirror,
+    # missing_snapshot, altered_snapshot, forged_snapshot, corrupt_git_document,
+    # manifest_drift, temp_object
+    kind: str
     table: str | None
     key: str
     detail: str

@@ -1,11 +1,15 @@
 """``validate``: compare the git repository (the source of truth) with the store.
 
-Finds missing or altered parquet objects, missing or stale mirrors and snapshots, and
-manifest drift. The store's history is compared with git's modulo ``commit_sha`` (only
-the store records it). With ``fix=True`` it repairs what git can restore: mirrors,
-snapshots (from the git history of each ``metadata.json``) and the manifest, keeping
-every ``commit_sha`` the store recorded. Data that is gone or altered cannot be
-recreated from git; those problems stay unfixed and are reported.
+The clone first catches up with its remote (a fix resets to it; a plain check only
+fast-forwards) and the report says whether it could. Finds damaged git documents,
+missing or altered parquet objects (``_audit``: by bytes, or by content), missing or stale
+mirrors, snapshots that differ from the document git recorded for their version (even
+one that still certifies itself), manifest drift, and temp objects of killed writers.
+The store's history is compared with git's modulo ``commit_sha`` (only the store records
+it). With ``fix=True`` it repairs what git can restore: mirrors, snapshots, the manifest,
+a ``version_history.json`` removed from git, keeping every ``commit_sha`` the store
+recorded, and removes old temp objects. Data that is gone or altered cannot be recreated
+from git; those problems stay unfixed and are reported.
 """
 
 from __future__ import annotations
