@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ __all__ = [
     "check_data",
     "check_snapshots",
     "check_temp_objects",
-    "restore_history",
+    "restore_document",
 ]
 
 
@@ -209,30 +209,28 @@ def _temp_objects(store: Store) -> Iterator[tuple[Path, str]]:
                 yield path, path.relative_to(root).as_posix()
 
 
-def restore_history(
-    ctx: ProjectContext, table: str, current: str, fix: bool
+def restore_document(
+    ctx: ProjectContext, table: str, path: str, agrees: Callable[[bytes], bool], fix: bool
 ) -> tuple[Problem, bytes | None]:
-    """A ``version_history.json`` missing from git while ``metadata.json`` is there.
+    """A table document missing from git, or of the wrong shape there.
 
-    Git can restore it when the newest copy it recorded starts with the current version;
-    the fix commits that copy back. Returns the finding and the history to use (None:
-    none restorable, or not fixing; the store keeps its copy either way).
+    Git can restore it when the newest readable copy it recorded agrees with the table's
+    other document (``agrees``); the fix commits that copy back. Returns the finding and
+    the document to use (None: none restorable, or not fixing; the store keeps its copy).
     """
-    repo, path = ctx.require_repo(), L.git_history(table)
+    repo = ctx.require_repo()
     restorable = None
-    for commit in repo.log(path):  # newest first; the commit that removed it has none
+    for commit in repo.log(path):  # newest first: the damage itself comes first
         raw = repo.read_at(commit.id, path)
-        if raw is None:
+        if raw is None or _readable(raw, path) is None:
             continue
-        try:
-            entries = parse_history(raw, key=path)
-        except DatomError:
-            break
-        if entries and entries[0].version == current:
-            restorable = raw
+        restorable = raw if agrees(raw) else None
         break
-    detail = f"{path} is missing from git while {L.git_metadata(table)} exists" + (
-        "; git's last copy can be restored" if restorable else "; git holds no copy to restore"
+    damage = "is missing from git" if repo.read(path) is None else "is damaged in git"
+    detail = f"{path} {damage}" + (
+        "; git's last good copy can be restored"
+        if restorable
+        else "; git holds no copy that agrees with the table's other document"
     )
     fixed = fix and restorable is not None
     if fixed and restorable is not None:
@@ -242,6 +240,15 @@ def restore_history(
         "corrupt_git_document", table, path, detail, fixable=restorable is not None, fixed=fixed
     )
     return problem, restorable if fixed else None
+
+
+def _readable(raw: bytes, path: str) -> object | None:
+    try:
+        if path.endswith("version_history.json"):
+            return parse_history(raw, key=path)
+        return parse_metadata(raw, key=path)
+    except DatomError:
+        return None
 
 
 def _commit_hints(ctx: ProjectContext, table: str) -> dict[str, str]:

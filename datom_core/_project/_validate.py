@@ -17,14 +17,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from datom_core._errors import DatomError, GitError, IntegrityError, NotFoundError
+from datom_core._errors import DatomError, GitError, NotFoundError
 from datom_core._project import _layout as L
 from datom_core._project._audit import (
     RecordedDocuments,
     check_data,
     check_snapshots,
     check_temp_objects,
-    restore_history,
+    restore_document,
 )
 from datom_core._project._build import updated_manifest
 from datom_core._project._context import ProjectContext
@@ -92,28 +92,73 @@ def _table_docs(ctx: ProjectContext, problems: list[Problem], fix: bool) -> _Doc
     repo = ctx.require_repo()
     docs = {}
     for child in sorted(repo.path.iterdir()):
-        meta_path, hist_path = L.git_metadata(child.name), L.git_history(child.name)
         if (
             not child.is_dir()
             or child.name.startswith(".")
             or not (child / "metadata.json").exists()
         ):
             continue
-        try:
-            metadata = parse_metadata(repo.read(meta_path) or b"", key=meta_path)
-            raw_history = repo.read(hist_path)
-            if raw_history is None:
-                problem, raw_history = restore_history(ctx, child.name, metadata.version, fix)
-                problems.append(problem)
-                if raw_history is None:
-                    continue
-            history = parse_history(raw_history, key=hist_path)
-        except DatomError as e:
-            key = e.key if isinstance(e, IntegrityError) and e.key else meta_path
-            problems.append(Problem("corrupt_git_document", child.name, key, str(e), fixable=False))
-            continue
-        docs[child.name] = (metadata, history)
+        found = _documents(ctx, child.name, problems, fix)
+        if found is not None:
+            docs[child.name] = found
     return docs
+
+
+def _documents(
+    ctx: ProjectContext, table: str, problems: list[Problem], fix: bool
+) -> tuple[TableMetadata, tuple[HistoryEntry, ...]] | None:
+    """The table's two git documents, each restored from git's last good copy (with the
+    fix) when it is missing or of the wrong shape; None while either stays damaged."""
+    repo = ctx.require_repo()
+    meta_path, hist_path = L.git_metadata(table), L.git_history(table)
+    metadata, history = (
+        _parsed(repo.read(meta_path), meta_path),
+        _parsed(repo.read(hist_path), hist_path),
+    )
+    if metadata is None and isinstance(history, tuple):
+        versions = {h.version for h in history}
+        problem, raw = restore_document(
+            ctx, table, meta_path, lambda d: _version_of(d, meta_path) in versions, fix
+        )
+        problems.append(problem)
+        metadata = _parsed(raw, meta_path) if raw is not None else None
+    elif isinstance(metadata, TableMetadata) and history is None:
+        current = metadata.version
+        problem, raw = restore_document(
+            ctx, table, hist_path, lambda d: current in _versions_in(d, hist_path), fix
+        )
+        problems.append(problem)
+        history = _parsed(raw, hist_path) if raw is not None else None
+    elif metadata is None or history is None:
+        detail = "neither metadata.json nor version_history.json is readable in git"
+        problems.append(Problem("corrupt_git_document", table, meta_path, detail, fixable=False))
+    if isinstance(metadata, TableMetadata) and isinstance(history, tuple):
+        return metadata, history
+    return None
+
+
+def _parsed(raw: bytes | None, key: str) -> Any:
+    """The parsed document, or None if it is missing or does not parse."""
+    if raw is None:
+        return None
+    try:
+        return (
+            parse_history(raw, key=key)
+            if key.endswith("version_history.json")
+            else parse_metadata(raw, key=key)
+        )
+    except DatomError:
+        return None
+
+
+def _version_of(raw: bytes, key: str) -> str | None:
+    metadata = _parsed(raw, key)
+    return metadata.version if isinstance(metadata, TableMetadata) else None
+
+
+def _versions_in(raw: bytes, key: str) -> set[str]:
+    history = _parsed(raw, key)
+    return {h.version for h in history} if isinstance(history, tuple) else set()
 
 
 def _check_mirror(ctx: ProjectContext, table: str, fix: bool) -> list[Problem]:
