@@ -99,6 +99,11 @@ def test_a_committed_wrong_shape_metadata_is_reported_refused_and_never_written_
     assert b"null" not in (conn.path / ".datom/manifest.json").read_bytes()
     reader = dc.connect(store=conn.store, project_name=conn.project_name)
     assert reader.read("dm").equals(frame())  # store readers keep the last good version
+    # Git's last good copy agrees with the history: the fix committed it back.
+    restored = json.loads((conn.path / "dm/metadata.json").read_text())
+    assert isinstance(restored, dict) and dc.metadata_sha(restored) == conn.history("dm")[0].version
+    assert conn.validate().ok
+    assert conn.write("dm", frame(seed=5)).change == "full"
 
 
 def test_a_committed_deletion_of_the_history_is_reported_and_refused(tmp_path: Path) -> None:
@@ -121,5 +126,9 @@ def test_a_committed_deletion_of_the_history_is_reported_and_refused(tmp_path: P
     conn.validate(fix=True)
     history = json.loads(conn.store.read_bytes("dm/.metadata/version_history.json"))
     assert isinstance(history, list) and len(history) == 2  # the store's copy is kept
+    assert len(json.loads((conn.path / "dm/version_history.json").read_text())) == 2
+    assert conn.validate().ok
+    conn.write("dm", frame(seed=2))
+    assert len(conn.history("dm")) == 3
     reader = dc.connect(store=conn.store, project_name=conn.project_name)
     assert reader.read("dm", version=first.version).equals(frame())
