@@ -226,7 +226,10 @@ def restore_document(
             continue
         restorable = raw if agrees(raw) else None
         break
-    damage = "is missing from git" if repo.read(path) is None else "is damaged in git"
+    current = repo.read(path)
+    damage = (
+        "is missing from git" if current is None else f"is damaged in git ({_why(current, path)})"
+    )
     detail = f"{path} {damage}" + (
         "; git's last good copy can be restored"
         if restorable
@@ -242,12 +245,22 @@ def restore_document(
     return problem, restorable if fixed else None
 
 
-def _readable(raw: bytes, path: str) -> object | None:
+def _why(raw: bytes, path: str) -> str:
+    try:
+        _readable(raw, path, strict=True)
+    except DatomError as e:
+        return str(e)
+    return "it disagrees with the table's other document"
+
+
+def _readable(raw: bytes, path: str, *, strict: bool = False) -> object | None:
     try:
         if path.endswith("version_history.json"):
             return parse_history(raw, key=path)
         return parse_metadata(raw, key=path)
     except DatomError:
+        if strict:
+            raise
         return None
 
 
