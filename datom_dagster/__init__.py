@@ -25,13 +25,14 @@ from datom_dagster._checks import DATOM_CHECK_NAME, build_datom_asset_checks
 from datom_dagster._config import (
     DEFAULT_HOME,
     DEFAULT_PROJECT,
-    DatomProjectConfig,
+    DatomProject,
     DatomResource,
     datom_home,
 )
 from datom_dagster._inbox import datom_inbox_assets, datom_inbox_sensor
 from datom_dagster._io_manager import DatomIOManager
 from datom_dagster._naming import TABLE_METADATA_KEY, table_name
+from datom_dagster._storage import DefaultStorage, LocalStorage, S3Storage, UrlStorage
 
 __all__ = [
     "DATOM_CHECK_NAME",
@@ -39,7 +40,11 @@ __all__ = [
     "DEFAULT_PROJECT",
     "TABLE_METADATA_KEY",
     "DatomIOManager",
-    "DatomProjectConfig",
+    "DatomProject",
+    "DefaultStorage",
+    "LocalStorage",
+    "S3Storage",
+    "UrlStorage",
     "DatomResource",
     "build_datom_asset_checks",
     "datom_home",

@@ -40,7 +40,7 @@ from dagster import (
     multi_asset,
     sensor,
 )
-from datom_dagster._metadata import materialization_metadata
+from datom_dagster._metadata import Written, materialization_metadata
 
 __all__ = ["datom_inbox_assets", "datom_inbox_sensor"]
 
@@ -107,18 +107,11 @@ def _result(
             "into the inbox first"
         ) from e
     version = dc.metadata_sha(metadata)
-    written = dc.WriteResult(
-        table,
-        change or "none",
-        version,
-        metadata["data_sha"],
-        metadata.get("parquet_sha", ""),
-        None,
-    )
-    schema_only = conn.read(table, as_="arrow").schema.empty_table()
+    written = Written(table, version, change or "none", None)
+    schema = conn.read(table, version, as_="arrow").schema
     return MaterializeResult(
         asset_key=key,
-        metadata=materialization_metadata(conn, written, schema_only),
+        metadata=materialization_metadata(conn, written, schema),
         data_version=DataVersion(metadata["data_sha"]),
     )
 

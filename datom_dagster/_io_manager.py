@@ -36,13 +36,14 @@ from dagster import (
     InputContext,
     OutputContext,
 )
-from datom_dagster import _data_version as internals
-from datom_dagster._config import DatomProjectConfig
+from datom_dagster import _dagster_internals as internals
+from datom_dagster._config import DatomResource
 from datom_dagster._lineage import output_parents, record_loaded
-from datom_dagster._metadata import materialization_metadata
-from datom_dagster._naming import TABLE_METADATA_KEY, table_name
+from datom_dagster._metadata import Written, materialization_metadata
+from datom_dagster._naming import KEY_METADATA_KEY, TABLE_METADATA_KEY, table_name
 from datom_dagster._type_handlers import (
     InputSpec,
+    arrow_schema,
     concat,
     from_read,
     input_spec,
@@ -55,13 +56,25 @@ __all__ = ["DatomIOManager"]
 _NO_RETRY = (dc.UnhashableColumnsError, dc.InvalidNameError)
 
 
-class DatomIOManager(ConfigurableIOManager, DatomProjectConfig):
+class DatomIOManager(ConfigurableIOManager):
     """Stores asset outputs as datom versions and loads inputs from datom.
 
     ``DatomIOManager()`` works with no configuration (a local project under
-    ``$DATOM_HOME``); the fields of :class:`~datom_dagster.DatomProjectConfig` point it at
-    any project. See the module docstring for what it records and how inputs are shaped.
+    ``$DATOM_HOME``); ``DatomIOManager(datom=DatomResource(...))`` points it at any project,
+    the same one the resource gives asset bodies. See the module docstring for what it
+    records and how inputs are shaped.
     """
+
+    datom: DatomResource
+
+    def __init__(self, **data: Any) -> None:
+        # A nested resource cannot have a Dagster default: supply the zero-config project.
+        data.setdefault("datom", DatomResource())
+        super().__init__(**data)
+
+    def connection(self) -> dc.Connection:
+        """The developer connection of the configured project."""
+        return self.datom.connection()
 
     # -- storing ----------------------------------------------------------------------------
 
@@ -73,8 +86,9 @@ class DatomIOManager(ConfigurableIOManager, DatomProjectConfig):
         except dc.DatomError as e:
             raise Failure(description=str(e), allow_retries=False) from e
         conn = self.connection()
-        parents = output_parents(context, self)
+        loaded = output_parents(context, self)
         names = {pk: self._output_table_name(context, pk) for pk in tables}
+        key = _key_option(context)
         single = len(tables) == 1
         for pk, table in tables.items():
             try:
@@ -82,17 +96,24 @@ class DatomIOManager(ConfigurableIOManager, DatomProjectConfig):
                     names[pk],
                     table,
                     message=_commit_message(context, label, pk),
-                    parents=parents,
+                    parents=[item.ref for item in loaded],
                     history_extra=_history_extra(context, label, pk),
                 )
             except _NO_RETRY as e:
                 raise Failure(description=str(e), allow_retries=False) from e
-            metadata = materialization_metadata(conn, result, table)
+            written = Written(result.table, result.version, result.change, result.commit)
+            metadata = materialization_metadata(
+                conn,
+                written,
+                arrow_schema(table),
+                key=key,
+                parent_assets=[item.asset_key for item in loaded],
+            )
             if single:
                 context.add_output_metadata(metadata)
                 internals.set_data_version(context, result.data_sha)
             else:
-                internals.add_partition_metadata(context, pk, metadata)
+                internals.add_partition_metadata(context, str(pk), metadata)
             context.log.info(
                 f"datom: {label}{_partition_note(pk)} -> {result.table} "
                 f"{result.version[:12]} ({result.change})"
@@ -182,7 +203,9 @@ def _output_tables(context: OutputContext, obj: Any, label: str) -> dict[str | N
             f"table per partition (got {got}). Nothing was written."
         )
     by_key = {str(k): v for k, v in obj.items()}
-    tables = {k: output_table(by_key[str(k)], f"{label} [{k}]") for k in keys}
+    tables: dict[str | None, Any] = {
+        k: output_table(by_key[str(k)], f"{label} [{k}]") for k in keys
+    }
     reports = {k: dc.check_hashable(t) for k, t in tables.items()}
     bad = {k: r for k, r in reports.items() if not r.ok}
     if bad:
@@ -192,6 +215,11 @@ def _output_tables(context: OutputContext, obj: Any, label: str) -> dict[str | N
             f"Fix each column marked unsupported:\n{details}"
         )
     return tables
+
+
+def _key_option(context: OutputContext) -> list[str] | None:
+    value = (context.definition_metadata or {}).get(KEY_METADATA_KEY)
+    return [str(v) for v in value] if value else None
 
 
 def _annotation(context: InputContext) -> Any:

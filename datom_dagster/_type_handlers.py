@@ -17,11 +17,10 @@ import pandas as pd
 import pyarrow as pa
 
 import datom_core as dc
-from dagster import TableColumn, TableSchema
 
 __all__ = [
     "InputSpec",
-    "column_schema",
+    "arrow_schema",
     "concat",
     "from_read",
     "input_spec",
@@ -64,15 +63,13 @@ def output_table(obj: Any, asset: str) -> Any:
     )
 
 
-def column_schema(table: Any) -> TableSchema:
-    """Column names and types as the producing library names them."""
+def arrow_schema(table: Any) -> pa.Schema:
+    """The Arrow schema of an output (what datom stores), without copying its data."""
     if isinstance(table, pd.DataFrame):
-        pairs = [(str(c), str(t)) for c, t in table.dtypes.items()]
-    elif isinstance(table, pa.Table | pa.RecordBatch):
-        pairs = [(f.name, str(f.type)) for f in table.schema]
-    else:  # polars
-        pairs = [(str(c), str(t)) for c, t in table.schema.items()]
-    return TableSchema(columns=[TableColumn(name=n, type=t) for n, t in pairs])
+        return pa.Schema.from_pandas(table, preserve_index=False).remove_metadata()
+    if isinstance(table, pa.Table | pa.RecordBatch):
+        return table.schema
+    return table.head(0).to_arrow().schema  # polars
 
 
 def input_spec(typing_type: Any, asset: str) -> InputSpec:

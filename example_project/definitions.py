@@ -39,6 +39,6 @@ defs = Definitions(
     sensors=[datom_inbox_sensor(raw_domains, default_status=DefaultSensorStatus.RUNNING)],
     resources={
         "datom": DatomResource(project_name=PROJECT),
-        "io_manager": DatomIOManager(project_name=PROJECT),
+        "io_manager": DatomIOManager(datom=DatomResource(project_name=PROJECT)),
     },
 )

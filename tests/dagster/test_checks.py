@@ -112,7 +112,7 @@ def test_partitioned_assets_check_every_stored_partition(instance, io_manager):
     materialize([parts], instance=instance, resources=resources, partition_key="p2")
     evaluation = _run_checks(instance, [parts], checks, resources)["parts"]
     assert evaluation.passed and evaluation.metadata["datom/tables_checked"].value == 2
-    assert {t.name for t in dc.connect(io_manager.project_clone_path()).tables()} == {
+    assert {t.name for t in dc.connect(io_manager.datom.project_clone_path()).tables()} == {
         "parts(p1)",
         "parts(p2)",
     }
