@@ -21,6 +21,8 @@ Change one line to get content-addressed, pinned, lineage-aware versions of your
 With no configuration the project lives under ``$DATOM_HOME`` (default ``~/.datom``).
 """
 
+from datom_dagster._annotations import datom_annotations, datom_pin, validate_datom_definitions
+from datom_dagster._change_checks import ROW_COUNT_CHECK_NAME, SCHEMA_CHECK_NAME
 from datom_dagster._checks import DATOM_CHECK_NAME, build_datom_asset_checks
 from datom_dagster._config import (
     DEFAULT_HOME,
@@ -37,6 +39,8 @@ from datom_dagster._storage import DefaultStorage, LocalStorage, S3Storage, UrlS
 __all__ = [
     "DATOM_CHECK_NAME",
     "DEFAULT_HOME",
+    "ROW_COUNT_CHECK_NAME",
+    "SCHEMA_CHECK_NAME",
     "DEFAULT_PROJECT",
     "TABLE_METADATA_KEY",
     "DatomIOManager",
@@ -47,6 +51,9 @@ __all__ = [
     "UrlStorage",
     "DatomResource",
     "build_datom_asset_checks",
+    "datom_annotations",
+    "datom_pin",
+    "validate_datom_definitions",
     "datom_home",
     "datom_inbox_assets",
     "datom_inbox_sensor",

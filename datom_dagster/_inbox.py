@@ -40,6 +40,7 @@ from dagster import (
     multi_asset,
     sensor,
 )
+from datom_dagster._annotations import plain
 from datom_dagster._metadata import Written, materialization_metadata
 
 __all__ = ["datom_inbox_assets", "datom_inbox_sensor"]
@@ -185,9 +186,8 @@ def datom_inbox_sensor(
 
 
 def _table_of(assets: AssetsDefinition, key: AssetKey) -> str:
-    metadata: Mapping[str, Any] = assets.specs_by_key[key].metadata or {}
-    value = metadata.get("datom_table", key.path[-1])
-    return getattr(value, "value", value)
+    metadata: Mapping[str, Any] = assets.get_asset_spec(key).metadata or {}
+    return plain(metadata.get("datom_table", key.path[-1]))
 
 
 def _tables(conn: dc.Connection) -> list[dc.TableInfo]:

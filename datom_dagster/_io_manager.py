@@ -37,6 +37,7 @@ from dagster import (
     OutputContext,
 )
 from datom_dagster import _dagster_internals as internals
+from datom_dagster._annotations import input_option_problems, plain
 from datom_dagster._config import DatomResource
 from datom_dagster._lineage import output_parents, record_loaded
 from datom_dagster._metadata import Written, materialization_metadata
@@ -97,6 +98,7 @@ class DatomIOManager(ConfigurableIOManager):
                     table,
                     message=_commit_message(context, label, pk),
                     parents=[item.ref for item in loaded],
+                    metadata=_custom(context),
                     history_extra=_history_extra(context, label, pk),
                 )
             except _NO_RETRY as e:
@@ -140,7 +142,15 @@ class DatomIOManager(ConfigurableIOManager):
                 "upstream output an asset key, or load it with another IO manager"
             )
         label = context.asset_key.to_user_string()
-        options = dict(context.definition_metadata or {})
+        options = {k: plain(v) for k, v in (context.definition_metadata or {}).items()}
+        problems = input_option_problems(options)
+        if problems:
+            raise dc.InvalidNameError(f"input {label}: " + "; ".join(problems))
+        if options.get("datom_set"):
+            raise dc.DatomError(
+                f"input {label}: pinning through a set (datom_set) needs datom's sets; "
+                "pin the version with datom_version meanwhile"
+            )
         spec = input_spec(_annotation(context), label)
         partitioned = context.has_asset_partitions
         keys: list[str | None] = list(context.asset_partition_keys) if partitioned else [None]
@@ -218,8 +228,13 @@ def _output_tables(context: OutputContext, obj: Any, label: str) -> dict[str | N
 
 
 def _key_option(context: OutputContext) -> list[str] | None:
-    value = (context.definition_metadata or {}).get(KEY_METADATA_KEY)
+    value = plain((context.definition_metadata or {}).get(KEY_METADATA_KEY))
     return [str(v) for v in value] if value else None
+
+
+def _custom(context: OutputContext) -> dict[str, Any] | None:
+    description = plain((context.definition_metadata or {}).get("datom_description"))
+    return {"description": description} if description else None
 
 
 def _annotation(context: InputContext) -> Any:
