@@ -24,6 +24,7 @@ With no configuration the project lives under ``$DATOM_HOME`` (default ``~/.dato
 from datom_dagster._annotations import datom_annotations, datom_pin, validate_datom_definitions
 from datom_dagster._change_checks import ROW_COUNT_CHECK_NAME, SCHEMA_CHECK_NAME
 from datom_dagster._checks import DATOM_CHECK_NAME, build_datom_asset_checks
+from datom_dagster._component import DatomComponent
 from datom_dagster._config import (
     DEFAULT_HOME,
     DEFAULT_PROJECT,
@@ -43,6 +44,7 @@ __all__ = [
     "SCHEMA_CHECK_NAME",
     "DEFAULT_PROJECT",
     "TABLE_METADATA_KEY",
+    "DatomComponent",
     "DatomIOManager",
     "DatomProject",
     "DefaultStorage",
