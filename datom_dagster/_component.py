@@ -84,6 +84,8 @@ class InboxModel(dg.Model):
     sensor: Literal["running", "stopped", "none"] = "running"
     minimum_interval_seconds: int = 30
     group_name: str = "raw"
+    sensor_name: str | None = None  # default <project>_inbox_sensor
+    op_name: str | None = None  # default onboard_<project>
 
 
 class ChecksModel(dg.Model):
@@ -147,7 +149,7 @@ class DatomComponent(dg.Component, dg.Model, dg.Resolvable):
                 resource_key=self.resource_key,
                 inbox=self.inbox.path,
                 group_name=self.inbox.group_name,
-                name=f"onboard_{_identifier(self.project)}",
+                name=self.inbox.op_name or f"onboard_{_identifier(self.project)}",
             )
             assets.append(raw)
             if self.inbox.sensor != "none":
@@ -161,7 +163,7 @@ class DatomComponent(dg.Component, dg.Model, dg.Resolvable):
                         raw,
                         resource_key=self.resource_key,
                         inbox=self.inbox.path,
-                        name=f"{_identifier(self.project)}_inbox_sensor",
+                        name=self.inbox.sensor_name or f"{_identifier(self.project)}_inbox_sensor",
                         minimum_interval_seconds=self.inbox.minimum_interval_seconds,
                         default_status=status,
                     )
