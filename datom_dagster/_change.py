@@ -157,7 +157,7 @@ def summary_metadata(summary: ChangeSummary) -> dict[str, MetadataValue]:
     """``datom/changes`` (markdown) and the numbers behind it."""
     entries: dict[str, MetadataValue] = {
         "datom/changes": MetadataValue.md(summary.to_markdown()),
-        "datom/previous_version": MetadataValue.text(summary.before or ""),
+        "datom/compared_with": MetadataValue.text(summary.before or ""),
         "datom/rows_after": MetadataValue.int(summary.rows_after),
         "datom/columns_added": MetadataValue.int(len(summary.columns_added)),
         "datom/columns_removed": MetadataValue.int(len(summary.columns_removed)),

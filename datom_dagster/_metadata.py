@@ -9,7 +9,8 @@
   source project), and ``datom/parent/<asset>`` links to the upstream assets;
   ``datom/source_lineage`` as recorded.
 * The change summary against the previous version (:mod:`datom_dagster._change`):
-  ``datom/changes`` (markdown) and ``datom/rows_before``, ``datom/rows_after``,
+  ``datom/changes`` (markdown), ``datom/compared_with`` (the version before; for an
+  unchanged write, the version itself) and ``datom/rows_before``, ``datom/rows_after``,
   ``datom/columns_added``/``_removed``/``_changed`` and, with a key,
   ``datom/rows_added``/``_removed``/``_changed``.
 * Dagster's standard ``dagster/row_count``, ``dagster/column_schema`` (Arrow types:

@@ -61,7 +61,7 @@ def test_change_summary_for_a_known_pair_of_versions_is_exact(instance, io_manag
 
     second = _run(instance, io_manager, 2)
     v1, v2 = meta(first, "datom/version"), meta(second, "datom/version")
-    assert meta(second, "datom/previous_version") == v1
+    assert meta(second, "datom/compared_with") == v1
     numbers = {
         k: meta(second, f"datom/{k}")
         for k in (
