@@ -37,7 +37,7 @@ from dagster import (
     OutputContext,
 )
 from datom_dagster import _dagster_internals as internals
-from datom_dagster._annotations import input_option_problems, plain
+from datom_dagster._annotations import asset_option_problems, input_option_problems, plain
 from datom_dagster._config import DatomResource
 from datom_dagster._lineage import output_parents, record_loaded
 from datom_dagster._metadata import Written, materialization_metadata
@@ -82,6 +82,9 @@ class DatomIOManager(ConfigurableIOManager):
     def handle_output(self, context: OutputContext, obj: Any) -> None:
         """Write ``obj`` as the new version of the asset's table (one per partition)."""
         label = _asset_label(context)
+        problems = asset_option_problems(context.definition_metadata or {})
+        if problems:  # definitions not checked at load: refuse before anything is written
+            raise Failure(description=f"asset {label}: " + "; ".join(problems), allow_retries=False)
         try:
             tables = _output_tables(context, obj, label)
         except dc.DatomError as e:
@@ -127,7 +130,7 @@ class DatomIOManager(ConfigurableIOManager):
                 context.asset_key,
                 partition_key,
                 partitions_def=context.asset_partitions_def if partition_key is not None else None,
-                override=(context.definition_metadata or {}).get(TABLE_METADATA_KEY),
+                override=plain((context.definition_metadata or {}).get(TABLE_METADATA_KEY)),
             )
         except dc.InvalidNameError as e:
             raise Failure(description=str(e), allow_retries=False) from e

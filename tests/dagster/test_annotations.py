@@ -116,3 +116,13 @@ def test_loose_keys_keep_working(instance, io_manager):
     assert materialize([loose_asset], instance=instance, resources={"io_manager": io_manager})
     assert meta(latest(instance, "loose_asset"), "datom/table") == "loose"
     assert meta(latest(instance, "loose_asset"), "datom/rows_added") == 2
+
+
+def test_unchecked_definitions_fail_the_run_before_writing(instance, io_manager):
+    result = materialize(
+        [misspelt], instance=instance, resources={"io_manager": io_manager}, raise_on_error=False
+    )
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.is_step_failure]
+    assert "unknown datom option 'datom_tabel'" in str(failure.event_specific_data.error)
+    assert io_manager.connection().tables() == []
