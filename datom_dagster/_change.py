@@ -127,7 +127,10 @@ def _keyed_counts(
     old = _keyed(conn, table, before, key)
     common = new.index.intersection(old.index)
     columns = [c for c in new.columns if c in old.columns]
-    a, b = new.loc[common, columns], old.loc[common, columns]
+    # As objects: categoricals with other categories, or a column whose dtype moved
+    # between versions, still compare value by value.
+    a = new.loc[common, columns].astype(object)
+    b = old.loc[common, columns].astype(object)
     differs = ~((a == b) | (a.isna() & b.isna()))
     return {
         "rows_added": len(new.index.difference(old.index)),

@@ -25,6 +25,7 @@ def _visits(month: int) -> pd.DataFrame:
                 "VISITNUM": [1, 1, 1, 2],
                 "AVAL": [1.0, 2.0, 3.0, 4.0],
                 "SITE": ["a", "a", "b", "a"],
+                "ARM": pd.Categorical(["x", "x", "y", "x"]),
             }
         )
     return pd.DataFrame(
@@ -33,6 +34,7 @@ def _visits(month: int) -> pd.DataFrame:
             "VISITNUM": [1, 1, 1],
             "AVAL": [2.0, 30.0, 5.0],
             "SITE": ["a", "b", "c"],
+            "ARM": pd.Categorical(["x", "y", "z"]),  # other categories, same kept values
             "FLAG": ["Y", "N", "Y"],
         }
     )
@@ -81,7 +83,7 @@ def test_change_summary_for_a_known_pair_of_versions_is_exact(instance, io_manag
         "rows_after": 3,
         "columns_added": 1,
         "columns_removed": 0,
-        "columns_changed": 4,  # every kept column lost or gained rows, so its digest moved
+        "columns_changed": 5,  # every kept column lost or gained rows, so its digest moved
         "rows_added": 1,
         "rows_removed": 2,
         "rows_changed": 1,
