@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 import datom_core as dc
-from dagster import Config
+from dagster import Config, EnvVar
 
 __all__ = ["DefaultStorage", "LocalStorage", "S3Storage", "Storage", "UrlStorage"]
 
@@ -79,9 +79,9 @@ class S3Storage(Config):
             self.prefix,
             endpoint_url=self.endpoint_url,
             region=self.region,
-            key=self.aws_access_key_id,
-            secret=self.aws_secret_access_key,
-            token=self.aws_session_token,
+            key=_resolved(self.aws_access_key_id),
+            secret=_resolved(self.aws_secret_access_key),
+            token=_resolved(self.aws_session_token),
         )
 
 
@@ -98,7 +98,13 @@ class UrlStorage(Config):
 
     def store(self) -> dc.Store:
         """The store :func:`datom_core.store_from_url` builds for ``url``."""
-        return dc.store_from_url(self.url, **self.storage_options)
+        options = {k: _resolved(v) for k, v in self.storage_options.items()}
+        return dc.store_from_url(self.url, **options)
+
+
+def _resolved(value: Any) -> Any:
+    """An :class:`dagster.EnvVar`'s value (a resource used outside a run keeps the EnvVar)."""
+    return value.get_value() if isinstance(value, EnvVar) else value
 
 
 Storage = DefaultStorage | LocalStorage | S3Storage | UrlStorage

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 import datom_core as dc
-from dagster import AssetCheckKey, AssetKey, DagsterInstance
-from datom_dagster import DatomResource
+from dagster import AssetCheckKey, AssetKey, DagsterInstance, component_defs
+from datom_dagster import DatomComponent, DatomResource
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DG = str(Path(sys.executable).parent / "dg")
@@ -143,3 +144,45 @@ def test_yaml_with_a_local_store_loads_and_a_bad_option_fails_the_check(dg_proje
     )
     out = _dg(root, env, "check", "defs", ok=False)
     assert "sensr" in out
+
+
+# Dagster 1.13 reads component YAML through pydantic's deprecated parse_obj_as (its own use).
+@pytest.mark.filterwarnings("ignore:`parse_obj_as` is deprecated")
+def test_component_from_yaml_with_an_s3_store_materializes_without_leaking_secrets(
+    fresh_instance, tmp_path, s3_endpoint, s3_bucket, monkeypatch
+):
+    monkeypatch.setenv("STUDY_KEY_ID", "AKIDCOMPONENT0000001")
+    monkeypatch.setenv("STUDY_SECRET", "component-secret-never-shown-0001")
+    attributes = yaml.safe_load(
+        "project: S3STUDY\n"
+        f"clone_path: {tmp_path / 'clone'}\n"
+        "store:\n"
+        "  kind: s3\n"
+        f"  bucket: {s3_bucket}\n"
+        "  prefix: team\n"
+        f"  endpoint_url: {s3_endpoint}\n"
+        "  aws_access_key_id_env: STUDY_KEY_ID\n"
+        "  aws_secret_access_key_env: STUDY_SECRET\n"
+        "inbox:\n"
+        "  tables: [dm]\n"
+        "checks:\n"
+        "  assets: [dm]\n"
+        "  schema_change: true\n"
+    )
+    component = DatomComponent.resolve_from_dict(attributes)
+    defs = component_defs(component=component)
+    conn = defs.resources["datom"].connection()
+    pd.DataFrame({"USUBJID": ["s1"]}).to_csv(conn.path / "input_files" / "dm.csv", index=False)
+    job = defs.resolve_implicit_global_asset_job_def()
+    result = job.execute_in_process(instance=fresh_instance)
+    assert result.success
+    reader = dc.connect(
+        store=dc.S3Store(s3_bucket, "team", endpoint_url=s3_endpoint), project_name="S3STUDY"
+    )
+    assert reader.read("dm")["USUBJID"].tolist() == ["s1"]
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks == {"datom_integrity": True, "datom_schema_change": True}
+    run = fresh_instance.get_run_by_id(result.run_id)
+    logs = [repr(e) for e in fresh_instance.all_logs(result.run_id)]
+    for text in [repr(run), repr(defs.resources["datom"]), *logs]:
+        assert "component-secret-never-shown-0001" not in text
