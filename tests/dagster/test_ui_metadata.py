@@ -6,7 +6,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from dagster import Config, asset, materialize
+from dagster import Config, asset, build_metadata_bounds_checks, materialize
 from datom_dagster._metadata import arrow_type_name, commit_url
 
 from .conftest import latest, meta, project_io_manager
@@ -196,3 +196,19 @@ def test_commit_is_text_when_the_remote_is_not_a_known_host(instance, tmp_path):
     entry = latest(instance, "typed").metadata["datom/commit"]
     assert type(entry).__name__ == "TextMetadataValue"
     assert entry.value == io.connection().commit_of("typed")
+
+
+@pytest.mark.filterwarnings("ignore:Function `build_metadata_bounds_checks` is currently in beta")
+def test_change_numbers_drive_dagsters_own_metadata_checks(instance, io_manager):
+    # The numbers are plain int metadata: Dagster's metadata bounds checks read them.
+    [check] = build_metadata_bounds_checks(
+        assets=[visits], metadata_key="datom/rows_removed", max_value=1
+    )
+    config = {"ops": {"visits": {"config": {"month": 1}}}}
+    resources = {"io_manager": io_manager}
+    first = materialize([visits, check], instance=instance, resources=resources, run_config=config)
+    assert [e.passed for e in first.get_asset_check_evaluations()] == [True]
+    config = {"ops": {"visits": {"config": {"month": 2}}}}  # two rows removed by key
+    second = materialize([visits, check], instance=instance, resources=resources, run_config=config)
+    [evaluation] = second.get_asset_check_evaluations()
+    assert not evaluation.passed
