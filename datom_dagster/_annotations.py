@@ -150,7 +150,7 @@ def input_option_problems(metadata: Mapping[str, Any]) -> list[str]:
 def validate_datom_definitions(defs: Definitions) -> Definitions:
     """``defs``, after checking every asset's and input's datom options (module docstring).
 
-    Raises :class:`datom_core.InvalidNameError` listing every problem, each naming its
+    Raises :class:`datom_core.InvalidArgumentError` listing every problem, each naming its
     asset (and input).
     """
     problems: list[str] = []
@@ -194,7 +194,7 @@ def _names(value: Any) -> bool:
 
 def _raise(problems: list[str], where: str) -> None:
     if problems:
-        raise dc.InvalidNameError(
+        raise dc.InvalidArgumentError(
             f"{where}: {len(problems)} datom option problem(s); fix them and reload:\n"
             + "\n".join(f"- {p}" for p in problems)
         )

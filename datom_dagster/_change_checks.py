@@ -23,7 +23,7 @@ from dagster import (
     MetadataValue,
     asset_check,
 )
-from datom_dagster._change import ChangeSummary, change_summary, previous_version
+from datom_dagster._change import change_summary
 from datom_dagster._targets import Target, stored_tables
 
 __all__ = ["ROW_COUNT_CHECK_NAME", "SCHEMA_CHECK_NAME", "row_count_check", "schema_check"]
@@ -31,15 +31,15 @@ __all__ = ["ROW_COUNT_CHECK_NAME", "SCHEMA_CHECK_NAME", "row_count_check", "sche
 SCHEMA_CHECK_NAME = "datom_schema_change"
 ROW_COUNT_CHECK_NAME = "datom_row_count_change"
 
-Finding = Callable[[ChangeSummary], str | None]
+Finding = Callable[[dc.TableDiff], str | None]
 
 
 def schema_check(target: Target, io_manager_key: str, blocking: bool) -> AssetChecksDefinition:
     """Fails when the latest version added or removed columns."""
 
-    def finding(s: ChangeSummary) -> str | None:
-        if not (s.columns_added or s.columns_removed):
-            return None
+    def finding(s: dc.TableDiff) -> str | None:
+        if s.before is None or not (s.columns_added or s.columns_removed):
+            return None  # a first version has no schema to change from
         return f"columns added {list(s.columns_added)}, removed {list(s.columns_removed)}"
 
     return _build(
@@ -57,12 +57,12 @@ def row_count_check(
 ) -> AssetChecksDefinition:
     """Fails when the row count moved by more than ``threshold`` of the previous count."""
     if not threshold >= 0:
-        raise dc.InvalidNameError(
+        raise dc.InvalidArgumentError(
             f"asset {target.key.to_user_string()}: row_count_change must be a fraction >= 0 "
             f"(0.1 allows ±10%), not {threshold!r}"
         )
 
-    def finding(s: ChangeSummary) -> str | None:
+    def finding(s: dc.TableDiff) -> str | None:
         if s.rows_before is None:
             return None
         moved = abs(s.rows_after - s.rows_before)
@@ -104,7 +104,7 @@ def _build(
                 current = conn.resolve(table)
             except dc.NotFoundError:
                 continue
-            summary = change_summary(conn, table, previous_version(conn, table, current), current)
+            summary = change_summary(conn, table, current)
             summaries.append(summary)
             problem = finding(summary)
             if problem:

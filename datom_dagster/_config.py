@@ -25,6 +25,7 @@ variable named by ``git_token_env``.
 
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,6 +44,8 @@ DEFAULT_HOME = "~/.datom"
 
 DEFAULT_PROJECT = "dagster"
 """The project name when none is configured."""
+
+_CONNECT_ATTEMPTS = 6
 
 
 @runtime_checkable
@@ -140,13 +143,22 @@ class DatomResource(ConfigurableResource):
             return self._create_or_clone(clone)
 
     def _connect(self, clone: Path) -> dc.Connection:
-        conn = dc.connect(
-            clone,
-            store=self.configured_store(),
-            token_env=self.git_token_env,
-        )
+        conn = None
+        for attempt in range(_CONNECT_ATTEMPTS):
+            try:
+                conn = dc.connect(
+                    clone, store=self.configured_store(), token_env=self.git_token_env
+                )
+                break
+            except dc.NotFoundError:
+                # A write in another process may be resetting this shared clone's working
+                # tree (its .datom/project.yaml is briefly absent): try again shortly.
+                if attempt == _CONNECT_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.1 * (attempt + 1))
+        assert conn is not None
         if conn.project_name != self.project_name:
-            raise dc.DatomError(
+            raise dc.ProjectConfigError(
                 f"the clone at {clone} holds project {conn.project_name!r}, but this resource "
                 f"is configured for {self.project_name!r}; fix project_name or clone_path"
             )
@@ -154,7 +166,7 @@ class DatomResource(ConfigurableResource):
 
     def _create_or_clone(self, clone: Path) -> dc.Connection:
         if clone.exists() and any(clone.iterdir()):
-            raise dc.DatomError(
+            raise dc.ProjectConfigError(
                 f"{clone} exists but is not a datom clone (an interrupted first use?); "
                 "remove it, or point clone_path at an empty or absent directory"
             )
@@ -175,7 +187,10 @@ class DatomResource(ConfigurableResource):
 
 
 def _is_clone(path: Path) -> bool:
-    return (path / ".datom" / "project.yaml").is_file()
+    # Not .datom/project.yaml: another process's write may be resetting the working tree
+    # of a shared clone at this very moment. Clones are only created under the init lock,
+    # so a git directory means creation finished (or failed, which connect reports).
+    return (path / ".git").is_dir()
 
 
 @contextmanager

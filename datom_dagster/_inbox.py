@@ -101,19 +101,18 @@ def _result(
     conn: dc.Connection, key: AssetKey, table: str, change: str | None
 ) -> MaterializeResult:
     try:
-        metadata = conn.metadata(table)
+        record = conn.version(table)
     except dc.NotFoundError as e:
         raise Failure(
             description=f"no extract for table {table!r} has been onboarded yet: drop its file "
             "into the inbox first"
         ) from e
-    version = dc.metadata_sha(metadata)
-    written = Written(table, version, change or "none", None)
-    schema = conn.read(table, version, as_="arrow").schema
+    written = Written(table, record.version, change or "none", None, record)
+    schema = conn.read(table, record, as_="arrow").schema
     return MaterializeResult(
         asset_key=key,
         metadata=materialization_metadata(conn, written, schema),
-        data_version=DataVersion(metadata["data_sha"]),
+        data_version=DataVersion(record.data_sha),
     )
 
 

@@ -54,7 +54,7 @@ from datom_dagster._type_handlers import (
 
 __all__ = ["DatomIOManager"]
 
-_NO_RETRY = (dc.UnhashableColumnsError, dc.InvalidNameError)
+_NO_RETRY = (dc.UnsupportedInputError, dc.InvalidNameError, dc.InvalidArgumentError)
 
 
 class DatomIOManager(ConfigurableIOManager):
@@ -106,7 +106,9 @@ class DatomIOManager(ConfigurableIOManager):
                 )
             except _NO_RETRY as e:
                 raise Failure(description=str(e), allow_retries=False) from e
-            written = Written(result.table, result.version, result.change, result.commit)
+            written = Written(
+                result.table, result.version, result.change, result.commit, result.metadata
+            )
             metadata = materialization_metadata(
                 conn,
                 written,
@@ -140,7 +142,7 @@ class DatomIOManager(ConfigurableIOManager):
     def load_input(self, context: InputContext) -> Any:
         """The upstream asset's table(s): current versions unless pinned (module docstring)."""
         if not context.has_asset_key:
-            raise dc.DatomError(
+            raise dc.UnsupportedInputError(
                 f"input {context.name!r}: DatomIOManager loads asset inputs only; give the "
                 "upstream output an asset key, or load it with another IO manager"
             )
@@ -148,9 +150,9 @@ class DatomIOManager(ConfigurableIOManager):
         options = {k: plain(v) for k, v in (context.definition_metadata or {}).items()}
         problems = input_option_problems(options)
         if problems:
-            raise dc.InvalidNameError(f"input {label}: " + "; ".join(problems))
+            raise dc.InvalidArgumentError(f"input {label}: " + "; ".join(problems))
         if options.get("datom_set"):
-            raise dc.DatomError(
+            raise dc.UnsupportedInputError(
                 f"input {label}: pinning through a set (datom_set) needs datom's sets; "
                 "pin the version with datom_version meanwhile"
             )
@@ -210,7 +212,7 @@ def _output_tables(context: OutputContext, obj: Any, label: str) -> dict[str | N
         return {keys[0]: output_table(obj, label)}
     if not isinstance(obj, Mapping) or set(map(str, obj)) != set(map(str, keys)):
         got = sorted(map(str, obj)) if isinstance(obj, Mapping) else type(obj).__qualname__
-        raise dc.DatomError(
+        raise dc.InvalidArgumentError(
             f"asset {label}: this step materialises {len(keys)} partition(s) "
             f"({keys[0]} ... {keys[-1]}); return a dict {{partition_key: table}} with one "
             f"table per partition (got {got}). Nothing was written."
@@ -223,7 +225,7 @@ def _output_tables(context: OutputContext, obj: Any, label: str) -> dict[str | N
     bad = {k: r for k, r in reports.items() if not r.ok}
     if bad:
         details = "\n".join(f"partition {k}:\n{r}" for k, r in bad.items())
-        raise dc.DatomError(
+        raise dc.UnhashableColumnsError(
             f"asset {label}: datom cannot hash {len(bad)} partition(s); nothing was written. "
             f"Fix each column marked unsupported:\n{details}"
         )
@@ -253,7 +255,7 @@ def _pins(version: Any, keys: list[str | None], label: str) -> dict[str | None, 
     if isinstance(version, Mapping):
         return {k: version.get(k) for k in keys}
     if len(keys) > 1:
-        raise dc.DatomError(
+        raise dc.InvalidArgumentError(
             f"input {label}: datom_version pins one version but {len(keys)} partitions are "
             "loaded; give a dict {partition_key: version} instead"
         )
@@ -270,14 +272,14 @@ def _shape(
 ) -> Any:
     if not partitioned:
         if spec.as_dict:
-            raise dc.DatomError(
+            raise dc.InvalidArgumentError(
                 f"input {label}: a dict annotation asks for several partitions, but "
                 f"{label} is not partitioned; annotate the input with a table type"
             )
         return loaded[None]
     if spec.as_dict:
         if concat_requested:
-            raise dc.DatomError(
+            raise dc.InvalidArgumentError(
                 f"input {label}: datom_concat asks for one table but the input is annotated "
                 "as a dict; choose one"
             )

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 import datom_core as dc
 from dagster import AssetKey, MetadataValue, TableColumn, TableRecord, TableSchema
-from datom_dagster._change import change_summary, previous_version, summary_metadata
+from datom_dagster._change import change_summary, summary_metadata
 
 __all__ = [
     "DATOM_KEYS",
@@ -73,7 +73,8 @@ class Written:
     table: str
     version: str
     change: str
-    commit: str | None  # None: nothing committed now (look up the commit that recorded it)
+    commit: str | None  # None: not known (looked up: the commit that recorded the version)
+    metadata: dc.TableMetadata | None = None  # the recorded record, when the write gave it
 
 
 def materialization_metadata(
@@ -85,44 +86,40 @@ def materialization_metadata(
     parent_assets: Sequence[AssetKey] = (),
 ) -> dict[str, MetadataValue]:
     """Metadata for the materialization of ``written`` (``schema``: the stored columns)."""
-    recorded = conn.metadata(written.table, written.version)
+    recorded = written.metadata or conn.version(written.table, written.version)
     commit = written.commit or conn.commit_of(written.table, written.version) or ""
-    parents = _records(recorded.get("parents"))
-    before = (
-        written.version
-        if written.change == "none"
-        else previous_version(conn, written.table, written.version)
+    summary = change_summary(
+        conn, written.table, written.version, unchanged=written.change == "none", key=key
     )
-    summary = change_summary(conn, written.table, before, written.version, key=key)
     entries: dict[str, MetadataValue] = {
         "datom/version": MetadataValue.text(written.version),
-        "datom/data_sha": MetadataValue.text(recorded["data_sha"]),
-        "datom/parquet_sha": MetadataValue.text(recorded.get("parquet_sha") or ""),
+        "datom/data_sha": MetadataValue.text(recorded.data_sha),
+        "datom/parquet_sha": MetadataValue.text(recorded.parquet_sha or ""),
         "datom/change": MetadataValue.text(written.change),
         "datom/table": MetadataValue.text(written.table),
         "datom/project": MetadataValue.text(conn.project_name),
         "datom/commit": _commit_value(conn, commit),
         "datom/parents": MetadataValue.table(
-            [_parent_row(p) for p in parents], schema=_PARENT_SCHEMA
+            [_parent_row(p) for p in recorded.parents], schema=_PARENT_SCHEMA
         ),
         "datom/source_lineage": MetadataValue.json(_records(recorded.get("source_lineage"))),
         **summary_metadata(summary),
-        "dagster/row_count": MetadataValue.int(int(recorded["nrow"])),
+        "dagster/row_count": MetadataValue.int(recorded.nrow),
         "dagster/column_schema": MetadataValue.table_schema(column_schema(schema)),
-        "dagster/uri": MetadataValue.url(parquet_url(conn, written.table, recorded["data_sha"])),
+        "dagster/uri": MetadataValue.url(parquet_url(conn, written.table, recorded.data_sha)),
     }
     for asset_key in dict.fromkeys(parent_assets):
         entries[f"datom/parent/{asset_key.to_user_string()}"] = MetadataValue.asset(asset_key)
     return entries
 
 
-def _parent_row(parent: Mapping[str, Any]) -> TableRecord:
+def _parent_row(parent: dc.ParentRef) -> TableRecord:
     return TableRecord(
         {
-            "table": str(parent.get("table", "")),
-            "version": str(parent.get("version", ""))[:_PREFIX],
-            "data_sha": str(parent.get("data_sha", ""))[:_PREFIX],
-            "project": str(parent.get("source", "")),
+            "table": parent.table,
+            "version": parent.version[:_PREFIX],
+            "data_sha": parent.data_sha[:_PREFIX],
+            "project": parent.source,
         }
     )
 

@@ -56,7 +56,7 @@ def output_table(obj: Any, asset: str) -> Any:
         if obj is None
         else ""
     )
-    raise dc.DatomError(
+    raise dc.UnsupportedInputError(
         f"asset {asset}: DatomIOManager stores {_SUPPORTED}; the asset returned {got}. "
         f"Return one of those, or use another IO manager for this asset.{hint} "
         "Nothing was written."
@@ -91,7 +91,7 @@ def _kind(t: Any, asset: str) -> Kind:
         return "polars"
     if _is_polars_type(t, "LazyFrame"):
         return "polars_lazy"
-    raise dc.DatomError(
+    raise dc.UnsupportedInputError(
         f"input {asset}: DatomIOManager loads tables as pd.DataFrame (the default), "
         f"pl.DataFrame, pl.LazyFrame or pa.Table (or a dict[str, ...] of them for several "
         f"partitions), not {t!r}; change the input's annotation"

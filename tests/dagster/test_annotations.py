@@ -69,7 +69,7 @@ def test_annotations_name_the_table_key_the_rows_and_record_the_description(inst
     ],
 )
 def test_helpers_refuse_bad_options_at_once(call, message):
-    with pytest.raises(dc.InvalidNameError, match=message):
+    with pytest.raises(dc.InvalidArgumentError, match=message):
         call()
 
 
@@ -95,7 +95,7 @@ def pins_with_a_typo(misspelt: pd.DataFrame) -> pd.DataFrame:
 
 def test_loose_keys_are_checked_when_the_definitions_load_naming_each_asset():
     defs = Definitions(assets=[misspelt, badly_named, pins_badly, pins_with_a_typo])
-    with pytest.raises(dc.InvalidNameError) as info:
+    with pytest.raises(dc.InvalidArgumentError) as info:
         validate_datom_definitions(defs)
     text = str(info.value)
     assert "asset misspelt: unknown datom option 'datom_tabel'" in text

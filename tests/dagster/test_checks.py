@@ -187,5 +187,5 @@ def test_change_checks_warn_unless_blocking(instance, io_manager):
     assert shrunk[ROW_COUNT_CHECK_NAME].severity == AssetCheckSeverity.WARN
     done = {e.asset_key.path[-1] for e in result.get_asset_materialization_events()}
     assert done == {"cohort", "after_cohort"}
-    with pytest.raises(dc.InvalidNameError, match="row_count_change must be a fraction"):
+    with pytest.raises(dc.InvalidArgumentError, match="row_count_change must be a fraction"):
         build_datom_asset_checks([cohort], row_count_change=-1)

@@ -119,6 +119,6 @@ def test_a_half_made_clone_is_reported_not_overwritten(tmp_path):
     iom = DatomResource(
         clone_path=str(tmp_path / "repo"), storage=LocalStorage(path=str(tmp_path / "store"))
     )
-    with pytest.raises(dc.DatomError, match="is not a datom clone"):
+    with pytest.raises(dc.ProjectConfigError, match="is not a datom clone"):
         iom.connection()
     assert (tmp_path / "repo" / "notes.txt").read_text() == "mine"

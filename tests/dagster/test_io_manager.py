@@ -189,7 +189,7 @@ def test_hand_built_contexts_work_without_a_step(io_manager):
 def test_a_clone_of_another_project_is_refused(tmp_path, io_manager):
     io_manager.connection()
     other = DatomResource(project_name="other", clone_path=io_manager.datom.clone_path)
-    with pytest.raises(dc.DatomError, match="holds project 'study'"):
+    with pytest.raises(dc.ProjectConfigError, match="holds project 'study'"):
         other.connection()
 
 

@@ -77,7 +77,8 @@ def test_change_summary_for_a_known_pair_of_versions_is_exact(instance, io_manag
             "rows_changed",
         )
     }
-    # Rows by key: s4/1 added; s1/1 and s1/2 removed; s3/1 changed (AVAL 3 -> 30).
+    # Rows by key: s4/1 added; s1/1 and s1/2 removed; s2/1 and s3/1 changed (s3's AVAL
+    # 3 -> 30, and both gained a FLAG value: a row differs when any of its values does).
     assert numbers == {
         "rows_before": 4,
         "rows_after": 3,
@@ -86,13 +87,13 @@ def test_change_summary_for_a_known_pair_of_versions_is_exact(instance, io_manag
         "columns_changed": 5,  # every kept column lost or gained rows, so its digest moved
         "rows_added": 1,
         "rows_removed": 2,
-        "rows_changed": 1,
+        "rows_changed": 2,
     }
     md = meta(second, "datom/changes")
     assert f"`{v1[:12]}` → `{v2[:12]}`" in md
     assert "| rows | 4 | 3 |" in md
     assert "columns added: `FLAG`" in md and "columns removed: none" in md
-    assert "rows by key (`USUBJID`, `VISITNUM`): 1 added, 2 removed, 1 changed" in md
+    assert "rows by key (`USUBJID`, `VISITNUM`): 1 added, 2 removed, 2 changed" in md
 
     again = _run(instance, io_manager, 2)  # nothing changed
     assert meta(again, "datom/change") == "none" and "unchanged" in meta(again, "datom/changes")
