@@ -138,3 +138,11 @@ r_read_hash <- function(conn, name, version = NULL) {
   df <- datom_read(r_conn(conn), name, version = version)
   list(data_sha = datom:::.datom_canonical_hash(df)$data_sha, nrow = nrow(df))
 }
+
+r_current <- function(conn, name) {
+  datom_history(r_conn(conn), name, n = 1L, short_hash = FALSE)$version[[1]]
+}
+
+# A document exactly as R parsed it from storage (for key-by-key comparisons the bytes
+# on disk are read by Python directly).
+r_store_json <- function(conn, key) datom_storage_read_json(r_conn(conn), key)
