@@ -51,9 +51,7 @@ def frame(name: str) -> pa.Table:
     if name == "lb":
         return pa.table({"PARAM": ["ALT", "AST", "ALT"], "AVAL": [21.5, None, 40.0]})
     if name == "lb_v2":
-        return pa.table(
-            {"PARAM": ["ALT", "AST", "ALT", "AST"], "AVAL": [21.5, None, 40.0, 33.25]}
-        )
+        return pa.table({"PARAM": ["ALT", "AST", "ALT", "AST"], "AVAL": [21.5, None, 40.0, 33.25]})
     raise KeyError(name)
 
 

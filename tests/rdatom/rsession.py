@@ -80,7 +80,9 @@ class RSession:
         while True:
             ready, _, _ = select.select([self._proc.stdout], [], [], self.timeout)
             if not ready:
-                raise RError(f"R datom {self.version}: no answer after {self.timeout}s {what}\n{self.log_tail()}")
+                raise RError(
+                    f"R datom {self.version}: no answer after {self.timeout}s {what}\n{self.log_tail()}"
+                )
             line = self._proc.stdout.readline()
             if line == "":
                 raise RError(f"R datom {self.version} exited while {what}\n{self.log_tail()}")
@@ -105,7 +107,9 @@ class RSession:
         response = json.loads(out.read_text())
         out.unlink()
         if not response["ok"]:
-            raise RError(f"R datom {self.version}: {fn} failed: {response['error']}\n{self.log_tail()}")
+            raise RError(
+                f"R datom {self.version}: {fn} failed: {response['error']}\n{self.log_tail()}"
+            )
         return response["value"]
 
     def close(self) -> None:

@@ -72,7 +72,11 @@ class Project:
     steps: list[tuple[str, str, str]] = field(default_factory=list)
 
     def r_conn(self, clone: Path | None = None) -> dict[str, str]:
-        return {"path": str(clone or self.clone), "store": str(self.store), "remote": str(self.remote)}
+        return {
+            "path": str(clone or self.clone),
+            "store": str(self.store),
+            "remote": str(self.remote),
+        }
 
     def r_reader(self) -> dict[str, str]:
         return {"store": str(self.store), "project": self.name}
@@ -108,18 +112,23 @@ def remote_head(remote: Path) -> tuple[str, str | None]:
     """The branch the bare remote's HEAD names, and the commit it points at (if any)."""
     ref = subprocess.run(
         ["git", "-C", str(remote), "symbolic-ref", "HEAD"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     tip = subprocess.run(
         ["git", "-C", str(remote), "rev-parse", "--verify", "-q", ref],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     return ref, tip or None
 
 
 def tree_snapshot(root: Path) -> dict[str, bytes]:
     """Every file under ``root`` with its bytes (to prove that nothing changed)."""
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 # -- the standard project: derived tables with parents, an onboarded csv, a metadata-only
@@ -199,3 +208,12 @@ EXPECTED_CHANGES = [
     ("dm", "full"),  # the revert: new current version, its recorded parquet reused
     ("lb", "full"),
 ]
+
+
+def py_rewrite_current(conn: dc.Connection, p: Project, name: str) -> dc.WriteResult:
+    """Write back the current version of ``name`` exactly: its data, custom and parents."""
+    doc = p.store_doc(f"{name}/.metadata/metadata.json")
+    parents = [{"table": x["table"], "version": x["version"]} for x in doc.get("parents", [])]
+    return conn.write(
+        name, conn.read(name, as_="arrow"), parents=parents or None, metadata=doc.get("custom")
+    )

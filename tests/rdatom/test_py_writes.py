@@ -136,8 +136,13 @@ def test_r_new_version_reads_back_in_python(r020: RSession, tmp_path: Path) -> N
     r020.call("r_clone", path=clone, store=p.store, remote=p.remote)
     res = r020.call("r_write", conn=p.r_conn(clone), name="lb", data="lb", metadata={"by": "r"})
     assert res["action"] == "metadata_only"
-    res2 = r020.call("r_write", conn=p.r_conn(clone), name="adae", data="adae",
-                     parents=[{"table": "adsl", "version": p.steps[3][2]}])
+    res2 = r020.call(
+        "r_write",
+        conn=p.r_conn(clone),
+        name="adae",
+        data="adae",
+        parents=[{"table": "adsl", "version": p.steps[3][2]}],
+    )
     assert res2["action"] == "full"
     conn = dc.connect(p.clone)
     conn.pull()
@@ -154,8 +159,11 @@ def test_r_new_version_reads_back_in_python(r020: RSession, tmp_path: Path) -> N
 
 
 def _documents(p: Project, name: str) -> dict[str, Any]:
-    snaps = {s.stem: load_json(s) for s in (p.datom_root / name / ".metadata").glob("*.json")
-             if s.stem not in ("metadata", "version_history")}
+    snaps = {
+        s.stem: load_json(s)
+        for s in (p.datom_root / name / ".metadata").glob("*.json")
+        if s.stem not in ("metadata", "version_history")
+    }
     return {
         "git": _git_doc(p, f"{name}/metadata.json"),
         "store": p.store_doc(f"{name}/.metadata/metadata.json"),
@@ -182,7 +190,10 @@ def test_metadata_documents_as_r_writes_them(pyproj: Project, twin: Project, nam
 
 def test_manifest_v2_as_r_writes_it(pyproj: Project, twin: Project) -> None:
     r = _git_doc(twin, ".datom/manifest.json")
-    for mine in (_git_doc(pyproj, ".datom/manifest.json"), pyproj.store_doc(".metadata/manifest.json")):
+    for mine in (
+        _git_doc(pyproj, ".datom/manifest.json"),
+        pyproj.store_doc(".metadata/manifest.json"),
+    ):
         assert keys(mine) == keys(r) == list(MANIFEST_ORDER)
         assert mine["schema_version"] == 2 and mine["project_name"] == PROJECT
         assert keys(mine["summary"]) == list(SUMMARY_ORDER)
@@ -192,8 +203,14 @@ def test_manifest_v2_as_r_writes_it(pyproj: Project, twin: Project) -> None:
         for name, entry in mine["artifacts"].items():
             theirs = r["artifacts"][name]
             assert keys(entry) == keys(theirs) == in_order(keys(entry), ENTRY_ORDER), name
-            for k in ("kind", "current_version", "current_data_sha", "version_count",
-                      "original_file_sha", "original_format"):
+            for k in (
+                "kind",
+                "current_version",
+                "current_data_sha",
+                "version_count",
+                "original_file_sha",
+                "original_format",
+            ):
                 assert entry.get(k) == theirs.get(k), (name, k)
 
 
@@ -202,7 +219,9 @@ def test_history_entries_as_r_writes_them(pyproj: Project, twin: Project, name: 
     git = _git_doc(pyproj, f"{name}/version_history.json")
     store = pyproj.store_doc(f"{name}/.metadata/version_history.json")
     r_git = _git_doc(twin, f"{name}/version_history.json")
-    assert [(e["version"], e["data_sha"]) for e in git] == [(e["version"], e["data_sha"]) for e in r_git]
+    assert [(e["version"], e["data_sha"]) for e in git] == [
+        (e["version"], e["data_sha"]) for e in r_git
+    ]
     for mine, theirs in zip(git, r_git, strict=True):
         assert keys(mine) == keys(theirs) == in_order(keys(mine), HISTORY_ORDER)
         assert keys(mine["author"]) == ["name", "email"]
@@ -212,7 +231,8 @@ def test_history_entries_as_r_writes_them(pyproj: Project, twin: Project, name: 
         # The first commit that produced this version: its metadata.json is that version.
         raw = subprocess.run(
             ["git", "-C", str(pyproj.remote), "show", f"{s['commit_sha']}:{name}/metadata.json"],
-            check=True, capture_output=True,
+            check=True,
+            capture_output=True,
         ).stdout
         assert dc.metadata_sha(json.loads(raw)) == s["version"]
 
@@ -224,7 +244,9 @@ def test_project_yaml_as_r_writes_it(pyproj: Project, twin: Project) -> None:
     assert mine["schema_version"] == 1 and mine["project_name"] == PROJECT
     assert keys(mine["storage"]) == keys(theirs["storage"])
     assert {k: mine["storage"]["data"][k] for k in ("type", "root", "prefix")} == {
-        "type": "local", "root": str(pyproj.store), "prefix": None
+        "type": "local",
+        "root": str(pyproj.store),
+        "prefix": None,
     }
     assert keys(mine["repos"]) == ["data"] and keys(mine["repos"]["data"]) == ["remote_url"]
     assert Path(mine["repos"]["data"]["remote_url"]).resolve() == pyproj.remote.resolve()
@@ -234,6 +256,10 @@ def test_project_yaml_as_r_writes_it(pyproj: Project, twin: Project) -> None:
 def test_remote_head_names_the_pushed_branch(pyproj: Project) -> None:
     ref, tip = remote_head(pyproj.remote)
     assert ref == "refs/heads/main" and tip is not None
-    local = subprocess.run(["git", "-C", str(pyproj.clone), "rev-parse", "HEAD"],
-                           check=True, capture_output=True, text=True).stdout.strip()
+    local = subprocess.run(
+        ["git", "-C", str(pyproj.clone), "rev-parse", "HEAD"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     assert tip == local

@@ -132,8 +132,10 @@ def test_python_write_keeps_r_project_whole(r020: RSession, tmp_path: Path) -> N
     R's own validate agrees."""
     rproj = r_standard_project(r020, tmp_path / "r")
     conn = dc.clone(rproj.remote, tmp_path / "clone")
-    histories = {n: rproj.datom_root.joinpath(n, ".metadata", "version_history.json").read_bytes()
-                 for n in STANDARD_TABLES}
+    histories = {
+        n: rproj.datom_root.joinpath(n, ".metadata", "version_history.json").read_bytes()
+        for n in STANDARD_TABLES
+    }
     res = conn.write("lb", conn.read("lb", version=rproj.steps[1][2], as_="arrow"), message="py")
     assert res.change == "full"
     manifest = rproj.store_doc(".metadata/manifest.json")
