@@ -52,6 +52,8 @@ def frame(name: str) -> pa.Table:
         return pa.table({"PARAM": ["ALT", "AST", "ALT"], "AVAL": [21.5, None, 40.0]})
     if name == "lb_v2":
         return pa.table({"PARAM": ["ALT", "AST", "ALT", "AST"], "AVAL": [21.5, None, 40.0, 33.25]})
+    if name == "lb_v3":
+        return pa.table({"PARAM": ["ALT", "ALT"], "AVAL": [None, 19.0]})
     raise KeyError(name)
 
 

@@ -20,6 +20,7 @@ from tests.rdatom.scenarios import (
     NOTE,
     STANDARD_TABLES,
     Project,
+    keys,
     load_json,
     r_standard_project,
     tree_snapshot,
@@ -122,13 +123,25 @@ def test_format1_validates_clean(old: Project, tmp_path: Path) -> None:
     assert tree_snapshot(old.store) == before, "validate(fix=True) changed a clean format-1 store"
 
 
-def _messages(caught: list[warnings.WarningMessage], records: list[logging.LogRecord]) -> list[str]:
-    return [str(w.message) for w in caught] + [r.getMessage() for r in records]
+def _messages(
+    caught: list[warnings.WarningMessage],
+    records: list[logging.LogRecord],
+    capsys: pytest.CaptureFixture[str],
+) -> list[str]:
+    """What a call said, on any channel: warnings, log records, stdout/stderr lines."""
+    out, err = capsys.readouterr()
+    said = [str(w.message) for w in caught] + [r.getMessage() for r in records]
+    return said + (out + err).splitlines()
 
 
 @pytest.mark.parametrize("kind", ["r011", "py_format1"])
 def test_python_write_converts(
-    kind: str, r011: RSession, r020: RSession, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    kind: str,
+    r011: RSession,
+    r020: RSession,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     p = make_project(kind, r011, tmp_path / "p")
     conn = py_clone(p, tmp_path / "c")
@@ -138,12 +151,13 @@ def test_python_write_converts(
     caplog.set_level(logging.INFO)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        capsys.readouterr()
         first = conn.write("dm", dm, metadata=NOTE)
-        said = [m for m in _messages(caught, caplog.records) if "v2" in m]
+        said = [m for m in _messages(caught, caplog.records, capsys) if "v2" in m]
         caplog.clear()
         caught.clear()
         second = conn.write("dm", dm, metadata=NOTE)
-        said_again = [m for m in _messages(caught, caplog.records) if "v2" in m]
+        said_again = [m for m in _messages(caught, caplog.records, capsys) if "v2" in m]
     # One metadata-only version (kind is now written), nothing uploaded; then a no-op.
     assert (first.change, first.data_sha, first.uploaded) == ("metadata_only", old_sha, False)
     assert second.change == "none"
@@ -157,9 +171,9 @@ def test_python_write_converts(
         assert sorted(manifest["artifacts"]) == list(STANDARD_TABLES)
         for name, entry in manifest["artifacts"].items():
             assert entry["kind"] == "table"
-            if name != "dm":
-                old_entry = before_entries[name]
-                assert {k: v for k, v in entry.items() if k != "kind"} == old_entry, name
+            if name != "dm":  # untouched entries: kind put first, nothing else changed
+                assert keys(entry) == ["kind", *before_entries[name]], name
+                assert entry == {"kind": "table", **before_entries[name]}, name
         assert manifest["artifacts"]["dm"]["current_version"] == first.version
     assert conn.validate().problems == ()
     # R 0.2.0 lists the converted project and reads every version of it.

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import datom_core as dc
-from tests.rdatom.frames import CSV
+from tests.rdatom.frames import CSV, frame
 from tests.rdatom.rsession import RSession
 from tests.rdatom.scenarios import (
     EXPECTED_CHANGES,
@@ -136,7 +136,7 @@ def test_python_write_keeps_r_project_whole(r020: RSession, tmp_path: Path) -> N
         n: rproj.datom_root.joinpath(n, ".metadata", "version_history.json").read_bytes()
         for n in STANDARD_TABLES
     }
-    res = conn.write("lb", conn.read("lb", version=rproj.steps[1][2], as_="arrow"), message="py")
+    res = conn.write("lb", frame("lb_v3"), message="py")
     assert res.change == "full"
     manifest = rproj.store_doc(".metadata/manifest.json")
     assert sorted(manifest["artifacts"]) == list(STANDARD_TABLES)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import datom_core as dc
 from tests.rdatom.rsession import RSession
@@ -128,6 +129,10 @@ def test_set_documents_as_r_writes_them(
     assert (entry["member_count"], entry["version_count"]) == (3, 1)
     assert mine_m["summary"] == theirs_m["summary"]
     assert (mine_m["summary"]["total_tables"], mine_m["summary"]["total_sets"]) == (0, 1)
+    mine_y = yaml.safe_load((pp.clone / ".datom" / "project.yaml").read_text())
+    theirs_y = yaml.safe_load((rp.clone / ".datom" / "project.yaml").read_text())
+    assert keys(mine_y) == keys(theirs_y) and keys(theirs_y)[-2:] == ["mode", "set"]
+    assert (mine_y["mode"], mine_y["set"]) == ("product", SET)
     hist, r_hist = (
         load_json(pp.clone / SET / "version_history.json"),
         load_json(rp.clone / SET / "version_history.json"),

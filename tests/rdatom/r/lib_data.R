@@ -44,6 +44,11 @@ r_frame <- function(name) {
       AVAL = c(21.5, NA, 40, 33.25),
       stringsAsFactors = FALSE
     ),
+    lb_v3 = data.frame(
+      PARAM = c("ALT", "ALT"),
+      AVAL = c(NA, 19),
+      stringsAsFactors = FALSE
+    ),
     stop("no frame named ", name)
   )
 }
