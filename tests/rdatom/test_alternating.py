@@ -12,7 +12,8 @@ import datom_core as dc
 from tests.rdatom.rsession import RSession
 from tests.rdatom.scenarios import Project, py_rewrite_current, remote_head
 
-pytestmark = pytest.mark.slow
+# One worker per module under `--dist loadgroup`: its R process and projects are built once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rdatom-alternating")]
 TABLES = ("lb", "adsl")  # adsl: a derived table whose parent carries no lineage
 
 

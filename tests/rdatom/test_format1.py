@@ -26,7 +26,8 @@ from tests.rdatom.scenarios import (
     tree_snapshot,
 )
 
-pytestmark = pytest.mark.slow
+# One worker per module under `--dist loadgroup`: its R process and projects are built once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rdatom-format1")]
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "py_format1"
 
 

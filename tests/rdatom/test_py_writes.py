@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 import datom_core as dc
-from tests.rdatom.frames import CSV
+from tests.rdatom.frames import CSV, frame
 from tests.rdatom.rsession import RSession
 from tests.rdatom.scenarios import (
     ENTRY_ORDER,
@@ -33,7 +33,8 @@ from tests.rdatom.scenarios import (
     tree_snapshot,
 )
 
-pytestmark = pytest.mark.slow
+# One worker per module under `--dist loadgroup`: its R process and projects are built once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rdatom-py_writes")]
 PROJECT = "STUDY"
 # Keys whose values are the same whoever writes the same content.
 SAME_VALUE = (
@@ -266,3 +267,18 @@ def test_remote_head_names_the_pushed_branch(pyproj: Project) -> None:
         text=True,
     ).stdout.strip()
     assert tip == local
+
+
+def test_python_project_on_a_master_remote(r020: RSession, tmp_path: Path) -> None:
+    """Into an existing bare remote whose HEAD is master, Python pushes master; R clones it."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "master", str(remote)], check=True)
+    conn = dc.init_repo(
+        tmp_path / "py", "MASTERED", dc.LocalStore(tmp_path / "store"), remote=remote
+    )
+    res = conn.write("dm", frame("dm_v1"))
+    assert remote_head(remote) == ("refs/heads/master", res.commit)
+    p = Project("MASTERED", tmp_path / "py", tmp_path / "store", remote)
+    r020.call("r_clone", path=tmp_path / "rclone", store=p.store, remote=remote)
+    seen = r020.call("r_describe", conn=p.r_conn(tmp_path / "rclone"))
+    assert seen["dm"]["current_version"] == res.version

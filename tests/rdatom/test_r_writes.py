@@ -25,7 +25,8 @@ from tests.rdatom.scenarios import (
     tree_snapshot,
 )
 
-pytestmark = pytest.mark.slow
+# One worker per module under `--dist loadgroup`: its R process and projects are built once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rdatom-r_writes")]
 
 
 @pytest.fixture(scope="module")
@@ -136,8 +137,11 @@ def test_python_write_keeps_r_project_whole(r020: RSession, tmp_path: Path) -> N
         n: rproj.datom_root.joinpath(n, ".metadata", "version_history.json").read_bytes()
         for n in STANDARD_TABLES
     }
+    branch, _ = remote_head(rproj.remote)
     res = conn.write("lb", frame("lb_v3"), message="py")
     assert res.change == "full"
+    # Pushed to the branch R's remote HEAD names (git2r made it), so R clones see it.
+    assert remote_head(rproj.remote) == (branch, res.commit)
     manifest = rproj.store_doc(".metadata/manifest.json")
     assert sorted(manifest["artifacts"]) == list(STANDARD_TABLES)
     for name in set(STANDARD_TABLES) - {"lb"}:
@@ -168,3 +172,21 @@ def test_reader_needs_no_git(rproj: Project, tmp_path: Path) -> None:
     assert sorted(t.name for t in reader.tables()) == list(STANDARD_TABLES)
     with pytest.raises(dc.ReadOnlyError):
         reader.write("dm", reader.read("dm", as_="arrow"))
+
+
+def test_r_arithmetic_na_is_not_called_tampering(r020: RSession, tmp_path: Path) -> None:
+    """FORMAT2.md section 8: R hashed an NA that went through arithmetic with other bits,
+    so nobody can reproduce that data_sha from the stored data; the bytes still verify,
+    and a content check must name the R quirk, not tampering."""
+    p = Project("QUIRK", tmp_path / "clone", tmp_path / "store", tmp_path / "remote.git")
+    r020.call("r_init", path=p.clone, project=p.name, store=p.store, remote=p.remote)
+    res = r020.call("r_write", conn=p.r_conn(), name="lb", data="lb_arith")
+    fresh = dc.hash_table(frame("lb")).data_sha
+    assert res["data_sha"] != fresh  # the quirk is real: same values, other hash in R
+    reader = p.py_reader()
+    table = reader.read("lb", as_="arrow")  # parquet_sha verifies: the bytes are intact
+    assert dc.hash_table(table).data_sha == fresh
+    with pytest.raises(dc.DatomError) as caught:
+        reader.read("lb", verify="content")
+    message = str(caught.value)
+    assert "NA" in message and "R" in message and "tamper" not in message.lower(), message

@@ -23,7 +23,8 @@ from tests.rdatom.scenarios import (
     tree_snapshot,
 )
 
-pytestmark = pytest.mark.slow
+# One worker per module under `--dist loadgroup`: its R process and projects are built once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rdatom-sets")]
 SET = "dblock"
 PRODUCT = "PRODUCT"
 SET_TAGS = {"description": "STUDY database lock", "milestone": ["lock", "interim"]}

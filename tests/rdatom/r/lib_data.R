@@ -49,6 +49,12 @@ r_frame <- function(name) {
       AVAL = c(NA, 19),
       stringsAsFactors = FALSE
     ),
+    # The quirk itself: NA that went through arithmetic keeps other bits in memory.
+    lb_arith = data.frame(
+      PARAM = c("ALT", "AST", "ALT"),
+      AVAL = c(21.5, NA, 40) * 1,
+      stringsAsFactors = FALSE
+    ),
     stop("no frame named ", name)
   )
 }
