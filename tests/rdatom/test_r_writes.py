@@ -142,8 +142,12 @@ def test_python_write_keeps_r_project_whole(r020: RSession, tmp_path: Path) -> N
     assert res.change == "full"
     # Pushed to the branch R's remote HEAD names (git2r made it), so R clones see it.
     assert remote_head(rproj.remote) == (branch, res.commit)
-    manifest = rproj.store_doc(".metadata/manifest.json")
-    assert sorted(manifest["artifacts"]) == list(STANDARD_TABLES)
+    for manifest in (
+        rproj.store_doc(".metadata/manifest.json"),
+        load_json(conn.path / ".datom" / "manifest.json"),
+    ):  # a v2 manifest stays v2, every entry kept
+        assert manifest["schema_version"] == 2 and "tables" not in manifest
+        assert sorted(manifest["artifacts"]) == list(STANDARD_TABLES)
     for name in set(STANDARD_TABLES) - {"lb"}:
         path = rproj.datom_root / name / ".metadata" / "version_history.json"
         assert path.read_bytes() == histories[name], name

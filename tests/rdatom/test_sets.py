@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 import datom_core as dc
+from tests.rdatom.frames import frame
 from tests.rdatom.rsession import RSession
 from tests.rdatom.scenarios import (
     Project,
@@ -204,3 +205,29 @@ def test_identical_python_rewrite_of_the_r_set_is_none(
     again = conn.write_set(members, tags=SET_TAGS)
     assert (again.change, again.version) == ("none", res["version"])
     assert (remote_head(p.remote), tree_snapshot(p.store)) == before
+
+
+def test_python_table_write_keeps_the_r_set(r020: RSession, src: Project, tmp_path: Path) -> None:
+    """A Python write into R's product repo keeps the set's manifest entry as R wrote it."""
+    p = Project(PRODUCT, tmp_path / "r", tmp_path / "store", tmp_path / "remote.git")
+    r020.call(
+        "r_init", path=p.clone, project=PRODUCT, store=p.store, remote=p.remote,
+        mode="product", set=SET,
+    )  # fmt: skip
+    res = r020.call("r_write_set", conn=p.r_conn(), members=_r_members(src), tags=SET_TAGS)
+    entry = p.store_doc(".metadata/manifest.json")["artifacts"][SET]
+    conn = dc.clone(p.remote, tmp_path / "py")
+    wrote = conn.write("adtte", frame("adae"), message="derived in Python")
+    assert wrote.change == "full"
+    for manifest in (
+        p.store_doc(".metadata/manifest.json"),
+        load_json(conn.path / ".datom" / "manifest.json"),
+    ):
+        assert manifest["schema_version"] == 2
+        assert manifest["artifacts"][SET] == entry
+        assert (manifest["summary"]["total_tables"], manifest["summary"]["total_sets"]) == (1, 1)
+    r020.call("r_pull", **p.r_conn())
+    got = r020.call("r_get_set", conn=p.r_conn(), name=SET)
+    assert (got["version"], got["data_sha"]) == (res["version"], res["data_sha"])
+    listed = r020.call("r_describe", conn=p.r_reader(), read_versions=False)
+    assert {n: e["kind"] for n, e in listed.items()} == {SET: "set", "adtte": "table"}
