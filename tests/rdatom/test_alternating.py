@@ -13,7 +13,7 @@ from tests.rdatom.rsession import RSession
 from tests.rdatom.scenarios import Project, py_rewrite_current, remote_head
 
 # One worker per module under `--dist loadgroup`: its R process and projects are built once.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rdatom-alternating")]
+pytestmark = pytest.mark.xdist_group("rdatom-alternating")
 TABLES = ("lb", "adsl")  # adsl: a derived table whose parent carries no lineage
 
 
