@@ -97,7 +97,10 @@ def r_set(
 
 
 def _as_lists(tags: Any) -> dict[str, list[str]]:
-    return {k: list(v) if isinstance(v, list | tuple) else [v] for k, v in (tags or {}).items()}
+    """Labels as both languages normalise them: every value a list, sorted, no duplicates."""
+    return {
+        k: sorted(set(v if isinstance(v, list | tuple) else [v])) for k, v in (tags or {}).items()
+    }
 
 
 def test_same_version_data_sha_and_bytes(
