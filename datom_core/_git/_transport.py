@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dulwich.file import FileLocked
 from dulwich.object_store import BaseObjectStore
@@ -33,6 +33,7 @@ from dulwich.repo import Repo
 
 from .._errors import GitError, PushRejectedError
 from . import _maintenance as maint
+from ._internals import write_file_atomic
 from ._lock import RepoLock
 from ._objects import objects_of_commits
 from ._remote import GitCredentials
@@ -47,13 +48,19 @@ __all__ = [
 ]
 
 log = logging.getLogger("datom_core.git")
+T = TypeVar("T")
 
 _HEADS = b"refs/heads/"
 # More objects than this in one transfer arrive as a pack: one pack file is cheaper to
 # write than many loose ones (each a directory, a file and a rename); a single commit's
 # few objects stay loose, readable with ordinary tools.
 _LOOSE_MAX = 8
-_STALE_REMOTE_LOCK = 60.0  # seconds: a ref lock older than this in a local remote is dead
+# Seconds a ref lock in a local remote may live while this writer holds the writers'
+# turn: datom's pushers are then excluded, and other git clients hold a ref lock for
+# milliseconds, so one still there after this was left by a killed process.
+_LOCK_GRACE = 2.0
+_STALE_OBJECT_LOCK = 60.0  # seconds: a loose object's lock older than this is tidied away
+_TURN_TIMEOUT = 600.0
 FETCH_ROUNDS = 5
 _TURN_LOCK = "datom-writers.lock"
 
@@ -73,8 +80,25 @@ def add_objects(r: Repo, objects: Sequence[ShaFile]) -> int:
         r.object_store.add_objects([(o, None) for o in missing])
         return 0
     for o in objects:  # dulwich skips (and freshens) a loose object that is already there
-        r.object_store.add_object(o)
+        try:
+            r.object_store.add_object(o)
+        except FileLocked as e:
+            _add_beside_lock(o, e)
     return len(objects)
+
+
+def _add_beside_lock(o: ShaFile, locked: FileLocked) -> None:
+    """Write a loose object whose ``.lock`` a killed writer left (or a live one holds).
+
+    An object's bytes are fixed by its id, so our own temporary file renamed into place is
+    the file the other writer would make: the lock need not be judged, and is left (git
+    and dulwich ignore it) until it is old enough to be certainly dead.
+    """
+    write_file_atomic(Path(os.fsdecode(locked.filename)), o.as_legacy_object())
+    lock = Path(os.fsdecode(locked.lockfilename))
+    age = _age(lock)
+    if age is not None and age > _STALE_OBJECT_LOCK:
+        lock.unlink(missing_ok=True)
 
 
 def missing_commits(source: Repo, target: Repo, tip: bytes) -> list[bytes]:
@@ -212,7 +236,9 @@ class LocalTransport(Transport):
     def push(
         self, r: Repo, branch: bytes, old: bytes | None, new: bytes, objects: Sequence[ShaFile]
     ) -> None:
-        with self._using("push to") as remote:
+        """Under the writers' turn (re-entrant: ``commit_and_push`` already holds it), so
+        that a ref lock met here can be judged (see :func:`_unstale_remote`)."""
+        with self.turn(_TURN_TIMEOUT), self._using("push to") as remote:
             current = _read_ref(remote, branch)
             if current != old:
                 raise rejected(self.url, branch, "the remote moved")
@@ -222,25 +248,13 @@ class LocalTransport(Transport):
             self._pushes += 1
 
     def _swap(self, remote: Repo, branch: bytes, old: bytes | None, new: bytes) -> bool:
-        for attempt in range(2):
-            try:
-                if old is None:
-                    return bool(remote.refs.add_if_new(Ref(branch), ObjectID(new)))
-                return bool(remote.refs.set_if_equals(Ref(branch), ObjectID(old), ObjectID(new)))
-            except FileLocked as e:
-                lock = Path(os.fsdecode(e.lockfilename))
-                age = _age(lock)
-                if attempt == 0 and (age is None or age > _STALE_REMOTE_LOCK):
-                    if age is not None:
-                        log.warning("removing the stale ref lock %s (left by a killed push)", lock)
-                        lock.unlink(missing_ok=True)
-                    continue  # released meanwhile, or removed: try the swap once more
-                raise PushRejectedError(
-                    f"Push to {self.url} rejected: {branch[len(_HEADS) :].decode()} is being "
-                    "updated by a concurrent push. Call fetch_and_reset(), redo the write, push "
-                    "again."
-                ) from e
-        return False
+        """Compare-and-swap the branch (the caller holds the writers' turn)."""
+        refs: Any = remote.refs
+        if old is None:
+            return bool(_unstale_remote(lambda: refs.add_if_new(Ref(branch), ObjectID(new))))
+        return bool(
+            _unstale_remote(lambda: refs.set_if_equals(Ref(branch), ObjectID(old), ObjectID(new)))
+        )
 
     def turn(self, timeout: float) -> AbstractContextManager[object]:
         """datom writers on this machine take turns (a ``flock`` in the remote) from fetch
@@ -260,10 +274,10 @@ class LocalTransport(Transport):
     def adopt_head(self, branch: bytes) -> None:
         if self._head_named == branch:
             return
-        with self._using("push to") as remote:
+        with self.turn(_TURN_TIMEOUT), self._using("push to") as remote:
             if remote.refs.read_ref(Ref(b"HEAD")) != b"ref: " + branch:
                 refs: Any = remote.refs
-                refs.set_symbolic_ref(b"HEAD", branch)
+                _unstale_remote(lambda: refs.set_symbolic_ref(b"HEAD", branch))
         self._head_named = branch
 
     def __del__(self) -> None:
@@ -283,6 +297,32 @@ def _read_ref(r: Repo, name: bytes) -> bytes | None:
         return bytes(refs[name])
     except KeyError:
         return None
+
+
+def _unstale_remote(update: Callable[[], T]) -> T:
+    """Run a ref update in a local remote while holding its writers' turn.
+
+    A ref lock in the way that outlives :data:`_LOCK_GRACE` was left by a killed pusher
+    (every datom pusher holds the turn; any other git client holds a ref lock for
+    milliseconds): it is removed and the update made again. A younger one is waited for.
+    """
+    deadline = time.monotonic() + 5 * _LOCK_GRACE
+    while True:
+        try:
+            return update()
+        except FileLocked as e:
+            if time.monotonic() > deadline:
+                raise PushRejectedError(
+                    f"Cannot update {os.fsdecode(e.filename)}: another git process keeps "
+                    "locking it. Retry once it has finished."
+                ) from e
+            lock = Path(os.fsdecode(e.lockfilename))
+            age = _age(lock)
+            if age is not None and age < _LOCK_GRACE:
+                time.sleep(min(_LOCK_GRACE - age, 0.05) + 0.001)
+            elif age is not None:
+                log.warning("removing the stale ref lock %s (left by a killed push)", lock)
+                lock.unlink(missing_ok=True)
 
 
 def _age(path: Path) -> float | None:
