@@ -12,11 +12,23 @@ import signal
 __all__ = ["checkpoint"]
 
 
+_passed: dict[str, int] = {}
+
+
 def checkpoint(step: str) -> None:
     """SIGKILL this process when ``DATOM_CRASH_AT`` names ``step``; a no-op otherwise.
 
-    The crash-safety tests stop a writer at each step boundary to prove that re-running
-    it converges.
+    ``DATOM_CRASH_AT=<step>@<n>`` kills at the ``n``-th time the step is reached (a sync
+    passes the git layer's steps once per table). The crash-safety tests stop a writer at
+    each step boundary to prove that re-running it converges.
     """
-    if os.environ.get("DATOM_CRASH_AT") == step:
+    wanted = os.environ.get("DATOM_CRASH_AT")
+    if wanted is None or not wanted.startswith(step):
+        return
+    if wanted == step:
         os.kill(os.getpid(), signal.SIGKILL)
+    name, _, nth = wanted.rpartition("@")
+    if name == step and nth.isdigit():
+        _passed[step] = _passed.get(step, 0) + 1
+        if _passed[step] == int(nth):
+            os.kill(os.getpid(), signal.SIGKILL)

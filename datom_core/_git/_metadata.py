@@ -32,6 +32,7 @@ from dulwich.object_store import tree_lookup_path
 from dulwich.objects import Blob, ObjectID, ShaFile
 from dulwich.repo import Repo
 
+from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _internals as gi
 from . import _maintenance as maint
@@ -275,6 +276,7 @@ class MetadataRepo(RepoCore):
                 self._made.clear()
             self._made[new.id] = new.objects
             self._journal(new.changes)
+            checkpoint("git:commit:journaled")
             moved = gi.swap_ref(r, branch, parent, new.id)
             if not moved:
                 self._recover(r)
@@ -282,6 +284,7 @@ class MetadataRepo(RepoCore):
                     f"The branch of {self.path} moved while committing: another process wrote "
                     "to this clone without MetadataRepo.lock()."
                 )
+            checkpoint("git:commit:moved")
             self._sync(r, new.changes)
             return new.id.decode()
 
@@ -315,6 +318,7 @@ class MetadataRepo(RepoCore):
                 r, branch, theirs, head, objects_to_send(r.object_store, head, theirs, self._made)
             )
             self._made.clear()
+            checkpoint("git:push:swapped")
             remote.maintain()
             self._pushed(r, remote, branch, head)
 

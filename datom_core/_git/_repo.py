@@ -30,6 +30,7 @@ from dulwich.errors import NotGitRepository
 from dulwich.objects import Blob, ObjectID, ShaFile
 from dulwich.repo import Repo
 
+from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _internals as gi
 from . import _maintenance as maint
@@ -150,6 +151,15 @@ class RepoCore:
 
     # -- keeping the working tree and the index in step with HEAD ----------------------
 
+    def recover(self) -> bool:
+        """Finish a working-tree update a killed process left half done (one ``stat`` when
+        there is none); True if there was one. Every changing method does this itself;
+        call it before reading the working tree to judge what a crashed writer left."""
+        with self.lock():
+            pending = (self.controldir / _JOURNAL).exists()
+            self._recover(self._open())
+            return pending
+
     def _recover(self, r: Repo) -> None:
         """Under the lock: finish an interrupted working-tree update (stale git locks are
         removed where they are met, see :func:`_internals.unstale`)."""
@@ -206,10 +216,12 @@ class RepoCore:
             return
         changes = changed_paths(r.object_store, old, target)
         self._journal(changes)
+        checkpoint("git:move:journaled")
         if target is None:
             gi.drop_ref(r, branch)
         else:
             gi.set_ref(r, branch, target)
+        checkpoint("git:move:moved")
         self._sync(r, changes)
 
     def _store_local(self, r: Repo, objects: Sequence[ShaFile]) -> None:
@@ -305,6 +317,7 @@ class RepoCore:
                     time.sleep(random.uniform(0, delay))
                     delay = min(delay * 2, _BACKOFF_MAX)
                     continue
+                checkpoint("git:push:swapped")
                 self._store_local(r, new.objects)
                 self._move_to(r, branch, new.id)
                 self._pushed(r, remote, branch, new.id)

@@ -31,6 +31,7 @@ from dulwich.objects import Commit, ObjectID, ShaFile
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
+from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _maintenance as maint
 from ._internals import write_file_atomic
@@ -243,6 +244,7 @@ class LocalTransport(Transport):
             if current != old:
                 raise rejected(self.url, branch, "the remote moved")
             self._loose += add_objects(remote, objects)
+            checkpoint("git:push:objects")
             if not self._swap(remote, branch, old, new):
                 raise rejected(self.url, branch, "the remote moved")
             self._pushes += 1

@@ -35,6 +35,9 @@ def finish_interrupted(ctx: ProjectContext) -> tuple[str, ...]:
     """
     repo = ctx.require_repo()
     with repo.lock():
+        # The working tree is what is judged below (and what the inbox is classified
+        # against): a writer killed while rewriting it left a journal of its paths.
+        repo.recover()
         unpushed = repo.has_unpushed_commits()
         if unpushed:
             try:

@@ -180,3 +180,63 @@ def test_a_sync_after_a_pusher_died_holding_the_remote_ref_lock_converges(
     reader = dc.connect(store=conn.store, project_name=conn.project_name)
     assert {t.name: t.current_data_sha for t in reader.tables()} == {"dm": want}
     assert len(reader.history("dm")) == 2
+
+
+# -- the git layer's own steps ------------------------------------------------------------
+
+_RESET = textwrap.dedent(
+    """
+    import sys
+    from datom_core._git import MetadataRepo
+    MetadataRepo.open(sys.argv[1]).fetch_and_reset()
+    """
+)
+
+
+@pytest.mark.parametrize("step", ["git:move:journaled", "git:move:moved"])
+def test_a_reset_killed_mid_way_is_finished_before_the_working_tree_is_judged(
+    clone: MetadataRepo, tmp_path: Path, step: str
+) -> None:
+    """A reset that drops an unpushed commit, killed before (journaled) or after (moved)
+    moving the branch: the working tree still holds the dropped commit's bytes."""
+    other = MetadataRepo.clone(MetadataRepo.embedded_remote_path(tmp_path / "a"), tmp_path / "b")
+    theirs = other.commit_and_push(lambda tree: {"x": b"theirs"}, "theirs", ME)
+    assert clone.commit({"x": b"dropped"}, "dropped", ME) is not None
+    env = {**os.environ, "DATOM_CRASH_AT": step}
+    child = subprocess.run([sys.executable, "-c", _RESET, str(clone.path)], env=env)
+    assert child.returncode == -signal.SIGKILL
+    assert clone.read("x") == b"dropped"  # what a reader of the working tree would judge
+    assert clone.recover() is True
+    head = clone.head()
+    assert clone.read("x") == (b"theirs" if head == theirs else b"dropped")
+    assert clone.recover() is False
+    clone.fetch_and_reset()
+    assert clone.head() == theirs and clone.read("x") == b"theirs"
+
+
+_GIT_STEPS = ["git:commit:journaled", "git:commit:moved", "git:push:objects", "git:push:swapped"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("nth", [1, 2])
+@pytest.mark.parametrize("step", _GIT_STEPS)
+def test_a_sync_killed_at_a_git_step_converges(tmp_path: Path, step: str, nth: int) -> None:
+    conn = dc.init_repo(tmp_path / "repo", "STUDY_001", dc.LocalStore(tmp_path / "store"))
+    inbox = conn.path / "input_files"
+    inbox.mkdir(exist_ok=True)
+    for table in ("ae", "dm"):
+        _extract(1).assign(T=table).to_csv(inbox / f"{table}.csv", index=False)
+    conn.sync()
+    want = {}
+    for table in ("ae", "dm"):
+        _extract(2).assign(T=table).to_csv(inbox / f"{table}.csv", index=False)
+        want[table] = dc.hash_table(dc.read_extract(inbox / f"{table}.csv")).data_sha
+    env = {**os.environ, "DATOM_CRASH_AT": f"{step}@{nth}"}
+    code = f"import datom_core as dc; dc.connect({str(conn.path)!r}).sync()"
+    assert subprocess.run([sys.executable, "-c", code], env=env).returncode == -signal.SIGKILL
+    conn.sync()
+    assert not conn.repo.has_unpushed_commits() and conn.validate().ok
+    reader = dc.connect(store=conn.store, project_name=conn.project_name)
+    assert {t.name: t.current_data_sha for t in reader.tables()} == want
+    assert {t: len(reader.history(t)) for t in want} == {"ae": 2, "dm": 2}
+    assert {r.status for r in conn.sync()} <= {"skipped"}
