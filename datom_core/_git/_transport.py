@@ -60,6 +60,7 @@ _LOOSE_MAX = 8
 # turn: datom's pushers are then excluded, and other git clients hold a ref lock for
 # milliseconds, so one still there after this was left by a killed process.
 _LOCK_GRACE = 2.0
+_LOCK_WAIT = 10.0  # seconds a push waits for a live process's ref lock before it gives up
 _STALE_OBJECT_LOCK = 60.0  # seconds: a loose object's lock older than this is tidied away
 _TURN_TIMEOUT = 600.0
 FETCH_ROUNDS = 5
@@ -308,15 +309,15 @@ def _unstale_remote(update: Callable[[], T]) -> T:
     (every datom pusher holds the turn; any other git client holds a ref lock for
     milliseconds): it is removed and the update made again. A younger one is waited for.
     """
-    deadline = time.monotonic() + 5 * _LOCK_GRACE
+    deadline = time.monotonic() + _LOCK_WAIT
     while True:
         try:
             return update()
         except FileLocked as e:
             if time.monotonic() > deadline:
                 raise PushRejectedError(
-                    f"Cannot update {os.fsdecode(e.filename)}: another git process keeps "
-                    "locking it. Retry once it has finished."
+                    f"Cannot update {os.fsdecode(e.filename)}: it is being updated by a "
+                    "concurrent push (another git process keeps locking it). Retry the write."
                 ) from e
             lock = Path(os.fsdecode(e.lockfilename))
             age = _age(lock)

@@ -19,6 +19,7 @@ from dulwich.repo import Repo
 
 from datom_core._errors import GitError, InvalidNameError, PushRejectedError
 from datom_core._git import Author, CommitInfo, GitCredentials, MetadataRepo
+from datom_core._git import _transport as transport
 from datom_core._git._remote import normalize_remote, scrub
 from tests.gitserver import GitHTTPServer
 
@@ -311,7 +312,12 @@ def _all_objects(clone: Path) -> list[object]:
         return [r.object_store[sha] for sha in r.object_store]
 
 
-def test_a_locked_remote_ref_is_a_retryable_rejection(tmp_path: Path) -> None:
+def test_a_remote_ref_locked_by_a_live_process_is_a_retryable_rejection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A lock younger than the grace is a live git process's: waited for, then a rejection.
+    monkeypatch.setattr(transport, "_LOCK_GRACE", 600.0)
+    monkeypatch.setattr(transport, "_LOCK_WAIT", 0.5)
     repo = MetadataRepo.init(tmp_path / "a", None)
     repo.commit({"x": b"1"}, "x", ME)
     lockfile = tmp_path / "a.remote.git" / "refs" / "heads" / "main.lock"
@@ -319,6 +325,7 @@ def test_a_locked_remote_ref_is_a_retryable_rejection(tmp_path: Path) -> None:
     lockfile.write_bytes(b"")
     with pytest.raises(PushRejectedError, match="concurrent push"):
         repo.push()
+    assert lockfile.exists()  # never taken away from its holder
     lockfile.unlink()
     repo.push()
     assert remote_head(tmp_path / "a.remote.git") == repo.head()
