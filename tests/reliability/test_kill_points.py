@@ -25,6 +25,7 @@ import pandas as pd
 import pytest
 from dulwich.file import GitFile
 from dulwich.objects import Blob
+from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 import datom_core as dc
@@ -55,7 +56,7 @@ def die_holding(path: Path, content: str) -> Path:
 
 def remote_tip(bare: Path) -> bytes:
     with closing(Repo(str(bare))) as r:
-        return r.refs[b"refs/heads/main"]
+        return r.refs[Ref(b"refs/heads/main")]
 
 
 def loose_path(git_dir: Path, sha: bytes) -> Path:
@@ -92,7 +93,7 @@ def test_a_push_killed_holding_the_remote_head_lock_does_not_block_the_next(
 ) -> None:
     bare = MetadataRepo.embedded_remote_path(tmp_path / "a")
     with closing(Repo(str(bare))) as r:
-        r.refs.set_symbolic_ref(b"HEAD", b"refs/heads/other")
+        r.refs.set_symbolic_ref(Ref(b"HEAD"), Ref(b"refs/heads/other"))
     lock = die_holding(bare / "HEAD", "ref: refs/heads/main\n")
     fresh = MetadataRepo.open(tmp_path / "a")  # a new handle: it looks at the remote's HEAD
     assert fresh.commit_and_push(lambda tree: {"x": b"2"}, "x2", ME) is not None
