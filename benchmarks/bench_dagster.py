@@ -1,0 +1,289 @@
+"""Dagster overhead of the datom IO manager, measured in one run (ratios only).
+
+Twenty small pandas assets (a chain of 10 and a fan-out 1 -> 9) are materialized in
+process with ``dagster.materialize``; every run writes new data unless it is a re-run.
+Printed, each as the best of N runs measured interleaved (``_measure.ratio_of``):
+
+  DatomIOManager / FilesystemIOManager, 20 new versions       target <= 1.5
+  dagster-deltalake IO manager / FilesystemIOManager          the reference ratio
+  identical re-run (every asset records none) / filesystem    target <= 1.2
+  one 1,000,000-row asset / filesystem                        target <= 2.0
+
+and the time datom adds per asset. ``--profile`` also prints where a datom run spends its
+time (cProfile, cumulative, datom and git frames first). ``--repeat N`` sets N (default 5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+# This checkout's packages and the shared measuring helpers.
+sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parents[1])]
+from dagster_deltalake import DeltalakeBaseArrowTypeHandler, DeltaLakeIOManager, LocalConfig  # noqa: E402
+
+from _measure import best_of, ratio_of  # noqa: E402
+from dagster import (  # noqa: E402
+    AssetIn,
+    AssetsDefinition,
+    DagsterInstance,
+    FilesystemIOManager,
+    asset,
+    materialize,
+)
+from datom_dagster import DatomIOManager  # noqa: E402
+
+CHAIN = 10
+FANOUT = 9
+ROWS = 200
+BIG_ROWS = 1_000_000
+
+# Dagster's console log at ERROR on both sides: the IO managers' cost, not the log's.
+QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+
+# Bumped before every run that must write new data, read by every asset body.
+STATE = {"run": 0}
+
+
+def _small_frame(tag: str) -> pd.DataFrame:
+    n = np.arange(ROWS)
+    return pd.DataFrame(
+        {
+            "USUBJID": [f"S001-{i:04d}" for i in range(ROWS)],
+            "PARAMCD": np.where(n % 2 == 0, "ALT", "AST"),
+            "AVAL": n * 0.5 + STATE["run"],
+            "VISITNUM": n % 7,
+            "SOURCE": tag,
+        }
+    )
+
+
+def _chain() -> list[AssetsDefinition]:
+    assets: list[AssetsDefinition] = []
+
+    @asset(name="chain_0")
+    def first() -> pd.DataFrame:
+        return _small_frame("chain_0")
+
+    assets.append(first)
+    for i in range(1, CHAIN):
+
+        def make(i: int) -> AssetsDefinition:
+            @asset(name=f"chain_{i}", ins={"upstream": AssetIn(key=f"chain_{i - 1}")})
+            def link(upstream: pd.DataFrame) -> pd.DataFrame:
+                out = upstream.copy()
+                out["AVAL"] = out["AVAL"] + 1
+                out["SOURCE"] = f"chain_{i}"
+                return out
+
+            return link
+
+        assets.append(make(i))
+    return assets
+
+
+def _fanout() -> list[AssetsDefinition]:
+    @asset(name="fan_root")
+    def root() -> pd.DataFrame:
+        return _small_frame("fan_root")
+
+    def make(i: int) -> AssetsDefinition:
+        @asset(name=f"fan_{i}", ins={"upstream": AssetIn(key="fan_root")})
+        def leaf(upstream: pd.DataFrame) -> pd.DataFrame:
+            out = upstream[upstream["VISITNUM"] != i % 7].reset_index(drop=True)
+            out["SOURCE"] = f"fan_{i}"
+            return out
+
+        return leaf
+
+    return [root, *(make(i) for i in range(1, FANOUT + 1))]
+
+
+SMALL_ASSETS = [*_chain(), *_fanout()]
+
+
+def _big_base() -> pd.DataFrame:
+    rng = np.random.default_rng(11)
+    n = np.arange(BIG_ROWS)
+    return pd.DataFrame(
+        {
+            "USUBJID": pd.Series(n // 200).map(lambda s: f"S001-{s:05d}"),
+            "PARAMCD": np.array(["ALT", "AST", "BILI", "CREAT"])[n % 4],
+            "AVAL": rng.normal(40.0, 12.0, BIG_ROWS),
+            "VISITNUM": (n % 20).astype("int64"),
+            "ADT": pd.Timestamp("2024-01-01") + pd.to_timedelta(n % 365, unit="D"),
+        }
+    )
+
+
+BIG = {"base": pd.DataFrame()}
+
+
+@asset(name="big")
+def big_asset() -> pd.DataFrame:
+    out = BIG["base"].copy()
+    out.loc[0, "AVAL"] = float(STATE["run"])  # new data every run: a full write
+    return out
+
+
+# -- IO managers ------------------------------------------------------------------------------
+
+
+class _PandasHandler(DeltalakeBaseArrowTypeHandler[pd.DataFrame]):
+    """pandas <-> arrow for dagster-deltalake (what dagster-deltalake-pandas provides)."""
+
+    def from_arrow(self, obj: pa.RecordBatchReader, target_type: type) -> pd.DataFrame:
+        return obj.read_pandas()
+
+    def to_arrow(self, obj: pd.DataFrame) -> tuple[pa.RecordBatchReader, dict[str, Any]]:
+        return pa.Table.from_pandas(obj, preserve_index=False).to_reader(), {}
+
+    @property
+    def supported_types(self) -> Sequence[type]:
+        return [pd.DataFrame]
+
+
+class DeltaLakePandasIOManager(DeltaLakeIOManager):
+    @staticmethod
+    def type_handlers() -> Sequence[Any]:
+        return [_PandasHandler()]
+
+    @staticmethod
+    def default_load_type() -> type | None:
+        return pd.DataFrame
+
+
+def datom_io_manager(root: Path, name: str) -> DatomIOManager:
+    """A datom IO manager on a local project (store and embedded git remote under ``root``)."""
+    return DatomIOManager(
+        project_name="BENCH",
+        clone_path=str(root / name / "repo"),
+        store_url=str(root / name / "store"),
+    )
+
+
+# -- measuring --------------------------------------------------------------------------------
+
+
+def _runner(
+    assets: list[AssetsDefinition], io_manager: Any, *, new_data: bool
+) -> Callable[[], None]:
+    def run() -> None:
+        if new_data:
+            STATE["run"] += 1
+        result = materialize(
+            assets,
+            instance=DagsterInstance.ephemeral(),
+            resources={"io_manager": io_manager},
+            run_config=QUIET,
+            raise_on_error=True,
+        )
+        assert result.success
+
+    return run
+
+
+def _changes(assets: list[AssetsDefinition], io_manager: DatomIOManager) -> set[str]:
+    result = materialize(
+        assets,
+        instance=DagsterInstance.ephemeral(),
+        resources={"io_manager": io_manager},
+        run_config=QUIET,
+    )
+    return {
+        e.step_materialization_data.materialization.metadata["datom/change"].value
+        for e in result.get_asset_materialization_events()
+    }
+
+
+def _profile(run: Callable[[], None], title: str, limit: int) -> None:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    run()
+    profiler.disable()
+    for restriction in ("datom_|dulwich", ""):
+        out = io.StringIO()
+        stats = pstats.Stats(profiler, stream=out).sort_stats("cumulative")
+        stats.print_stats(restriction, limit) if restriction else stats.print_stats(limit)
+        where = "datom and git frames" if restriction else "all frames"
+        print(f"\n== profile: {title} ({where}, by cumulative time) ==")
+        print(_trim(out.getvalue()))
+
+
+def _trim(report: str) -> str:
+    lines = report.splitlines()
+    start = next((i for i, line in enumerate(lines) if "ncalls" in line), 0)
+    return "\n".join(line.replace(str(Path(sys.prefix)), "<venv>") for line in lines[start:])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--profile-lines", type=int, default=40)
+    args = parser.parse_args(argv)
+    repeat = args.repeat
+
+    root = Path(tempfile.mkdtemp(prefix="datom-bench-dagster-"))
+    datom = datom_io_manager(root, "small")
+    filesystem = FilesystemIOManager(base_dir=str(root / "fs"))
+    delta = DeltaLakePandasIOManager(root_uri=str(root / "delta"), storage_options=LocalConfig())
+    n = len(SMALL_ASSETS)
+    datom_new = _runner(SMALL_ASSETS, datom, new_data=True)
+    fs_new = _runner(SMALL_ASSETS, filesystem, new_data=True)
+    delta_new = _runner(SMALL_ASSETS, delta, new_data=True)
+    for warm in (datom_new, fs_new, delta_new):  # first use: project creation, imports
+        warm()
+
+    started = time.perf_counter()
+    print(f"{n} small pandas assets ({CHAIN}-chain + 1->{FANOUT} fan-out, {ROWS} rows each),")
+    print(f"best of {repeat}, interleaved; ratios only (the machine may be loaded)")
+    fs_time = best_of(fs_new, repeat)
+    datom_time = best_of(datom_new, repeat)
+    datom_ratio = ratio_of(datom_new, fs_new, repeat)
+    delta_ratio = ratio_of(delta_new, fs_new, repeat)
+    print(f"datom / filesystem, new versions      = {datom_ratio:5.2f}  (target <= 1.5)")
+    print(f"delta / filesystem (reference)        = {delta_ratio:5.2f}")
+    print(
+        f"datom adds per asset                  = "
+        f"{(datom_time - fs_time) / n * 1000:5.0f} ms  (filesystem run {fs_time * 1000:.0f} ms)"
+    )
+
+    datom_again = _runner(SMALL_ASSETS, datom, new_data=False)
+    fs_again = _runner(SMALL_ASSETS, filesystem, new_data=False)
+    datom_again()  # the current data, once: from now on every asset records none
+    changes = _changes(SMALL_ASSETS, datom)
+    assert changes == {"none"}, f"an identical re-run recorded {changes}"
+    rerun_ratio = ratio_of(datom_again, fs_again, repeat)
+    print(f"datom / filesystem, identical re-run  = {rerun_ratio:5.2f}  (target <= 1.2)")
+
+    BIG["base"] = _big_base()
+    datom_big_io = datom_io_manager(root, "big")
+    datom_big = _runner([big_asset], datom_big_io, new_data=True)
+    fs_big = _runner([big_asset], filesystem, new_data=True)
+    datom_big()
+    fs_big()
+    big_ratio = ratio_of(datom_big, fs_big, max(3, repeat // 2))
+    print(f"datom / filesystem, {BIG_ROWS:,}-row asset = {big_ratio:5.2f}  (target <= 2.0)")
+    print(f"(measured in {time.perf_counter() - started:.0f} s; data under {root})")
+
+    if args.profile:
+        _profile(datom_new, f"{n} small assets, new versions", args.profile_lines)
+        _profile(datom_again, f"{n} small assets, identical re-run", args.profile_lines)
+        _profile(datom_big, f"one {BIG_ROWS:,}-row asset", args.profile_lines)
+
+
+if __name__ == "__main__":
+    main()
