@@ -1,0 +1,323 @@
+"""The example pipeline on a real distributed executor: Dagster's celery executor.
+
+A Redis broker (Debian's ``redis-server``) and four celery workers are started on
+loopback for the test and stopped at its end. Each worker has its own ``$DATOM_HOME``, so
+each is its own machine as far as datom knows: its own clone of one HTTPS-style git remote
+(token auth), all sharing one S3 store (moto) and one S3 inbox. Three monthly deliveries
+then an identical re-run go through the full pipeline (onboarding, derived tables, datom
+checks), launched on a real temporary Dagster instance.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from celery import Celery
+from dagster._serdes import serialize_value
+from dulwich.repo import Repo
+
+import datom_core as dc
+from dagster import DagsterEventType, DagsterInstance, execute_job, reconstructable
+from example_project.generator import DOMAINS, drop_month
+
+from . import defs_celery
+from .conftest import meta
+
+pytestmark = [
+    pytest.mark.slow,
+    # "signal": a timeout raises in the test, so that the servers it started are stopped.
+    pytest.mark.timeout(600, method="signal"),
+    # dagster-celery registers its step task anew for every step it submits.
+    pytest.mark.filterwarnings("ignore::celery.exceptions.DuplicateTaskNameWarning"),
+]
+
+BIN = Path(sys.executable).parent
+WORKERS = 4
+MONTHS = (1, 2, 3)
+PROJECT = "STUDY_001"
+PREFIX = "studies/s001"
+DERIVED_FROM = {"adsl": ("dm", "ex"), "adae": ("ae", "adsl"), "lab_summary": ("lb", "adsl")}
+TABLES = (*DOMAINS, *DERIVED_FROM)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@contextmanager
+def _server(command: list[str], env: Mapping[str, str], log: Path) -> Iterator[subprocess.Popen]:
+    """A process (in its own session) for the block; then SIGTERM, SIGKILL after 20 s."""
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            command, env=dict(env), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        yield process
+    finally:
+        deadline = time.monotonic() + 20
+        if _group_alive(process.pid):
+            os.killpg(process.pid, signal.SIGTERM)
+        while (process.poll() is None or _group_alive(process.pid)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if _group_alive(process.pid):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+def _wait_for(what: str, ready, logs: list[Path], processes: list[subprocess.Popen]) -> None:
+    deadline = time.monotonic() + 120
+    while not ready():
+        dead = [p.args for p in processes if p.poll() is not None]
+        if dead or time.monotonic() > deadline:
+            tails = "\n".join(f"--- {log}\n{log.read_text()[-3000:]}" for log in logs)
+            pytest.fail(f"{what} never became ready (exited: {dead})\n{tails}")
+        time.sleep(0.2)
+
+
+def _redis(stack: ExitStack, tmp_path: Path) -> str:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server is not installed: apt-get install redis-server")
+    port = _free_port()
+    log = tmp_path / "redis.log"
+    command = [
+        binary,
+        "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
+        "--dir", str(tmp_path), "--protected-mode", "yes",
+    ]  # fmt: skip
+    process = stack.enter_context(_server(command, os.environ, log))
+    client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1)
+
+    def answers() -> bool:
+        try:
+            return bool(client.ping())
+        except redis.exceptions.ConnectionError:
+            return False
+
+    _wait_for("redis", answers, [log], [process])
+    client.close()
+    return f"redis://127.0.0.1:{port}/0"
+
+
+def _workers(stack: ExitStack, tmp_path: Path, broker: str, env: Mapping[str, str]) -> list[Path]:
+    """Four celery workers of one process each; their datom homes."""
+    config = tmp_path / "celery_config"
+    config.mkdir()
+    (config / "dagster_celery_config.py").write_text(
+        f"broker_url = {broker!r}\nresult_backend = {broker!r}\n"
+    )
+    homes, logs, processes = [], [], []
+    for i in range(WORKERS):
+        home = tmp_path / f"worker-{i}" / "datom"
+        home.mkdir(parents=True)
+        log = tmp_path / f"worker-{i}.log"
+        worker_env = {
+            **env,
+            "DATOM_HOME": str(home),
+            "PYTHONPATH": os.pathsep.join([str(config), env["PYTHONPATH"]]),
+        }
+        command = [
+            str(BIN / "celery"), "-A", "dagster_celery.app", "worker",
+            "--pool", "solo", "--concurrency", "1", "--prefetch-multiplier", "1",
+            "--without-gossip", "--without-mingle", "-n", f"worker-{i}@%h", "-l", "INFO",
+        ]  # fmt: skip
+        processes.append(stack.enter_context(_server(command, worker_env, log)))
+        homes.append(home)
+        logs.append(log)
+    app = Celery(broker=broker)
+    stack.callback(app.close)
+
+    def all_online() -> bool:
+        replies = app.control.ping(timeout=1.0) or []
+        return len({name for reply in replies for name in reply}) == WORKERS
+
+    _wait_for("the celery workers", all_online, logs, processes)
+    return homes
+
+
+def _deliver(month: int, tmp_path: Path, s3: Any, bucket: str) -> None:
+    """The month's extracts into the S3 inbox, replacing the previous month's files."""
+    local = tmp_path / "edc" / f"month-{month}"
+    files = {p.name: p for p in drop_month(month, local)}
+    listed = s3.list_objects_v2(Bucket=bucket, Prefix="inbox/").get("Contents", [])
+    for item in listed:
+        if item["Key"].removeprefix("inbox/") not in files:
+            s3.delete_object(Bucket=bucket, Key=item["Key"])
+    for name, path in files.items():
+        s3.put_object(Bucket=bucket, Key=f"inbox/{name}", Body=path.read_bytes())
+
+
+def _materializations(instance: DagsterInstance, run_id: str) -> dict[str, dict[str, Any]]:
+    entries = instance.all_logs(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION)
+    found: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        materialization = entry.asset_materialization
+        assert materialization is not None
+        key = materialization.asset_key.to_user_string()
+        assert key not in found, f"{key} materialized twice in run {run_id}"
+        found[key] = {k: meta(materialization, k) for k in materialization.metadata}
+    return found
+
+
+def _celery_hosts(instance: DagsterInstance, run_id: str) -> dict[str, str]:
+    """Step key -> the celery worker that executed it."""
+    hosts = {}
+    for entry in instance.all_logs(run_id, of_type=DagsterEventType.ENGINE_EVENT):
+        data = entry.dagster_event.engine_event_data
+        if data and "Celery worker" in data.metadata:
+            hosts[entry.step_key] = data.metadata["Celery worker"].value
+    return hosts
+
+
+def _parents(records: list[Mapping[str, Any]]) -> dict[str, str]:
+    return {p["table"]: p["version"] for p in records}
+
+
+def test_example_pipeline_on_four_celery_workers(
+    fresh_instance, tmp_path, s3_endpoint, s3_bucket, s3_admin, git_http_server, monkeypatch
+):
+    started = time.monotonic()
+    token = git_http_server.token
+    git_http_server.create_bare("s001-metadata")
+    remote = git_http_server.url_for("s001-metadata")
+    inbox = f"s3://{s3_bucket}/inbox"
+    coordinator_home = tmp_path / "coordinator" / "datom"
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")]),
+        "DAGSTER_HOME": fresh_instance.root_directory,
+        "DATOM_GIT_TOKEN": token,
+        "STUDY_INBOX": inbox,
+        "STUDY_S3_ENDPOINT": s3_endpoint,
+    }
+    for name in ("STUDY_INBOX", "STUDY_S3_ENDPOINT", "DATOM_GIT_TOKEN"):
+        monkeypatch.setenv(name, env[name])
+    monkeypatch.setenv("DATOM_HOME", str(coordinator_home))
+    defs_celery.definitions.cache_clear()
+    project = {
+        "project_name": PROJECT,
+        "bucket": s3_bucket,
+        "prefix": PREFIX,
+        "endpoint_url": s3_endpoint,
+        "remote": remote,
+    }
+
+    run_ids = []
+    with ExitStack() as stack:
+        broker = _redis(stack, tmp_path)
+        homes = _workers(stack, tmp_path, broker, env)
+        run_config = {
+            "execution": {"config": {"broker": broker, "backend": broker}},
+            "resources": {"io_manager": {"config": project}, "datom": {"config": project}},
+        }
+        for month in (*MONTHS, MONTHS[-1]):  # the last delivery twice: nothing may change
+            _deliver(month, tmp_path, s3_admin, s3_bucket)
+            with execute_job(
+                reconstructable(defs_celery.celery_job),
+                instance=fresh_instance,
+                run_config=run_config,
+                tags={"month": str(month)},
+                raise_on_error=True,
+            ) as result:
+                assert result.success
+                run_ids.append(result.run_id)
+    runs = [_materializations(fresh_instance, run_id) for run_id in run_ids]
+
+    # Every step ran in a celery worker, none in this process; the work was spread out.
+    hosts = [_celery_hosts(fresh_instance, run_id) for run_id in run_ids]
+    steps = 1 + len(DERIVED_FROM) * 2  # onboarding, three derived assets, three checks
+    assert all(len(h) == steps for h in hosts), hosts
+    used = Counter(host.split("@")[0] for h in hosts for host in h.values())
+    assert set(used) <= {f"worker-{i}" for i in range(WORKERS)} and len(used) >= 2, used
+    assert not coordinator_home.exists(), "the run's own process opened a datom clone"
+    clones = [home / PROJECT / "repo" for home in homes if (home / PROJECT).exists()]
+    assert len(clones) == len(used), (used, clones)
+
+    # Each month gave every table one new version; the re-run recorded none.
+    for run in runs:
+        assert set(run) == set(TABLES)
+    assert all(m["datom/change"] == "none" for m in runs[-1].values()), runs[-1]
+    reader = dc.clone(
+        remote,
+        tmp_path / "reader",
+        store=dc.S3Store(s3_bucket, PREFIX, endpoint_url=s3_endpoint),
+        token_env="DATOM_GIT_TOKEN",
+    )
+    for table in TABLES:
+        history = [v.version for v in reader.history(table)]
+        written = [run[table]["datom/version"] for run in runs[: len(MONTHS)]]
+        assert "none" not in [run[table]["datom/change"] for run in runs[: len(MONTHS)]]
+        assert history == written[::-1], (table, history, written)  # each version once
+        assert runs[-1][table]["datom/version"] == history[0]
+
+    # Parents are exactly the versions the same run produced upstream.
+    for run in runs:
+        for table, upstream in DERIVED_FROM.items():
+            expected = {u: run[u]["datom/version"] for u in upstream}
+            assert _parents(run[table]["datom/parents"]) == expected, (table, run[table])
+            recorded = reader.metadata(table, run[table]["datom/version"])["parents"]
+            assert _parents(recorded) == expected, (table, recorded)
+
+    report = reader.validate()
+    assert report.ok and not report.problems, str(report)
+    for clone in clones:
+        worker = dc.connect(clone, token_env="DATOM_GIT_TOKEN")
+        worker.pull()
+        assert worker.repo.head() == reader.repo.head()
+        assert worker.validate(verify_data=False).ok
+
+    # The token is in none of the clones' git config, the logs, the run records or metadata.
+    _assert_token_nowhere(token, [*clones, reader.path], tmp_path, fresh_instance, run_ids)
+    for table in TABLES:
+        for version in reader.history(table):
+            assert token not in json.dumps(reader.metadata(table, version.version))
+    objects = s3_admin.list_objects_v2(Bucket=s3_bucket).get("Contents", [])
+    for item in objects:
+        body = s3_admin.get_object(Bucket=s3_bucket, Key=item["Key"])["Body"].read()
+        assert token.encode() not in body, item["Key"]
+    print(
+        f"celery pipeline: {len(run_ids)} runs on {dict(used)} in {time.monotonic() - started:.0f} s"
+    )
+
+
+def _assert_token_nowhere(
+    token: str, clones: list[Path], tmp_path: Path, instance: DagsterInstance, run_ids: list[str]
+) -> None:
+    for clone in clones:
+        config = (clone / ".git" / "config").read_text()
+        assert token not in config, clone
+        repo = Repo(str(clone))
+        try:
+            for sha in repo.object_store:
+                assert token.encode() not in repo.object_store[sha].as_raw_string(), sha
+        finally:
+            repo.close()
+    for log in tmp_path.glob("*.log"):
+        assert token not in log.read_text(errors="replace"), log
+    for run_id in run_ids:
+        dagster_run = instance.get_run_by_id(run_id)
+        assert token not in serialize_value(dagster_run)
+        for entry in instance.all_logs(run_id):
+            assert token not in serialize_value(entry), entry.step_key
