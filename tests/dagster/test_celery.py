@@ -185,9 +185,10 @@ def _celery_hosts(instance: DagsterInstance, run_id: str) -> dict[str, str]:
     """Step key -> the celery worker that executed it."""
     hosts = {}
     for entry in instance.all_logs(run_id, of_type=DagsterEventType.ENGINE_EVENT):
-        data = entry.dagster_event.engine_event_data
-        if data and "Celery worker" in data.metadata:
-            hosts[entry.step_key] = data.metadata["Celery worker"].value
+        event = entry.dagster_event
+        data = event.engine_event_data if event else None
+        if data and entry.step_key and "Celery worker" in data.metadata:
+            hosts[entry.step_key] = str(data.metadata["Celery worker"].value)
     return hosts
 
 
