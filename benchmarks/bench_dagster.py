@@ -22,6 +22,7 @@ import argparse
 import cProfile
 import io
 import pstats
+import shutil
 import sys
 import tempfile
 import time
@@ -186,25 +187,24 @@ def _runner(
     def run() -> None:
         if new_data:
             STATE["run"] += 1
-        result = materialize(
-            assets,
-            instance=DagsterInstance.ephemeral(),
-            resources={"io_manager": io_manager},
-            run_config=QUIET,
-            raise_on_error=True,
-        )
+        with DagsterInstance.ephemeral() as instance:
+            result = materialize(
+                assets,
+                instance=instance,
+                resources={"io_manager": io_manager},
+                run_config=QUIET,
+                raise_on_error=True,
+            )
         assert result.success
 
     return run
 
 
 def _changes(assets: list[AssetsDefinition], io_manager: DatomIOManager) -> set[str]:
-    result = materialize(
-        assets,
-        instance=DagsterInstance.ephemeral(),
-        resources={"io_manager": io_manager},
-        run_config=QUIET,
-    )
+    with DagsterInstance.ephemeral() as instance:
+        result = materialize(
+            assets, instance=instance, resources={"io_manager": io_manager}, run_config=QUIET
+        )
     return {
         str(e.step_materialization_data.materialization.metadata["datom/change"].value)
         for e in result.get_asset_materialization_events()
@@ -242,7 +242,9 @@ def _profile(run: Callable[[], None], title: str, limit: int) -> None:
 def _trim(report: str) -> str:
     lines = report.splitlines()
     start = next((i for i, line in enumerate(lines) if "ncalls" in line), 0)
-    return "\n".join(line.replace(str(Path(sys.prefix)), "<venv>") for line in lines[start:])
+    checkout = f"{Path(__file__).resolve().parents[1]}/"
+    shown = (line.replace(checkout, "").replace(sys.prefix, "<venv>") for line in lines[start:])
+    return "\n".join(shown)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -251,23 +253,36 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--profile-lines", type=int, default=40)
     args = parser.parse_args(argv)
-    repeat = args.repeat
-
     root = Path(tempfile.mkdtemp(prefix="datom-bench-dagster-"))
-    datom = datom_io_manager(root, "small")
-    filesystem = FilesystemIOManager(base_dir=str(root / "fs"))
-    delta = DeltaLakePandasIOManager(root_uri=str(root / "delta"), storage_options=LocalConfig())
-    n = len(SMALL_ASSETS)
-    datom_new = _runner(SMALL_ASSETS, datom, new_data=True)
-    fs_new = _runner(SMALL_ASSETS, filesystem, new_data=True)
-    delta_new = _runner(SMALL_ASSETS, delta, new_data=True)
-    for warm in (datom_new, fs_new, delta_new):  # first use: project creation, imports
-        warm()
+    try:
+        started = time.perf_counter()
+        datom = datom_io_manager(root, "small")
+        filesystem = FilesystemIOManager(base_dir=str(root / "fs"))
+        shape = f"{CHAIN}-chain + 1->{FANOUT} fan-out, {ROWS} rows each"
+        print(f"{len(SMALL_ASSETS)} small pandas assets ({shape}), best of {args.repeat},")
+        print("interleaved; ratios only (the machine may be loaded)")
+        measure_new_versions(datom, filesystem, root, args.repeat)
+        measure_rerun(datom, filesystem, args.repeat)
+        measure_big(datom_io_manager(root, "big"), filesystem, max(3, args.repeat // 2))
+        commits = len(datom.connection().repo.log())
+        elapsed = time.perf_counter() - started
+        print(f"(measured in {elapsed:.0f} s; the project grew to {commits} commits)")
+        if args.profile:
+            profile_runs(datom, datom_io_manager(root, "young"), args.profile_lines)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
-    started = time.perf_counter()
-    print(f"{n} small pandas assets ({CHAIN}-chain + 1->{FANOUT} fan-out, {ROWS} rows each),")
-    print(f"best of {repeat}, interleaved; ratios only (the machine may be loaded)")
-    datom_time, fs_time, delta_time = fastest([datom_new, fs_new, delta_new], repeat)
+
+def measure_new_versions(
+    datom: DatomIOManager, filesystem: FilesystemIOManager, root: Path, repeat: int
+) -> None:
+    """datom, filesystem and Delta on 20 assets that all get new data, measured in turn."""
+    delta = DeltaLakePandasIOManager(root_uri=str(root / "delta"), storage_options=LocalConfig())
+    runs = [_runner(SMALL_ASSETS, m, new_data=True) for m in (datom, filesystem, delta)]
+    for warm in runs:  # first use: project creation, imports
+        warm()
+    datom_time, fs_time, delta_time = fastest(runs, repeat)
+    n = len(SMALL_ASSETS)
     print(f"datom / filesystem, new versions      = {datom_time / fs_time:5.2f}  (target <= 1.5)")
     print(f"delta / filesystem (reference)        = {delta_time / fs_time:5.2f}")
     print(
@@ -276,45 +291,45 @@ def main(argv: list[str] | None = None) -> None:
         f"(filesystem run {fs_time * 1000:.0f} ms)"
     )
 
+
+def measure_rerun(datom: DatomIOManager, filesystem: FilesystemIOManager, repeat: int) -> None:
+    """The same 20 assets again on unchanged data: datom records none for every one."""
     datom_again = _runner(SMALL_ASSETS, datom, new_data=False)
     fs_again = _runner(SMALL_ASSETS, filesystem, new_data=False)
     datom_again()  # the current data, once: from now on every asset records none
     changes = _changes(SMALL_ASSETS, datom)
     assert changes == {"none"}, f"an identical re-run recorded {changes}"
-    rerun_ratio = ratio_of(datom_again, fs_again, repeat)
-    print(f"datom / filesystem, identical re-run  = {rerun_ratio:5.2f}  (target <= 1.2)")
+    ratio = ratio_of(datom_again, fs_again, repeat)
+    print(f"datom / filesystem, identical re-run  = {ratio:5.2f}  (target <= 1.2)")
 
+
+def measure_big(datom: DatomIOManager, filesystem: FilesystemIOManager, repeat: int) -> None:
+    """One asset of BIG_ROWS rows, new data each run."""
     BIG["base"] = _big_base()
-    datom_big_io = datom_io_manager(root, "big")
-    datom_big = _runner([big_asset], datom_big_io, new_data=True)
+    datom_big = _runner([big_asset], datom, new_data=True)
     fs_big = _runner([big_asset], filesystem, new_data=True)
     datom_big()
     fs_big()
-    big_ratio = ratio_of(datom_big, fs_big, max(3, repeat // 2))
-    print(f"datom / filesystem, {BIG_ROWS:,}-row asset = {big_ratio:5.2f}  (target <= 2.0)")
-    print(f"(measured in {time.perf_counter() - started:.0f} s; data under {root})")
+    ratio = ratio_of(datom_big, fs_big, repeat)
+    print(f"datom / filesystem, {BIG_ROWS:,}-row asset = {ratio:5.2f}  (target <= 2.0)")
 
-    commits = len(datom.connection().repo.log())
-    print(f"(the measured project grew to {commits} commits)")
 
-    if args.profile:
-        # A young project (one earlier run), so the profile shows the fixed costs; the
-        # measured project above also shows what grows with history.
-        for label, io_manager in (("young", datom_io_manager(root, "young")), ("grown", datom)):
-            new = _runner(SMALL_ASSETS, io_manager, new_data=True)
-            again = _runner(SMALL_ASSETS, io_manager, new_data=False)
-            new()
-            commits = len(io_manager.connection().repo.log())
-            _profile(
-                new,
-                f"{n} small assets, new versions, {label} project ({commits} commits)",
-                args.profile_lines,
-            )
-            again()
-            _profile(
-                again, f"{n} small assets, identical re-run, {label} project", args.profile_lines
-            )
-        _profile(datom_big, f"one {BIG_ROWS:,}-row asset", args.profile_lines)
+def profile_runs(grown: DatomIOManager, young: DatomIOManager, limit: int) -> None:
+    """Profiles of new versions and re-runs in a young project (one earlier run: the fixed
+    costs) and in the measured one (what grows with history), then of the big asset."""
+    n = len(SMALL_ASSETS)
+    for label, io_manager in (("young", young), ("grown", grown)):
+        new = _runner(SMALL_ASSETS, io_manager, new_data=True)
+        again = _runner(SMALL_ASSETS, io_manager, new_data=False)
+        new()
+        commits = len(io_manager.connection().repo.log())
+        title = f"{n} small assets, new versions, {label} project ({commits} commits)"
+        _profile(new, title, limit)
+        again()
+        _profile(again, f"{n} small assets, identical re-run, {label} project", limit)
+    big = _runner([big_asset], grown, new_data=True)
+    big()
+    _profile(big, f"one {BIG_ROWS:,}-row asset", limit)
 
 
 if __name__ == "__main__":
