@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -85,7 +85,9 @@ def _server(command: list[str], env: Mapping[str, str], log: Path) -> Iterator[s
         process.wait(timeout=10)
 
 
-def _wait_for(what: str, ready, logs: list[Path], processes: list[subprocess.Popen]) -> None:
+def _wait_for(
+    what: str, ready: Callable[[], bool], logs: list[Path], processes: list[subprocess.Popen]
+) -> None:
     deadline = time.monotonic() + 120
     while not ready():
         dead = [p.args for p in processes if p.poll() is not None]
@@ -95,29 +97,43 @@ def _wait_for(what: str, ready, logs: list[Path], processes: list[subprocess.Pop
         time.sleep(0.2)
 
 
+def _pong(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis.exceptions.ConnectionError:
+        return False
+
+
 def _redis(stack: ExitStack, tmp_path: Path) -> str:
+    """A Redis server on a free loopback port for the stack's lifetime; its URL.
+
+    Another process may take the port between our probe and Redis binding it: then Redis
+    exits at once and another port is tried.
+    """
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.fail("redis-server is not installed: apt-get install redis-server")
-    port = _free_port()
-    log = tmp_path / "redis.log"
-    command = [
-        binary,
-        "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
-        "--dir", str(tmp_path), "--protected-mode", "yes",
-    ]  # fmt: skip
-    process = stack.enter_context(_server(command, os.environ, log))
-    client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1)
-
-    def answers() -> bool:
-        try:
-            return bool(client.ping())
-        except redis.exceptions.ConnectionError:
-            return False
-
-    _wait_for("redis", answers, [log], [process])
-    client.close()
-    return f"redis://127.0.0.1:{port}/0"
+    logs = []
+    for attempt in range(3):
+        port = _free_port()
+        logs.append(tmp_path / f"redis-{attempt}.log")
+        command = [
+            binary,
+            "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
+            "--dir", str(tmp_path), "--protected-mode", "yes",
+        ]  # fmt: skip
+        with ExitStack() as attempt_stack:
+            process = attempt_stack.enter_context(_server(command, os.environ, logs[-1]))
+            client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1)
+            attempt_stack.callback(client.close)
+            deadline = time.monotonic() + 60
+            while process.poll() is None and not _pong(client) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if process.poll() is None and _pong(client):
+                stack.push(attempt_stack.pop_all())
+                return f"redis://127.0.0.1:{port}/0"
+    tails = "\n".join(f"--- {log}\n{log.read_text()[-2000:]}" for log in logs)
+    pytest.fail(f"redis-server did not start\n{tails}")
 
 
 def _workers(stack: ExitStack, tmp_path: Path, broker: str, env: Mapping[str, str]) -> list[Path]:
