@@ -33,6 +33,7 @@ from example_project.generator import DOMAINS, drop_month
 
 from . import defs_celery
 from .conftest import meta
+from .defs_celery import PREFIX, PROJECT
 
 pytestmark = [
     pytest.mark.slow,
@@ -45,8 +46,6 @@ pytestmark = [
 BIN = Path(sys.executable).parent
 WORKERS = 4
 MONTHS = (1, 2, 3)
-PROJECT = "STUDY_001"
-PREFIX = "studies/s001"
 DERIVED_FROM = {"adsl": ("dm", "ex"), "adae": ("ae", "adsl"), "lab_summary": ("lb", "adsl")}
 TABLES = (*DOMAINS, *DERIVED_FROM)
 
@@ -224,29 +223,22 @@ def test_example_pipeline_on_four_celery_workers(
         "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")]),
         "DAGSTER_HOME": fresh_instance.root_directory,
         "DATOM_GIT_TOKEN": token,
-        "STUDY_INBOX": f"s3://{s3_bucket}/inbox",
+        "STUDY_BUCKET": s3_bucket,
         "STUDY_S3_ENDPOINT": s3_endpoint,
+        "STUDY_GIT_REMOTE": remote,
+        "STUDY_INBOX": f"s3://{s3_bucket}/inbox",
     }
-    for name in ("STUDY_INBOX", "STUDY_S3_ENDPOINT", "DATOM_GIT_TOKEN"):
+    for name in ("STUDY_BUCKET", "STUDY_S3_ENDPOINT", "STUDY_GIT_REMOTE", "STUDY_INBOX"):
         monkeypatch.setenv(name, env[name])
+    monkeypatch.setenv("DATOM_GIT_TOKEN", token)
     monkeypatch.setenv("DATOM_HOME", str(coordinator_home))  # must stay unused
     defs_celery.definitions.cache_clear()
-    project = {
-        "project_name": PROJECT,
-        "bucket": s3_bucket,
-        "prefix": PREFIX,
-        "endpoint_url": s3_endpoint,
-        "remote": remote,
-    }
 
     run_ids = []
     with ExitStack() as stack:
         broker = _redis(stack, tmp_path)
         homes = _workers(stack, tmp_path, broker, env)
-        run_config = {
-            "execution": {"config": {"broker": broker, "backend": broker}},
-            "resources": {"io_manager": {"config": project}, "datom": {"config": project}},
-        }
+        run_config = {"execution": {"config": {"broker": broker, "backend": broker}}}
         for month in (*MONTHS, MONTHS[-1]):  # the last delivery twice: nothing may change
             _deliver(month, tmp_path, s3_admin, s3_bucket)
             with execute_job(
