@@ -93,24 +93,22 @@ def read_verified(
     A missing ``parquet_sha`` (very old R projects) skips the check, as STORE.md allows.
     """
     try:
-        raw = store.read_bytes(key)
+        raw = store.read_verified(key, parquet_sha) if parquet_sha else store.read_bytes(key)
     except NotFoundError as e:
         raise NotFoundError(
             f"{key} is missing from {store.url}: the version's data is gone. "
             "Validate the project to see the damage (validate() / datom validate); a repair cannot "
             "recreate data."
         ) from e
-    if parquet_sha:
-        actual = hashlib.sha256(raw).hexdigest()
-        if actual != parquet_sha:
-            raise IntegrityError(
-                f"{key} in {store.url} does not match its recorded parquet_sha "
-                f"(expected {parquet_sha}, actual {actual}); the stored bytes were altered. "
-                "Nothing was read.",
-                key=key,
-                expected=parquet_sha,
-                actual=actual,
-            )
+    except IntegrityError as e:
+        raise IntegrityError(
+            f"{key} in {store.url} does not match its recorded parquet_sha "
+            f"(expected {e.expected}, actual {e.actual}); the stored bytes were altered. "
+            "Nothing was read.",
+            key=key,
+            expected=e.expected,
+            actual=e.actual,
+        ) from e
     try:
         return pq.read_table(pa.BufferReader(raw), columns=list(columns) if columns else None)
     except (pa.ArrowInvalid, OSError) as e:

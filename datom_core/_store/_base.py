@@ -14,81 +14,24 @@ import hashlib
 import io
 import logging
 import os
-import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from datom_core._errors import DatomError, InvalidNameError, NotFoundError, StoreError
+import numpy as np
 
-__all__ = ["CHUNK_SIZE", "Store", "check_source", "normalise_prefix", "validate_key"]
+from datom_core._errors import DatomError, IntegrityError, NotFoundError, StoreError
+from datom_core._store._paths import TEMP_NAME, check_source, validate_key
+
+__all__ = ["CHUNK_SIZE", "Store", "uninitialised_buffer"]
 
 logger = logging.getLogger("datom_core.store")
 
 CHUNK_SIZE = 1 << 20
 """Bytes per read when hashing or copying: memory stays constant whatever the object size."""
 
-# Local writes go through a temp file next to the target; a crash can leave one behind,
-# so listings hide anything with this shape and keys may not take it.
-TEMP_MARKER = ".datom-tmp-"
-_TEMP_NAME = re.compile(r"^\..+\.datom-tmp-[0-9a-f]+$")
-# fsspec expands these as globs in some calls; no datom key ever needs them.
-_FORBIDDEN_CHARS = set("\\*?[]") | {chr(c) for c in range(32)} | {"\x7f"}
 # For these actions "not found" means the key is absent; otherwise (write, list...) it
 # means the bucket or directory itself is missing: a store problem, not a missing object.
 _READ_ACTIONS = frozenset({"read", "open", "inspect"})
-
-
-def validate_key(key: str, *, prefix: bool = False) -> str:
-    """Return ``key`` if it is a safe store key, else raise :class:`InvalidNameError`.
-
-    A key is relative (no leading ``/``), uses ``/`` only (no backslashes), and has no empty,
-    ``.`` or ``..`` segment. With ``prefix=True`` the empty string (the whole store) and one
-    trailing ``/`` are accepted, and the normalised prefix (no trailing ``/``) is returned.
-    """
-    if not isinstance(key, str):
-        raise InvalidNameError(f"store key must be a string, got {type(key).__name__}")
-    if prefix:
-        if key == "":
-            return key
-        if key.endswith("/") and not key.endswith("//"):
-            key = key[:-1]
-    if key == "":
-        raise InvalidNameError("store key is empty")
-    bad = sorted(set(key) & _FORBIDDEN_CHARS)
-    if bad:
-        raise InvalidNameError(
-            f"store key {key!r} contains forbidden characters {bad!r} "
-            "(keys are '/'-separated, with no backslash, glob or control characters)"
-        )
-    if key.startswith("/"):
-        raise InvalidNameError(f"store key {key!r} must be relative (no leading '/')")
-    for segment in key.split("/"):
-        if segment in ("", ".", ".."):
-            raise InvalidNameError(
-                f"store key {key!r} has an empty, '.' or '..' segment; "
-                "keys are plain paths below the datom root"
-            )
-        if TEMP_MARKER in segment:
-            raise InvalidNameError(f"store key {key!r} uses the reserved marker {TEMP_MARKER!r}")
-    return key
-
-
-def normalise_prefix(prefix: str | None) -> str | None:
-    """``None`` for no prefix, else the prefix without outer slashes, validated like a key."""
-    if prefix is None:
-        return None
-    if not isinstance(prefix, str):
-        raise InvalidNameError(f"store prefix must be a string, got {type(prefix).__name__}")
-    stripped = prefix.strip("/")
-    return validate_key(stripped) if stripped else None
-
-
-def check_source(local_path: str | os.PathLike[str], key: str) -> str:
-    """The local file to upload as ``key``; :class:`NotFoundError` if it is not a file."""
-    path = os.fspath(local_path)
-    if not os.path.isfile(path):
-        raise NotFoundError(f"local file {path!r} to upload as {key!r} does not exist")
-    return path
 
 
 class Store:
@@ -211,6 +154,38 @@ class Store:
         with self._translated("read", key):
             return bytes(self._fs.cat_file(path))
 
+    def read_verified(self, key: str, expected_sha: str) -> memoryview:
+        """The whole object at ``key``, handed out only if its SHA-256 is ``expected_sha``.
+
+        The bytes are hashed as they arrive (no second pass over them), so whatever parses
+        the result never sees unverified bytes. :class:`IntegrityError` naming the key, the
+        expected and the actual digest when they differ; :class:`NotFoundError` if there is
+        no object.
+        """
+        path = self._path(key)
+        with self._translated("read", key):
+            data, actual = self._read_hashing(path)
+        if actual != expected_sha.lower():
+            raise IntegrityError(
+                f"{key} in store {self.url} does not match its expected SHA-256 "
+                f"(expected {expected_sha}, actual {actual}): the stored bytes were altered "
+                "or damaged. Nothing was parsed.",
+                key=key,
+                expected=expected_sha,
+                actual=actual,
+            )
+        return data
+
+    def _read_hashing(self, path: str) -> tuple[memoryview, str]:
+        """All bytes at ``path`` and their hex SHA-256, hashed chunk by chunk as read."""
+        digest = hashlib.sha256()
+        data = bytearray()
+        with self._fs.open(path, "rb", **self._open_kwargs()) as stream:
+            while chunk := stream.read(CHUNK_SIZE):
+                digest.update(chunk)
+                data += chunk
+        return memoryview(data).toreadonly(), digest.hexdigest()
+
     def open_read(self, key: str) -> BinaryIO:
         """A seekable binary stream over the object at ``key`` (close it, or use ``with``).
 
@@ -261,7 +236,7 @@ class Store:
             key = path[len(strip) :]
             if prefix and not key.startswith(prefix + "/"):
                 continue
-            if _TEMP_NAME.match(key.rsplit("/", 1)[-1]):
+            if TEMP_NAME.match(key.rsplit("/", 1)[-1]):
                 continue
             keys.append(key)
         return sorted(keys)
@@ -290,7 +265,11 @@ class Store:
         ``mode="create"``; how atomic that is depends on the filesystem.
         """
         path = self._path(key)
-        source = check_source(data, key) if isinstance(data, str | os.PathLike) else None
+        if isinstance(data, str | os.PathLike):
+            source: str | None = check_source(data, key)
+            payload = b""
+        else:
+            source, payload = None, bytes(data)
         if self.exists(key):
             return False
         with self._translated("write", key):
@@ -298,7 +277,7 @@ class Store:
                 if source is not None:
                     self._fs.put_file(source, path, mode="create")
                 else:
-                    self._fs.pipe_file(path, bytes(data), mode="create")
+                    self._fs.pipe_file(path, payload, mode="create")
             except FileExistsError:
                 return False
         return True
@@ -319,6 +298,11 @@ class Store:
                 self._fs.info(self._root)
             except FileNotFoundError:
                 pass  # nothing written yet: reachable is all we can ask
+
+
+def uninitialised_buffer(size: int) -> memoryview:
+    """A writable buffer of ``size`` bytes, not zeroed first (every byte gets overwritten)."""
+    return np.empty(size, dtype=np.uint8).data
 
 
 class _TranslatingReader(io.RawIOBase):

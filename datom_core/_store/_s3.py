@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import time
@@ -9,7 +10,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from datom_core._errors import InvalidNameError, StoreError
-from datom_core._store._base import Store, check_source, normalise_prefix
+from datom_core._store._base import CHUNK_SIZE, Store, uninitialised_buffer
+from datom_core._store._paths import check_source, normalise_prefix
 
 __all__ = ["S3Store"]
 
@@ -131,6 +133,31 @@ class S3Store(Store):
     def _open_kwargs(self) -> dict[str, Any]:
         return {"block_size": _READ_BLOCK, "cache_type": "readahead"}
 
+    def _read_hashing(self, path: str) -> tuple[memoryview, str]:
+        # One GET whose body is hashed chunk by chunk as it streams in: no second pass over
+        # the bytes and no second request. A body cut short mid-stream is fetched again.
+        from fsspec.asyn import sync
+
+        bucket, key, _ = self._fs.split_path(path)
+        return sync(self._fs.loop, self._get_hashing, bucket, key)
+
+    async def _get_hashing(self, bucket: str, key: str) -> tuple[memoryview, str]:
+        import aiohttp
+        from botocore.exceptions import BotoCoreError
+
+        for attempt in range(_S3FS_RETRIES + 1):
+            response = await self._fs._call_s3("get_object", Bucket=bucket, Key=key)
+            body = response["Body"]
+            try:
+                return await _hash_body(body, int(response["ContentLength"]))
+            except (TimeoutError, BotoCoreError, aiohttp.ClientError):
+                if attempt == _S3FS_RETRIES:
+                    raise
+                logger.info("store %s: reading %r was cut short; reading it again", self.url, key)
+            finally:
+                body.close()
+        raise AssertionError("unreachable")
+
     def put_if_absent(self, key: str, data: bytes | str | os.PathLike[str]) -> bool:
         """Store ``data`` (bytes or a local file path) at ``key`` unless an object is there.
 
@@ -141,8 +168,11 @@ class S3Store(Store):
         S3-compatible servers) cannot be detected and have that same window.
         """
         path = self._path(key)
-        source = check_source(data, key) if isinstance(data, str | os.PathLike) else None
-        payload = None if source is not None else bytes(data)  # type: ignore[arg-type]
+        if isinstance(data, str | os.PathLike):
+            source: str | None = check_source(data, key)
+            payload = b""
+        else:
+            source, payload = None, bytes(data)
         if self.exists(key):
             return False
 
@@ -232,6 +262,20 @@ def _check_endpoint(endpoint_url: str | None) -> str | None:
             "endpoint_url must not embed credentials; pass key=/secret= or use the environment"
         )
     return endpoint_url.rstrip("/")
+
+
+async def _hash_body(body: Any, size: int) -> tuple[memoryview, str]:
+    digest = hashlib.sha256()
+    data = uninitialised_buffer(size)
+    filled = 0
+    while chunk := await body.read(CHUNK_SIZE):
+        end = filled + len(chunk)
+        if end > size:
+            raise StoreError(f"the object sent more than the {size} bytes it announced")
+        data[filled:end] = chunk
+        digest.update(chunk)
+        filled = end
+    return data[:filled].toreadonly(), digest.hexdigest()
 
 
 def _s3_error_code(error: BaseException) -> str | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from datom_core._errors import InvalidNameError, NotFoundError, StoreError
+from datom_core._errors import IntegrityError, InvalidNameError, NotFoundError, StoreError
 from datom_core._store import Store, store_from_description
 
 BIG = 20 * 1024 * 1024 + 12345  # > 20 MiB and not a multiple of any chunk size
@@ -139,8 +139,9 @@ def test_exists_is_false_for_missing_keys_and_directories(store: Store) -> None:
         lambda s: s.open_read("dm/missing.parquet"),
         lambda s: s.size("dm/missing.parquet"),
         lambda s: s.sha256("dm/missing.parquet"),
+        lambda s: s.read_verified("dm/missing.parquet", "0" * 64),
     ],
-    ids=["read_bytes", "open_read", "size", "sha256"],
+    ids=["read_bytes", "open_read", "size", "sha256", "read_verified"],
 )
 def test_missing_key_raises_not_found_naming_key_and_store(store: Store, call) -> None:
     with pytest.raises(NotFoundError) as caught:
@@ -186,6 +187,7 @@ def test_invalid_keys_are_refused_by_every_operation(store: Store, key: str, tmp
         lambda: store.exists(key),
         lambda: store.size(key),
         lambda: store.sha256(key),
+        lambda: store.read_verified(key, "0" * 64),
         lambda: store.delete(key),
     ]
     for call in calls:
@@ -282,3 +284,28 @@ def test_errors_are_datom_errors(store: Store) -> None:
     with pytest.raises(LookupError):
         store.read_bytes("nothing")
     assert issubclass(StoreError, OSError)
+
+
+@pytest.mark.parametrize("size", [0, 1, 1 << 20, BIG])
+def test_read_verified_hands_out_bytes_that_match(store: Store, size: int) -> None:
+    data = os.urandom(size)
+    store.write_bytes("dm/v.parquet", data)
+    sha = hashlib.sha256(data).hexdigest()
+    got = store.read_verified("dm/v.parquet", sha)
+    assert bytes(got) == data
+    assert bytes(store.read_verified("dm/v.parquet", sha.upper())) == data
+
+
+def test_read_verified_refuses_altered_bytes_naming_key_and_digests(store: Store) -> None:
+    data = os.urandom(3 * (1 << 20) + 7)
+    store.write_bytes("dm/v.parquet", data)
+    expected = hashlib.sha256(data).hexdigest()
+    for tampered in (data[:-1], data[:100] + bytes([data[100] ^ 1]) + data[101:], data + b"x", b""):
+        store.write_bytes("dm/v.parquet", tampered)
+        with pytest.raises(IntegrityError) as caught:
+            store.read_verified("dm/v.parquet", expected)
+        err = caught.value
+        actual = hashlib.sha256(tampered).hexdigest()
+        assert (err.key, err.expected, err.actual) == ("dm/v.parquet", expected, actual)
+        for part in ("dm/v.parquet", store.url, expected, actual):
+            assert part in str(err)

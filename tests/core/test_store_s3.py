@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import io
 import json
 import multiprocessing
 import pickle
+import socket
 import subprocess
 import sys
+import threading
 import uuid
 import warnings
 from typing import Any
 
 import pytest
 
-from datom_core._errors import DatomError, NotFoundError, StoreError
+from datom_core._errors import DatomError, IntegrityError, NotFoundError, StoreError
 from datom_core._store import S3Store, store_from_description, store_from_url
 from tests.s3util import closed_loopback_port as _closed_loopback_port
 
@@ -195,3 +200,119 @@ def test_a_store_keeps_working_after_fork(s3_endpoint: str, s3_bucket: str) -> N
     assert child.exitcode == 0
     assert store.read_bytes("dm/forked.parquet") == b"from a forked child"
     assert store.read_bytes("dm/parent.parquet") == b"x"
+
+
+def _parquet_bytes(table: Any) -> bytes:
+    import pyarrow.parquet as pq
+
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
+
+
+def test_read_verified_is_one_get_hashed_as_it_streams(s3_endpoint: str, s3_bucket: str) -> None:
+    store = S3Store(s3_bucket, prefix="proj", endpoint_url=s3_endpoint)
+    data = bytes(range(256)) * (40 * 4096 + 3)  # ~40 MiB: many body chunks
+    store.write_bytes("dm/big.parquet", data)
+    fs = store._fs
+    calls: list[str] = []
+    fs.call_s3("head_bucket", Bucket=s3_bucket)  # opens the client whose calls we watch
+    fs.s3.meta.events.register("before-call.s3", lambda model, **_: calls.append(model.name))
+    got = store.read_verified("dm/big.parquet", hashlib.sha256(data).hexdigest())
+    assert bytes(got) == data
+    assert calls == ["GetObject"]  # no HEAD, no ranged re-reads, no second pass
+
+
+def test_an_object_tampered_in_the_bucket_is_refused_before_parsing(
+    s3_endpoint: str, s3_bucket: str, s3_admin: Any
+) -> None:
+    import pyarrow as pa
+
+    from datom_core._project._parquet import read_verified
+
+    store = S3Store(s3_bucket, prefix="proj", endpoint_url=s3_endpoint)
+    genuine = _parquet_bytes(pa.table({"x": [1, 2, 3]}))
+    store.write_bytes("dm/t.parquet", genuine)
+    sha = hashlib.sha256(genuine).hexdigest()
+    assert read_verified(store, "dm/t.parquet", sha).column("x").to_pylist() == [1, 2, 3]
+    # Someone with bucket access swaps in other, perfectly parseable parquet, then garbage.
+    for forged in (_parquet_bytes(pa.table({"x": [1, 2, 4]})), b"PAR1 not parquet at all PAR1"):
+        s3_admin.put_object(Bucket=s3_bucket, Key="proj/datom/dm/t.parquet", Body=forged)
+        with pytest.raises(IntegrityError) as caught:
+            read_verified(store, "dm/t.parquet", sha)
+        err = caught.value
+        assert (err.key, err.expected) == ("dm/t.parquet", sha)
+        assert err.actual == hashlib.sha256(forged).hexdigest()
+        assert "parquet_sha" in str(err) and sha in str(err) and err.actual in str(err)
+
+
+class _CuttingProxy:
+    """A TCP relay on loopback to the moto server that cuts its first ``cuts`` connections
+    after ``after`` response bytes: a transfer dying mid-body, on real sockets."""
+
+    def __init__(self, endpoint: str, cuts: int, after: int) -> None:
+        host, port = endpoint.removeprefix("http://").split(":")
+        self._target = (host, int(port))
+        self._cuts, self._after = cuts, after
+        self.connections = 0
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.endpoint = f"http://127.0.0.1:{self._server.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            self.connections += 1
+            limit = self._after if self.connections <= self._cuts else None
+            upstream = socket.create_connection(self._target)
+            threading.Thread(target=self._pipe, args=(client, upstream, None), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, limit), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket, limit: int | None) -> None:
+        sent = 0
+        try:
+            while chunk := source.recv(65536):
+                if limit is not None and sent + len(chunk) > limit:
+                    sink.sendall(chunk[: limit - sent])
+                    break
+                sink.sendall(chunk)
+                sent += len(chunk)
+        except OSError:
+            pass
+        finally:
+            for s in (source, sink):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+                s.close()
+
+    def close(self) -> None:
+        self._server.close()
+
+
+@pytest.mark.timeout(120)
+def test_a_transfer_cut_mid_body_is_read_again_not_called_tampering(
+    s3_endpoint: str, s3_bucket: str, s3_admin: Any
+) -> None:
+    data = bytes(range(256)) * (12 * 4096)  # 12 MiB
+    sha = hashlib.sha256(data).hexdigest()
+    s3_admin.put_object(Bucket=s3_bucket, Key="proj/datom/dm/cut.parquet", Body=data)
+    proxy = _CuttingProxy(s3_endpoint, cuts=1, after=3 << 20)
+    try:
+        store = S3Store(s3_bucket, prefix="proj", endpoint_url=proxy.endpoint)
+        assert bytes(store.read_verified("dm/cut.parquet", sha)) == data
+        assert proxy.connections == 2  # the cut GET, then one full one
+    finally:
+        proxy.close()
+    proxy = _CuttingProxy(s3_endpoint, cuts=100, after=3 << 20)
+    try:
+        store = S3Store(s3_bucket, prefix="proj", endpoint_url=proxy.endpoint)
+        with pytest.raises(StoreError) as caught:
+            store.read_verified("dm/cut.parquet", sha)
+        assert not isinstance(caught.value, IntegrityError)
+        assert "dm/cut.parquet" in str(caught.value) and store.url in str(caught.value)
+    finally:
+        proxy.close()

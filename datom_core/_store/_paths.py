@@ -1,0 +1,99 @@
+"""Store keys and locations: the rules every backend shares.
+
+Keys are ``/``-separated paths relative to the datom root; each is validated before it
+reaches a path. Store URLs are recorded in ``project.yaml`` and shown in messages, so they
+may not carry credentials.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from urllib.parse import urlsplit
+
+from datom_core._errors import InvalidNameError, NotFoundError, StoreError
+
+__all__ = [
+    "TEMP_MARKER",
+    "TEMP_NAME",
+    "check_source",
+    "normalise_prefix",
+    "refuse_userinfo",
+    "validate_key",
+]
+
+# Local writes go through a temp file next to the target; a crash can leave one behind,
+# so listings hide anything with this shape and keys may not take it.
+TEMP_MARKER = ".datom-tmp-"
+TEMP_NAME = re.compile(r"^\..+\.datom-tmp-[0-9a-f]+$")
+# fsspec expands these as globs in some calls; no datom key ever needs them.
+_FORBIDDEN_CHARS = set("\\*?[]") | {chr(c) for c in range(32)} | {"\x7f"}
+
+
+def validate_key(key: str, *, prefix: bool = False) -> str:
+    """Return ``key`` if it is a safe store key, else raise :class:`InvalidNameError`.
+
+    A key is relative (no leading ``/``), uses ``/`` only (no backslashes), and has no empty,
+    ``.`` or ``..`` segment. With ``prefix=True`` the empty string (the whole store) and one
+    trailing ``/`` are accepted, and the normalised prefix (no trailing ``/``) is returned.
+    """
+    if not isinstance(key, str):
+        raise InvalidNameError(f"store key must be a string, got {type(key).__name__}")
+    if prefix:
+        if key == "":
+            return key
+        if key.endswith("/") and not key.endswith("//"):
+            key = key[:-1]
+    if key == "":
+        raise InvalidNameError("store key is empty")
+    bad = sorted(set(key) & _FORBIDDEN_CHARS)
+    if bad:
+        raise InvalidNameError(
+            f"store key {key!r} contains forbidden characters {bad!r} "
+            "(keys are '/'-separated, with no backslash, glob or control characters)"
+        )
+    if key.startswith("/"):
+        raise InvalidNameError(f"store key {key!r} must be relative (no leading '/')")
+    for segment in key.split("/"):
+        if segment in ("", ".", ".."):
+            raise InvalidNameError(
+                f"store key {key!r} has an empty, '.' or '..' segment; "
+                "keys are plain paths below the datom root"
+            )
+        if TEMP_MARKER in segment:
+            raise InvalidNameError(f"store key {key!r} uses the reserved marker {TEMP_MARKER!r}")
+    return key
+
+
+def normalise_prefix(prefix: str | None) -> str | None:
+    """``None`` for no prefix, else the prefix without outer slashes, validated like a key."""
+    if prefix is None:
+        return None
+    if not isinstance(prefix, str):
+        raise InvalidNameError(f"store prefix must be a string, got {type(prefix).__name__}")
+    stripped = prefix.strip("/")
+    return validate_key(stripped) if stripped else None
+
+
+def check_source(local_path: str | os.PathLike[str], key: str) -> str:
+    """The local file to upload as ``key``; :class:`NotFoundError` if it is not a file."""
+    path = os.fspath(local_path)
+    if not os.path.isfile(path):
+        raise NotFoundError(f"local file {path!r} to upload as {key!r} does not exist")
+    return path
+
+
+def refuse_userinfo(url: str) -> None:
+    """Refuse a URL that embeds credentials (``user:password@host``)."""
+    # A store URL is recorded in project.yaml and shown in messages; it must not carry
+    # credentials, so refuse it rather than silently strip them.
+    try:
+        parts = urlsplit(url)
+        has_userinfo = "@" in parts.netloc and bool(parts.username or parts.password)
+    except ValueError as e:
+        raise StoreError("store URL is malformed; check it") from e
+    if has_userinfo:
+        raise StoreError(
+            "store URL must not embed credentials (user:password@); pass them as options "
+            "or through the environment"
+        )
