@@ -33,6 +33,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_hash.py
 	$(PY) benchmarks/bench_write_read.py
 	$(PY) benchmarks/bench_inbox.py
+	$(PY) benchmarks/bench_reads.py
 
 clean:
 	rm -rf $(VENV) .demo .pytest_cache

@@ -8,24 +8,34 @@ and ``parquet_sha`` (the stored bytes), byte-compatible with the R package ``dat
   :func:`metadata_sha`, :func:`file_sha`.
 * Stores: :class:`LocalStore`, :class:`S3Store`, :class:`FsspecStore`, :func:`store_from_url`.
 * Projects: :func:`init_repo`, :func:`connect`, :func:`clone` and :class:`Connection`
-  (``write``, ``read``, ``history``, ``tables``, ``parent``, ``lineage``, ``status``,
-  ``validate``, ``scan_inbox``, ``sync``).
+  (``write``, ``read``, ``version``, ``diff``, ``history``, ``tables``, ``parent``,
+  ``lineage``, ``status``, ``validate``, ``scan_inbox``, ``sync``).
+* Documents (format 2, shared with R datom 0.2.0): :class:`TableMetadata`,
+  :class:`HistoryEntry`, :class:`Manifest`, :class:`ManifestEntry`, :class:`ProjectConfig`,
+  :class:`TableDiff`; :data:`WRITER_FORMAT_VERSION` is the R release whose formats this
+  build writes.
 * Onboarding formats: :data:`SUPPORTED_FORMATS`, :func:`detect_format`, :func:`read_extract`.
 * Errors: :class:`DatomError` and its subclasses (see ``datom_core._errors``).
 """
 
+from datom_core._connection import Connection, clone, connect, init_repo
 from datom_core._errors import (
     AmbiguousVersionError,
     DatomError,
+    FormatError,
     GitError,
     IntegrityError,
+    InvalidArgumentError,
     InvalidNameError,
     NotFoundError,
     OnboardingError,
+    ProjectConfigError,
+    ProjectExistsError,
     PushRejectedError,
     ReadOnlyError,
     StoreError,
     UnhashableColumnsError,
+    UnsupportedInputError,
 )
 from datom_core._identity import (
     ColumnHash,
@@ -41,8 +51,17 @@ from datom_core._names import validate_table_name, validate_version
 from datom_core._onboard import ScanRow, SyncRow
 from datom_core._onboard._readers import SUPPORTED_FORMATS, detect_format
 from datom_core._onboard._readers import read_file as read_extract
-from datom_core._project import Connection, clone, connect, init_repo
-from datom_core._project._documents import ParentRef, SourceRef
+from datom_core._project._context import ProjectContext
+from datom_core._project._diff import TableDiff
+from datom_core._project._model import (
+    HistoryEntry,
+    Manifest,
+    ManifestEntry,
+    ParentRef,
+    ProjectConfig,
+    SourceRef,
+    TableMetadata,
+)
 from datom_core._project._records import (
     LineageNode,
     Problem,
@@ -53,8 +72,22 @@ from datom_core._project._records import (
     WriteResult,
 )
 from datom_core._store import FsspecStore, LocalStore, S3Store, Store, store_from_url
+from datom_core._version import WRITER_FORMAT_VERSION
 
 __all__ = [
+    "WRITER_FORMAT_VERSION",
+    "HistoryEntry",
+    "Manifest",
+    "ManifestEntry",
+    "ProjectConfig",
+    "ProjectContext",
+    "TableDiff",
+    "TableMetadata",
+    "FormatError",
+    "InvalidArgumentError",
+    "ProjectConfigError",
+    "ProjectExistsError",
+    "UnsupportedInputError",
     "SUPPORTED_FORMATS",
     "ScanRow",
     "SyncRow",

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from datom_core._errors import InvalidArgumentError, UnsupportedInputError
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -63,7 +65,7 @@ def to_arrow(data: Any) -> ConvertedTable:
         return _from_pandas(data)
     if _is_polars(data):
         return _from_polars(data)
-    raise TypeError(
+    raise UnsupportedInputError(
         f"datom stores pandas DataFrames, polars DataFrames and pyarrow Tables or RecordBatches; "
         f"got {type(data).__module__}.{type(data).__qualname__}. Convert it to one of those first."
     )
@@ -166,7 +168,7 @@ def from_arrow(table: pa.Table, as_: OutputKind = "pandas") -> Any:
         return pl.from_arrow(table)
     if as_ == "pandas":
         return _to_pandas(table)
-    raise ValueError(f'as_ must be "pandas", "arrow" or "polars", not {as_!r}')
+    raise InvalidArgumentError(f'as_ must be "pandas", "arrow" or "polars", not {as_!r}')
 
 
 def _to_pandas(table: pa.Table) -> pd.DataFrame:

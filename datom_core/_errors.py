@@ -4,8 +4,10 @@ Every error datom raises is a :class:`DatomError`; callers can catch that alone,
 specific subclass when they want to react to one situation::
 
     DatomError
-    ├── UnhashableColumnsError   a table holds columns datom-cv1 cannot encode (lists each one)
-    ├── InvalidNameError         a table name or version argument is malformed (refused before any path)
+    ├── InvalidArgumentError     an argument has a wrong value or type (says what is expected)
+    │   └── InvalidNameError       a table name or version argument is malformed (refused before any path)
+    ├── UnsupportedInputError    data of a kind datom cannot version (not a table)
+    │   └── UnhashableColumnsError  a table holds columns datom-cv1 cannot encode (lists each one)
     ├── NotFoundError            a table or version does not exist
     │   └── AmbiguousVersionError  a version prefix matches several versions (names them)
     ├── IntegrityError           stored bytes or documents do not match their recorded hash
@@ -13,7 +15,11 @@ specific subclass when they want to react to one situation::
     ├── GitError                 the metadata repository or its remote failed
     │   └── PushRejectedError      the remote refused the push after every retry
     ├── ReadOnlyError            a reader connection (store only) was asked to write
-    └── OnboardingError          an inbox file cannot be onboarded (format, corrupt file)
+    ├── OnboardingError          an inbox file cannot be onboarded (format, corrupt file)
+    ├── ProjectExistsError       a new project would overwrite an existing one
+    ├── ProjectConfigError       ``.datom/project.yaml`` is missing, malformed or refuses the action
+    └── FormatError              the project was written in a format newer than this datom
+                                 (the write door: "upgrade datom"; names the field and the file)
 
 Third-party errors are translated where the dependency is used (``raise ... from e``) so
 that the original traceback is kept as ``__cause__``. Messages name the table, the key
@@ -25,15 +31,20 @@ from __future__ import annotations
 __all__ = [
     "AmbiguousVersionError",
     "DatomError",
+    "FormatError",
     "GitError",
     "IntegrityError",
+    "InvalidArgumentError",
     "InvalidNameError",
     "NotFoundError",
     "OnboardingError",
+    "ProjectConfigError",
+    "ProjectExistsError",
     "PushRejectedError",
     "ReadOnlyError",
     "StoreError",
     "UnhashableColumnsError",
+    "UnsupportedInputError",
 ]
 
 
@@ -41,7 +52,15 @@ class DatomError(Exception):
     """Base class of every error raised by datom."""
 
 
-class UnhashableColumnsError(DatomError, TypeError):
+class InvalidArgumentError(DatomError, ValueError):
+    """An argument has a wrong value or type; the message says what is expected."""
+
+
+class UnsupportedInputError(DatomError, TypeError):
+    """Data of a kind datom cannot version (not a pandas/polars DataFrame or Arrow table)."""
+
+
+class UnhashableColumnsError(UnsupportedInputError):
     """A table holds columns that datom-cv1 cannot encode.
 
     ``report`` is the full :class:`~datom_core.HashabilityReport`; the message lists every
@@ -53,7 +72,7 @@ class UnhashableColumnsError(DatomError, TypeError):
         self.report = report
 
 
-class InvalidNameError(DatomError, ValueError):
+class InvalidNameError(InvalidArgumentError):
     """A table name or a version argument is malformed."""
 
 
@@ -97,3 +116,24 @@ class ReadOnlyError(DatomError, PermissionError):
 
 class OnboardingError(DatomError):
     """An inbox file cannot be onboarded (unsupported format, corrupt or unreadable file)."""
+
+
+class ProjectExistsError(DatomError):
+    """A new project would overwrite an existing one (its store or its remote is taken)."""
+
+
+class ProjectConfigError(DatomError):
+    """``.datom/project.yaml`` is missing or malformed, or its settings refuse the action."""
+
+
+class FormatError(DatomError):
+    """The project holds documents of a format newer than this datom writes.
+
+    Raised by every writing route before anything changes (reads still work). ``field``
+    and ``file`` name what was refused; the remedy is to upgrade datom.
+    """
+
+    def __init__(self, message: str, *, field: str = "", file: str = "") -> None:
+        super().__init__(message)
+        self.field = field
+        self.file = file

@@ -13,12 +13,45 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["VOLATILE_KEYS", "canonical_json", "metadata_sha"]
+from datom_core._errors import InvalidArgumentError, UnsupportedInputError
 
-#: Top-level keys that describe a stored copy or a write, not the version itself.
-VOLATILE_KEYS = frozenset(
-    {"created_at", "datom_version", "parquet_sha", "column_hashes", "size_bytes"}
+__all__ = ["IDENTITY_KEYS", "KNOWN_KEYS", "VOLATILE_KEYS", "canonical_json", "metadata_sha"]
+
+#: The top-level keys that make a version (FORMAT2.md §1): nothing else is hashed, so a
+#: field a newer writer adds can never move a version.
+IDENTITY_KEYS = frozenset(
+    {
+        "colnames",
+        "custom",
+        "data_sha",
+        "hash_algo",
+        "kind",
+        "ncol",
+        "nrow",
+        "original_file_sha",
+        "parents",
+        "source_lineage",
+        "table_type",
+    }
 )
+
+#: Every top-level key a metadata document may hold (the write door refuses others).
+KNOWN_KEYS = IDENTITY_KEYS | frozenset(
+    {
+        "column_hashes",
+        "created_at",
+        "datom_version",
+        "document_sha",
+        "original_format",
+        "parquet_sha",
+        "project",
+        "schema_version",
+        "size_bytes",
+    }
+)
+
+#: Known keys that describe a stored copy or a write, not the version itself.
+VOLATILE_KEYS = KNOWN_KEYS - IDENTITY_KEYS
 
 _R_INT_MAX = 2147483647
 _ESCAPES = {
@@ -35,10 +68,14 @@ _ESCAPES = {
 def canonical_json(metadata: Mapping[str, Any]) -> str:
     """Return the exact text whose SHA-256 is the version (``metadata_sha``).
 
-    Volatile keys (:data:`VOLATILE_KEYS`) are dropped and the remaining top-level keys are
-    sorted by their UTF-8 bytes; nested objects keep their order.
+    Only the identity allowlist (:data:`IDENTITY_KEYS`) is kept; its keys are sorted by
+    their UTF-8 bytes; nested objects keep their order.
     """
-    semantic = {k: v for k, v in metadata.items() if k not in VOLATILE_KEYS}
+    if not isinstance(metadata, Mapping):
+        raise InvalidArgumentError(
+            f"metadata must be a JSON object (a dict), not {type(metadata).__name__}"
+        )
+    semantic = {k: v for k, v in metadata.items() if k in IDENTITY_KEYS}
     keys = sorted(semantic, key=lambda k: k.encode("utf-8"))
     return _object(keys, semantic)
 
@@ -76,7 +113,7 @@ def _value(value: Any) -> str:
         return _double(value)
     if isinstance(value, str):
         return _string(value)
-    raise TypeError(
+    raise UnsupportedInputError(
         f"metadata value {value!r} of type {type(value).__name__} is not JSON: "
         "use strings, numbers, booleans, lists and dicts"
     )

@@ -1,7 +1,9 @@
-"""The JSON documents of a project: table metadata, version history and the manifest.
+"""Building the JSON documents of a project, in format 2 (FORMAT2.md), as R writes them.
 
-Pure functions over plain dicts. Documents are serialised once (:func:`dump`) and the same
-bytes go to git and to the store, so the two copies are byte-identical by construction.
+Pure functions: table metadata (R's key order), history entries, manifest entries and the
+manifest. Documents are serialised once (:func:`dump`); the same bytes go to git and to
+the store (the store's history alone adds ``commit_sha``, see ``_mirror``). Parsing is
+``_parse``'s job; ``load`` here is its JSON reader.
 """
 
 from __future__ import annotations
@@ -9,64 +11,26 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from datom_core._errors import IntegrityError
-from datom_core._identity._canonical import metadata_sha
 from datom_core._identity._cv1 import HASH_ALGO, TableHash
+from datom_core._project._model import HistoryEntry, ParentRef, SourceRef, TableMetadata
+from datom_core._project._parse import load_json, records
 
 __all__ = [
     "ParentRef",
     "SourceRef",
     "assemble_manifest",
     "build_manifest",
-    "manifest_entry",
     "build_metadata",
     "dump",
     "history_entry",
     "load",
+    "manifest_entry",
     "utc_now",
 ]
 
-
-@dataclass(frozen=True)
-class SourceRef:
-    """A raw source at the leaves of lineage: an onboarded table's data."""
-
-    project: str
-    table: str
-    version_sha: str  # the data_sha of the raw source
-
-    def to_json(self) -> dict[str, str]:
-        return {"project": self.project, "table": self.table, "version_sha": self.version_sha}
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> SourceRef:
-        return cls(d["project"], d["table"], d["version_sha"])
-
-
-@dataclass(frozen=True)
-class ParentRef:
-    """An exact input of a derived version: ``(project, table, version, data_sha)``.
-
-    ``source_lineage`` is the parent's own lineage, carried so that the child's lineage can
-    be derived without another lookup; it is not written into the ``parents`` entry.
-    """
-
-    source: str
-    table: str
-    version: str
-    data_sha: str
-    source_lineage: tuple[SourceRef, ...] = ()
-
-    def to_json(self) -> dict[str, str]:
-        return {
-            "source": self.source,
-            "table": self.table,
-            "version": self.version,
-            "data_sha": self.data_sha,
-        }
+SCHEMA_VERSION = 2
 
 
 def utc_now() -> str:
@@ -86,37 +50,50 @@ def build_metadata(
     *,
     table_hash: TableHash,
     colnames: Sequence[str],
-    parquet_sha: str,
+    parquet_sha: str | None,
     table_type: str,
     datom_version: str,
+    project: str,
     parents: Sequence[ParentRef] = (),
-    source_lineage: Sequence[SourceRef] = (),
+    source_lineage: Sequence[SourceRef] | None = None,
     original_file_sha: str | None = None,
+    original_format: str | None = None,
     size_bytes: int | None = None,
     custom: Mapping[str, Any] | None = None,
     created_at: str | None = None,
 ) -> dict[str, Any]:
-    """A table version's ``metadata.json``, keys in the order the R package writes them.
+    """A table version's ``metadata.json``, keys in R's order (FORMAT2.md §2).
 
-    Optional keys are omitted when absent, never written as null.
+    Optional keys are omitted when absent, never null. ``source_lineage`` is written when
+    given, also as ``[]`` (R writes it so for a derived table whose parents carry none).
+    No column digests: they live in the parquet footer (§3).
     """
     doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "table",
         "data_sha": table_hash.data_sha,
         "hash_algo": HASH_ALGO,
-        "parquet_sha": parquet_sha,
-        "table_type": table_type,
-        "nrow": table_hash.nrow,
-        "ncol": table_hash.ncol,
-        "colnames": list(colnames),
-        "column_hashes": [{"name": c.name, "sha": c.sha} for c in table_hash.column_hashes],
-        "created_at": created_at or utc_now(),
-        "datom_version": datom_version,
     }
+    if parquet_sha:
+        doc["parquet_sha"] = parquet_sha
+    doc.update(
+        {
+            "table_type": table_type,
+            "nrow": table_hash.nrow,
+            "ncol": table_hash.ncol,
+            "colnames": list(colnames),
+            "created_at": created_at or utc_now(),
+            "datom_version": datom_version,
+            "project": project,
+        }
+    )
     if original_file_sha:
         doc["original_file_sha"] = original_file_sha
+    if original_format:
+        doc["original_format"] = original_format
     if parents:
         doc["parents"] = [p.to_json() for p in parents]
-    if source_lineage:
+    if source_lineage is not None:
         doc["source_lineage"] = [s.to_json() for s in source_lineage]
     if size_bytes is not None:
         doc["size_bytes"] = int(size_bytes)
@@ -126,29 +103,28 @@ def build_metadata(
 
 
 def history_entry(
-    metadata: Mapping[str, Any],
+    metadata: TableMetadata,
     *,
-    author: str,
+    author: tuple[str, str],
     commit_message: str,
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One ``version_history.json`` entry for ``metadata``; ``extra`` fields are not hashed."""
+    """One ``version_history.json`` entry for ``metadata``, as R writes it (FORMAT2.md §5).
+
+    ``author`` is ``(name, email)``; ``extra`` fields (the orchestrator run, the source
+    file) follow and are never hashed. ``commit_sha`` is added to the store's copy only.
+    """
     entry: dict[str, Any] = {
-        "version": metadata_sha(metadata),
-        "data_sha": metadata["data_sha"],
-        "parquet_sha": metadata.get("parquet_sha"),
+        "version": metadata.version,
+        "data_sha": metadata.data_sha,
+        "timestamp": metadata.created_at or utc_now(),
+        "author": {"name": author[0], "email": author[1]},
+        "commit_message": commit_message,
     }
-    if metadata.get("original_file_sha"):
-        entry["original_file_sha"] = metadata["original_file_sha"]
-    entry.update(
-        {
-            "timestamp": metadata.get("created_at") or utc_now(),
-            "author": author,
-            "commit_message": commit_message,
-        }
-    )
-    if metadata.get("size_bytes") is not None:
-        entry["size_bytes"] = metadata["size_bytes"]
+    if metadata.parquet_sha:
+        entry["parquet_sha"] = metadata.parquet_sha
+    if metadata.original_file_sha:
+        entry["original_file_sha"] = metadata.original_file_sha
     for key, value in (extra or {}).items():
         if value is not None:
             entry.setdefault(key, value)
@@ -156,42 +132,70 @@ def history_entry(
 
 
 def manifest_entry(
-    metadata: Mapping[str, Any], history: Sequence[Mapping[str, Any]]
+    metadata: TableMetadata, history: Sequence[HistoryEntry], *, last_updated: str | None = None
 ) -> dict[str, Any]:
-    """A table's manifest entry, derived from its current metadata and history."""
-    current = metadata_sha(metadata)
-    newest = next((h for h in history if h.get("version") == current), {})
-    entry: dict[str, Any] = {"current_version": current, "current_data_sha": metadata["data_sha"]}
-    if metadata.get("original_file_sha"):
-        entry["original_file_sha"] = metadata["original_file_sha"]
-    if newest.get("original_format"):
-        entry["original_format"] = newest["original_format"]
-    entry["last_updated"] = newest.get("timestamp") or metadata.get("created_at")
-    entry["size_bytes"] = int(metadata.get("size_bytes") or 0)
-    entry["version_count"] = len(history)
+    """A table's manifest entry (FORMAT2.md §4, keys in order), from its documents.
+
+    ``last_updated`` is when the entry is rewritten (a write's clock); no document
+    records it, so a rebuild uses the version's ``created_at``, as R does.
+    """
+    current = next((h for h in history if h.version == metadata.version), None)
+    entry: dict[str, Any] = {
+        "kind": metadata.kind,
+        "current_version": metadata.version,
+        "current_data_sha": metadata.data_sha,
+        "last_updated": last_updated
+        or metadata.created_at
+        or (current.timestamp if current else None),
+        "size_bytes": int(metadata.size_bytes or 0),
+        "version_count": len(history),
+    }
+    original_format = metadata.original_format or (
+        current.extra.get("original_format") if current else None
+    )
+    if metadata.original_file_sha:
+        entry["original_file_sha"] = metadata.original_file_sha
+        if original_format:
+            entry["original_format"] = original_format
     return entry
 
 
-def assemble_manifest(
-    project_name: str, entries: Mapping[str, Mapping[str, Any]], *, updated_at: str | None = None
-) -> dict[str, Any]:
-    """The manifest document over per-table entries (see :func:`manifest_entry`)."""
-    tables = {name: dict(entries[name]) for name in sorted(entries)}
+def _summary(artifacts: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+    tables = [e for e in artifacts.values() if isinstance(e, Mapping) and e.get("kind") == "table"]
+    sets = [e for e in artifacts.values() if isinstance(e, Mapping) and e.get("kind") == "set"]
     return {
-        "project_name": project_name,
-        "updated_at": updated_at or utc_now(),
-        "tables": tables,
-        "summary": {
-            "total_tables": len(tables),
-            "total_size_bytes": sum(int(e.get("size_bytes") or 0) for e in tables.values()),
-            "total_versions": sum(int(e.get("version_count") or 0) for e in tables.values()),
-        },
+        "total_tables": len(tables),
+        "total_size_bytes": sum(int(e.get("size_bytes") or 0) for e in tables),
+        "total_versions": sum(int(e.get("version_count") or 0) for e in tables),
+        "total_sets": len(sets),
     }
+
+
+def assemble_manifest(
+    project_name: str,
+    entries: Mapping[str, Mapping[str, Any]],
+    *,
+    updated_at: str | None = None,
+    base: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The format-2 manifest over artifact entries (see :func:`manifest_entry`).
+
+    ``base`` is the manifest being updated (already converted to format 2): its key order
+    and any top-level field are kept; ``entries`` replace its ``artifacts``.
+    """
+    artifacts = {name: dict(entries[name]) for name in sorted(entries)}
+    doc: dict[str, Any] = dict(base) if base else {}
+    doc.setdefault("schema_version", SCHEMA_VERSION)
+    doc.setdefault("project_name", project_name)
+    doc["artifacts"] = artifacts
+    doc["summary"] = _summary(artifacts)
+    doc["updated_at"] = updated_at or utc_now()
+    return doc
 
 
 def build_manifest(
     project_name: str,
-    tables: Mapping[str, tuple[Mapping[str, Any], Sequence[Mapping[str, Any]]]],
+    tables: Mapping[str, tuple[TableMetadata, Sequence[HistoryEntry]]],
     *,
     updated_at: str | None = None,
 ) -> dict[str, Any]:
@@ -206,15 +210,8 @@ def dump(doc: Any) -> bytes:
 
 
 def load(raw: bytes, *, key: str) -> Any:
-    """Parse a stored document; a truncated or corrupt one fails loudly naming ``key``."""
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise IntegrityError(
-            f"{key} is not valid JSON ({e}); the document is truncated or corrupt. "
-            "Repair it from git: validate(fix=True) / datom validate --fix.",
-            key=key,
-        ) from e
+    """Parse a stored JSON document; a truncated or corrupt one fails loudly naming ``key``."""
+    return load_json(raw, key=key)
 
 
 def colnames_of(metadata: Mapping[str, Any]) -> list[str]:
@@ -223,7 +220,7 @@ def colnames_of(metadata: Mapping[str, Any]) -> list[str]:
     return [names] if isinstance(names, str) else list(names)
 
 
-def parents_of(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
+def parents_of(metadata: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return _records(metadata.get("parents"))
 
 
@@ -231,8 +228,5 @@ def source_lineage_of(metadata: Mapping[str, Any]) -> list[SourceRef]:
     return [SourceRef.from_json(d) for d in _records(metadata.get("source_lineage"))]
 
 
-def _records(value: Any) -> list[dict[str, Any]]:
-    # R may write a one-record array of objects as a bare object.
-    if value is None:
-        return []
-    return [value] if isinstance(value, Mapping) else list(value)
+def _records(value: Any) -> list[Mapping[str, Any]]:
+    return records(value, "metadata", "records")

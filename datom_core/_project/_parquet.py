@@ -1,11 +1,18 @@
-"""Parquet bytes: serialise a table once, and read stored bytes only after verifying them."""
+"""Parquet bytes: serialise a table once, and read stored bytes only after verifying them.
+
+Every parquet datom writes carries the table's cv1 column digests in its footer, key
+:data:`FOOTER_KEY` (FORMAT2.md §3): the digests are known only once hashing ends, so the
+rows are written first and the key is added just before the footer is closed.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -15,9 +22,40 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from datom_core._errors import IntegrityError, NotFoundError
+from datom_core._identity._cv1 import ColumnHash
 from datom_core._store import Store
 
-__all__ = ["BackgroundParquet", "SerializedParquet", "read_verified", "serialized"]
+__all__ = [
+    "FOOTER_KEY",
+    "BackgroundParquet",
+    "SerializedParquet",
+    "footer_json",
+    "read_verified",
+    "serialized",
+    "without_footer_key",
+]
+
+#: The parquet key-value metadata key holding the cv1 column digests.
+FOOTER_KEY = "datom.column_hashes"
+
+Digests = Sequence[ColumnHash] | Callable[[], Sequence[ColumnHash] | None] | None
+
+
+def without_footer_key(table: pa.Table) -> pa.Table:
+    """``table`` without the digests key that reading a datom parquet puts in its schema."""
+    meta = table.schema.metadata
+    if not meta or FOOTER_KEY.encode() not in meta:
+        return table
+    return table.replace_schema_metadata(
+        {k: v for k, v in meta.items() if k != FOOTER_KEY.encode()}
+    )
+
+
+def footer_json(digests: Sequence[ColumnHash]) -> str:
+    """The canonical JSON of ``[{"name", "sha"}, ...]`` in column order (the footer value)."""
+    doc = [{"name": c.name, "sha": c.sha} for c in digests]
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+
 
 _CHUNK = 1 << 20
 
@@ -32,13 +70,20 @@ class SerializedParquet:
 
 
 @contextmanager
-def serialized(table: pa.Table) -> Iterator[SerializedParquet]:
-    """Write ``table`` to a temporary parquet file (deleted on exit) and hash its bytes."""
+def serialized(table: pa.Table, digests: Digests = None) -> Iterator[SerializedParquet]:
+    """Write ``table`` to a temporary parquet file (deleted on exit) and hash its bytes.
+
+    ``digests`` (or a callable giving them once known) go into the footer.
+    """
     fd, name = tempfile.mkstemp(prefix="datom-", suffix=".parquet")
     os.close(fd)
     path = Path(name)
     try:
-        pq.write_table(table, path)
+        with pq.ParquetWriter(path, table.schema) as writer:
+            writer.write_table(table)
+            known = digests() if callable(digests) else digests
+            if known:
+                writer.add_key_value_metadata({FOOTER_KEY: footer_json(known)})
         yield SerializedParquet(path, _file_sha(path), path.stat().st_size)
     finally:
         path.unlink(missing_ok=True)
@@ -54,12 +99,26 @@ class BackgroundParquet:
 
     def __init__(self, table: pa.Table) -> None:
         self._stack = ExitStack()
-        self._future = _worker().submit(self._stack.enter_context, serialized(table))
+        self._digests: Sequence[ColumnHash] | None = None
+        self._known = threading.Event()
+        self._future = _worker().submit(
+            self._stack.enter_context, serialized(table, self._wait_for_digests)
+        )
+
+    def _wait_for_digests(self) -> Sequence[ColumnHash] | None:
+        self._known.wait()
+        return self._digests
+
+    def provide(self, digests: Sequence[ColumnHash]) -> None:
+        """The column digests, once hashing ends: the worker writes the footer with them."""
+        self._digests = tuple(digests)
+        self._known.set()
 
     def result(self) -> SerializedParquet:
         return self._future.result()
 
     def close(self) -> None:
+        self._known.set()  # never leave the worker waiting (a failed hash discards the file)
         wait([self._future])
         self._stack.close()
 

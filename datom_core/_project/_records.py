@@ -6,6 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from datom_core._project._model import HistoryEntry, ManifestEntry, TableMetadata
+from datom_core._project._parse import parse_history
+
 __all__ = [
     "Change",
     "LineageNode",
@@ -30,8 +33,9 @@ class WriteResult:
     version: str
     data_sha: str
     parquet_sha: str
-    commit: str | None  # None when nothing was committed
+    commit: str | None  # the commit that recorded the version (for ``none``: the current one's)
     uploaded: bool = False  # whether parquet bytes were sent to the store
+    metadata: TableMetadata | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -46,28 +50,27 @@ class VersionInfo:
     commit_message: str
     original_file_sha: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    commit_sha: str | None = None  # the commit that produced it (the store's history records it)
+
+    @classmethod
+    def from_entry(cls, h: HistoryEntry) -> VersionInfo:
+        """From a parsed history entry (``author`` as ``Name <email>``)."""
+        return cls(
+            version=h.version,
+            data_sha=h.data_sha,
+            parquet_sha=h.parquet_sha,
+            timestamp=h.timestamp,
+            author=h.author,
+            commit_message=h.commit_message,
+            original_file_sha=h.original_file_sha,
+            extra=dict(h.extra),
+            commit_sha=h.commit_sha,
+        )
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> VersionInfo:
-        known = {
-            "version",
-            "data_sha",
-            "parquet_sha",
-            "timestamp",
-            "author",
-            "commit_message",
-            "original_file_sha",
-        }
-        return cls(
-            version=d["version"],
-            data_sha=d["data_sha"],
-            parquet_sha=d.get("parquet_sha"),
-            timestamp=d.get("timestamp", ""),
-            author=d.get("author", ""),
-            commit_message=d.get("commit_message", ""),
-            original_file_sha=d.get("original_file_sha"),
-            extra={k: v for k, v in d.items() if k not in known},
-        )
+        """From a history entry as JSON (parsed by the one parser, R's shapes included)."""
+        return cls.from_entry(parse_history([d], key="history entry")[0])
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,20 @@ class TableInfo:
     version_count: int
     original_file_sha: str | None = None
     original_format: str | None = None
+
+    @classmethod
+    def from_entry(cls, e: ManifestEntry) -> TableInfo:
+        """From a parsed manifest entry."""
+        return cls(
+            name=e.name,
+            current_version=e.current_version,
+            current_data_sha=e.current_data_sha or "",
+            last_updated=e.last_updated,
+            size_bytes=int(e.size_bytes or 0),
+            version_count=e.version_count,
+            original_file_sha=e.original_file_sha,
+            original_format=e.original_format,
+        )
 
     @classmethod
     def from_manifest(cls, name: str, d: Mapping[str, Any]) -> TableInfo:

@@ -1,9 +1,11 @@
-"""The write protocol of STORE.md, step by step.
+"""The write protocol of STORE.md, step by step (documents in format 2, FORMAT2.md).
 
+0. the write door (``_door``): refuse a repo this build cannot account for;
 1. validate the name and parents, hash the table (nothing changed anywhere yet);
 2. build the metadata and classify the change against the current version;
 3. for a ``full`` change, reuse a recorded parquet for the same data or upload a new one;
-4. write the documents, commit, push (a rejected push is redone on the new remote state);
+4. record it on the tip (``_build``: a cheap, pure rebuild of the table's documents and
+   the manifest), commit, push (a rejected push is redone on the new remote state);
 5. mirror the documents into the store.
 
 Every step is safe to interrupt: re-running the same write converges (see ``_mirror``).
@@ -11,45 +13,41 @@ Every step is safe to interrupt: re-running the same write converges (see ``_mir
 
 from __future__ import annotations
 
-import os
-import signal
+import random
+import time
+import warnings
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
+from datom_core._checkpoint import checkpoint
 from datom_core._errors import DatomError, GitError, IntegrityError, PushRejectedError
+from datom_core._git import MetadataRepo
 from datom_core._identity import prepare_table
-from datom_core._identity._canonical import canonical_json, metadata_sha
-from datom_core._identity._cv1 import ColumnHash, TableHash, hash_arrow_table
+from datom_core._identity._cv1 import TableHash, hash_arrow_table
 from datom_core._names import validate_table_name
 from datom_core._project import _layout as L
-from datom_core._project._documents import (
-    ParentRef,
-    SourceRef,
-    build_metadata,
-    dump,
-    history_entry,
-    load,
-    union_lineage,
-)
-from datom_core._project._mirror import (
-    TableDocuments,
-    converge_mirror,
-    manifest_with,
-    mirror_table,
-)
+from datom_core._project._build import MANIFEST_MOVED, TableUpdate, manifest_is_v1
+from datom_core._project._context import HasContext, ProjectContext
+from datom_core._project._custom import check_custom
+from datom_core._project._documents import build_metadata, dump, history_entry, union_lineage
+from datom_core._project._door import check_write_door
+from datom_core._project._early import EarlyParquet
+from datom_core._project._mirror import TableDocuments, converge_mirror, mirror_table
+from datom_core._project._model import HistoryEntry, ParentRef, SourceRef, TableMetadata
 from datom_core._project._parquet import BackgroundParquet, read_verified, serialized
-from datom_core._project._records import WriteResult
-
-if TYPE_CHECKING:
-    from datom_core._project import Connection
+from datom_core._project._parse import parse_history, parse_metadata
+from datom_core._project._records import Change, WriteResult
+from datom_core._version import WRITTEN_BY
 
 __all__ = ["WriteRequest", "write_table"]
 
 _MAX_ATTEMPTS = 20
+_FIRST_BACKOFF_S = 0.01
+_MAX_BACKOFF_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -63,7 +61,8 @@ class WriteRequest:
     source_lineage: tuple[SourceRef, ...] | None = None  # None: derived from the parents
     custom: Mapping[str, Any] | None = None
     original_file_sha: str | None = None
-    history_extra: Mapping[str, Any] | None = None  # e.g. original_format, the orchestrator run
+    original_format: str | None = None
+    history_extra: Mapping[str, Any] | None = None  # e.g. the source file, the orchestrator run
     # An onboarded file: source_lineage is this table's own data (its data_sha is only
     # known once the table is hashed, inside the write).
     self_lineage: bool = False
@@ -71,23 +70,34 @@ class WriteRequest:
 
 @dataclass(frozen=True)
 class _Current:
-    metadata: dict[str, Any] | None
-    history: list[dict[str, Any]]
+    metadata: TableMetadata | None
+    history: tuple[HistoryEntry, ...]
 
 
-def write_table(conn: Connection, request: WriteRequest, data: Any) -> WriteResult:
-    """Record ``data`` as the new version of ``request.table`` (see the module docstring)."""
+def write_table(ctx: ProjectContext | HasContext, request: WriteRequest, data: Any) -> WriteResult:
+    """Record ``data`` as the new version of ``request.table`` (see the module docstring).
+
+    ``ctx`` may also be a connection (anything with a ``context``), as callers of the
+    previous release passed one.
+    """
+    ctx = ctx if isinstance(ctx, ProjectContext) else ctx.context
     validate_table_name(request.table)
-    _check_custom(request)
+    check_custom(request.table, request.custom)
+    repo = ctx.require_repo()
+    check_write_door(repo, [request.table])
     table = prepare_table(data, table=request.table)
-    with _EarlyParquet(table, _current_metadata(conn, request.table)) as early:
+    current = _current_metadata(repo, request.table)
+    with EarlyParquet(table, ctx, request.table, current) as early:
         table_hash = hash_arrow_table(table, on_column=early.on_column)
+        early.provide(table_hash)
         checkpoint("hashed")
-        repo = conn.repo
         with repo.lock():
-            for _ in range(_MAX_ATTEMPTS):
+            for attempt in range(_MAX_ATTEMPTS):
+                if attempt:
+                    _backoff(attempt)
                 repo.fetch_and_reset()
-                result = _attempt(conn, request, table, table_hash, early.background)
+                check_write_door(repo, [request.table])
+                result = _attempt(ctx, request, table, table_hash, early.background)
                 if result is not None:
                     return result
     raise PushRejectedError(
@@ -96,225 +106,183 @@ def write_table(conn: Connection, request: WriteRequest, data: Any) -> WriteResu
     )
 
 
-class _EarlyParquet:
-    """Serialises the parquet in the background once the data is known to be new.
-
-    New data needs a parquet file; an unchanged table must not pay for one. The current
-    version's ``column_hashes`` tell as soon as the first column is hashed: a table that
-    does not exist yet, a different shape, or one differing column digest starts the
-    serialisation, which then overlaps the hashing of the other columns.
-    """
-
-    def __init__(self, table: pa.Table, current: Mapping[str, Any] | None) -> None:
-        self._table = table
-        self.background: BackgroundParquet | None = None
-        recorded = (current or {}).get("column_hashes") or []
-        self._expected = {i: (c.get("name"), c.get("sha")) for i, c in enumerate(recorded)}
-        if (
-            current is None
-            or current.get("nrow") != table.num_rows
-            or len(recorded) != table.num_columns
-        ):
-            self._start()
-
-    def on_column(self, index: int, column: ColumnHash) -> None:
-        if self.background is None and self._expected.get(index) != (column.name, column.sha):
-            self._start()
-
-    def _start(self) -> None:
-        self.background = BackgroundParquet(self._table)
-
-    def __enter__(self) -> _EarlyParquet:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.background is not None:
-            self.background.close()
+def _backoff(attempt: int) -> None:
+    """Randomised exponential backoff, so that racing writers stop colliding in step."""
+    time.sleep(random.uniform(0, min(_MAX_BACKOFF_S, _FIRST_BACKOFF_S * 2**attempt)))
 
 
-def _current_metadata(conn: Connection, table: str) -> dict[str, Any] | None:
+def _current_metadata(repo: MetadataRepo, table: str) -> TableMetadata | None:
     """The clone's current metadata of ``table``: only a hint (the lock is not held yet)."""
     try:
-        raw = conn.repo.read(L.git_metadata(table))
-        return load(raw, key=L.git_metadata(table)) if raw is not None else None
+        raw = repo.read(L.git_metadata(table))
+        return parse_metadata(raw, key=L.git_metadata(table)) if raw is not None else None
     except DatomError:
         return None
 
 
 def _attempt(
-    conn: Connection,
+    ctx: ProjectContext,
     req: WriteRequest,
     table: pa.Table,
     th: TableHash,
     early: BackgroundParquet | None,
 ) -> WriteResult | None:
     """One try on top of the freshly fetched remote state; None when the push lost a race."""
-    repo = conn.repo
-    current = _read_current(conn, req.table)
-    draft = _metadata(conn, req, table, th, parquet_sha="", size_bytes=None)
-    version = metadata_sha(draft)
-    if current.metadata is not None and metadata_sha(current.metadata) == version:
-        converge_mirror(conn, req.table)
+    repo = ctx.require_repo()
+    current = _read_current(repo, req.table)
+    draft = parse_metadata(_metadata(ctx, req, table, th, None, None), key="draft")
+    if current.metadata is not None and current.metadata.version == draft.version:
+        commit = converge_mirror(ctx, req.table).commit  # recorded in the store's history
+        md = current.metadata
         return WriteResult(
-            req.table, "none", version, th.data_sha, current.metadata.get("parquet_sha", ""), None
+            req.table, "none", md.version, th.data_sha, md.parquet_sha or "", commit, False, md
         )
 
-    same_data = current.metadata is not None and current.metadata["data_sha"] == th.data_sha
-    if same_data:
-        parquet_sha = current.metadata.get("parquet_sha", "")
-        size, uploaded = current.metadata.get("size_bytes"), False
+    same_data = current.metadata is not None and current.metadata.data_sha == th.data_sha
+    if current.metadata is not None and same_data:
+        parquet_sha, size, uploaded = (
+            current.metadata.parquet_sha,
+            current.metadata.size_bytes,
+            False,
+        )
     else:
         parquet_sha, size, uploaded = _store_parquet(
-            conn, req.table, table, th, current.history, early
+            ctx, req.table, table, th, current.history, early
         )
     checkpoint("uploaded")
 
-    known = next((h for h in current.history if h.get("version") == version), None)
-    metadata_bytes = _known_snapshot(conn, req.table, version) if known else None
+    known = any(h.version == draft.version for h in current.history)
+    metadata_bytes = _known_snapshot(ctx, req.table, draft.version) if known else None
     if metadata_bytes is None:
-        final = _metadata(conn, req, table, th, parquet_sha=parquet_sha, size_bytes=size)
-        metadata_bytes = dump(final)
-    metadata = load(metadata_bytes, key=L.git_metadata(req.table))
-    history = current.history
-    if known is None:  # the dedup guard: a version appears in the history once
-        author = str(repo.default_author())
+        metadata_bytes = dump(_metadata(ctx, req, table, th, parquet_sha, size))
+    metadata = parse_metadata(metadata_bytes, key=L.git_metadata(req.table))
+    entry = None
+    if not known:
+        author = repo.default_author()
         entry = history_entry(
             metadata,
-            author=author,
+            author=(author.name, author.email),
             commit_message=req.message,
             extra=req.history_extra,
         )
-        history = [entry, *history]
-    history_bytes = dump(history)
-    manifest_bytes = manifest_with(conn, req.table, metadata, history)
-    files = {
-        L.git_metadata(req.table): metadata_bytes,
-        L.git_history(req.table): history_bytes,
-        L.MANIFEST: manifest_bytes,
-    }
-    commit = repo.commit(files, req.message)
+    update = TableUpdate(ctx.project_name, req.table, metadata_bytes, metadata, entry)
+    if manifest_is_v1(repo.read(L.MANIFEST)):
+        warnings.warn(MANIFEST_MOVED, stacklevel=4)
+    files = update.build(repo)
+    # None: the tip already holds these bytes (an earlier attempt of this very write).
+    commit = repo.commit(files, req.message) or repo.head() or ""
     checkpoint("committed")
     try:
         repo.push()
     except PushRejectedError:
         return None
     except GitError:
-        _undo(conn, req.table, th.data_sha, uploaded)
+        _undo(ctx, req.table, th.data_sha, uploaded)
         raise
     checkpoint("pushed")
-    mirror_table(conn, TableDocuments(req.table, metadata_bytes, history_bytes, manifest_bytes))
+    docs = TableDocuments(
+        req.table, metadata_bytes, files[L.git_history(req.table)], files[L.MANIFEST]
+    )
+    mirror_table(ctx, docs, new=(metadata.version, commit))
     checkpoint("mirrored")
-    change = "metadata_only" if same_data else "full"
-    return WriteResult(req.table, change, version, th.data_sha, parquet_sha, commit, uploaded)
+    change: Change = "metadata_only" if same_data else "full"
+    return WriteResult(
+        req.table,
+        change,
+        metadata.version,
+        th.data_sha,
+        parquet_sha or "",
+        commit,
+        uploaded,
+        metadata,
+    )
 
 
 def _metadata(
-    conn: Connection,
+    ctx: ProjectContext,
     req: WriteRequest,
     table: pa.Table,
     th: TableHash,
-    *,
-    parquet_sha: str,
+    parquet_sha: str | None,
     size_bytes: int | None,
 ) -> dict[str, Any]:
+    lineage: Sequence[SourceRef] | None
     if req.self_lineage:
-        lineage: Sequence[SourceRef] = (SourceRef(conn.project_name, req.table, th.data_sha),)
+        lineage = (SourceRef(ctx.project_name, req.table, th.data_sha),)
     elif req.source_lineage is not None:
         lineage = req.source_lineage
+    elif req.parents:
+        lineage = union_lineage(req.parents)  # written as [] when the parents carry none
     else:
-        lineage = union_lineage(req.parents)
+        lineage = None
     return build_metadata(
         table_hash=th,
         colnames=table.column_names,
         parquet_sha=parquet_sha,
         table_type=req.table_type,
-        datom_version=conn.datom_version,
+        datom_version=WRITTEN_BY,
+        project=ctx.project_name,
         parents=req.parents,
         source_lineage=lineage,
         original_file_sha=req.original_file_sha,
-        size_bytes=size_bytes,
+        original_format=req.original_format,
+        size_bytes=size_bytes if size_bytes is not None else 0,
         custom=req.custom,
     )
 
 
-def _read_current(conn: Connection, table: str) -> _Current:
-    raw_meta = conn.repo.read(L.git_metadata(table))
-    raw_hist = conn.repo.read(L.git_history(table))
-    metadata = load(raw_meta, key=L.git_metadata(table)) if raw_meta is not None else None
-    history = load(raw_hist, key=L.git_history(table)) if raw_hist is not None else []
-    return _Current(metadata, list(history))
+def _read_current(repo: MetadataRepo, table: str) -> _Current:
+    raw_meta = repo.read(L.git_metadata(table))
+    raw_hist = repo.read(L.git_history(table))
+    metadata = parse_metadata(raw_meta, key=L.git_metadata(table)) if raw_meta is not None else None
+    history = parse_history(raw_hist, key=L.git_history(table)) if raw_hist is not None else ()
+    return _Current(metadata, history)
 
 
 def _store_parquet(
-    conn: Connection,
+    ctx: ProjectContext,
     table_name: str,
     table: pa.Table,
     th: TableHash,
-    history: Sequence[Mapping[str, Any]],
+    history: Sequence[HistoryEntry],
     early: BackgroundParquet | None,
-) -> tuple[str, int | None, bool]:
+) -> tuple[str | None, int | None, bool]:
     """Step 3: (parquet_sha, size_bytes, uploaded) for new data."""
-    store, key = conn.store, L.store_parquet(table_name, th.data_sha)
-    recorded = next(
-        (h for h in history if h.get("data_sha") == th.data_sha and h.get("parquet_sha")), None
-    )
+    store, key = ctx.store, L.store_parquet(table_name, th.data_sha)
+    recorded = next((h for h in history if h.data_sha == th.data_sha and h.parquet_sha), None)
     if recorded is not None:
         # Re-serialising could change the bytes and break that version's pin: reuse them.
-        size = recorded.get("size_bytes")
-        return recorded["parquet_sha"], size if size is not None else store.size(key), False
-    with nullcontext(early.result()) if early else serialized(table) as sp:
+        size = recorded.raw.get("size_bytes")
+        return recorded.parquet_sha, size if isinstance(size, int) else store.size(key), False
+    with nullcontext(early.result()) if early else serialized(table, th.column_hashes) as sp:
         if store.put_if_absent(key, sp.path):
             return sp.parquet_sha, sp.size_bytes, True
     # An object nobody recorded (an interrupted or concurrent write): keep it if it holds our data.
     existing = store.sha256(key)
     stored = read_verified(store, key, existing)
-    if hash_arrow_table(stored).data_sha != th.data_sha:
+    actual = hash_arrow_table(stored).data_sha
+    if actual != th.data_sha:
         raise IntegrityError(
             f"table {table_name!r}: {key} in {store.url} holds other data than its name says; "
             "no recorded version pins it. Delete that object and write again.",
             key=key,
             expected=th.data_sha,
-            actual=hash_arrow_table(stored).data_sha,
+            actual=actual,
         )
     return existing, store.size(key), False
 
 
-def _known_snapshot(conn: Connection, table: str, version: str) -> bytes | None:
+def _known_snapshot(ctx: ProjectContext, table: str, version: str) -> bytes | None:
     """The stored bytes of a version already in the history (a revert), if intact."""
     try:
-        raw = conn.store.read_bytes(L.store_snapshot(table, version))
+        raw = ctx.store.read_bytes(L.store_snapshot(table, version))
+        return raw if parse_metadata(raw, key="snapshot").version == version else None
     except DatomError:
         return None
-    try:
-        return raw if metadata_sha(load(raw, key="snapshot")) == version else None
-    except IntegrityError:
-        return None
 
 
-def _undo(conn: Connection, table: str, data_sha: str, uploaded: bool) -> None:
+def _undo(ctx: ProjectContext, table: str, data_sha: str, uploaded: bool) -> None:
     """A push the remote refused: leave git and the store as they were before this write."""
-    conn.repo.fetch_and_reset()
+    ctx.require_repo().fetch_and_reset()
     if uploaded:
-        conn.store.delete(L.store_parquet(table, data_sha))
-
-
-def _check_custom(req: WriteRequest) -> None:
-    if req.custom is None:
-        return
-    if not isinstance(req.custom, Mapping):
-        raise DatomError(
-            f"table {req.table!r}: metadata= must be a dict of JSON values, not {type(req.custom).__name__}"
-        )
-    try:
-        canonical_json({"custom": req.custom})
-    except TypeError as e:
-        raise DatomError(f"table {req.table!r}: metadata= is not JSON: {e}") from e
-
-
-def checkpoint(step: str) -> None:
-    """Crash-test hook: ``DATOM_CRASH_AT=<step>`` kills the process here with SIGKILL.
-
-    Used by the crash-safety tests to stop a writer at each step boundary; a no-op otherwise.
-    """
-    if os.environ.get("DATOM_CRASH_AT") == step:
-        os.kill(os.getpid(), signal.SIGKILL)
+        ctx.store.delete(L.store_parquet(table, data_sha))

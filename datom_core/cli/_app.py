@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from datom_core._project import Connection
+from datom_core import Connection
 from datom_core.cli._connect import ConnectionOptions, open_connection
 from datom_core.cli._exit import EXIT_CODES_HELP, exit_code_for, report_error
 from datom_core.cli._render import make_console

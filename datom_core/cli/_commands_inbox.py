@@ -10,10 +10,14 @@ from typing import Any
 
 import click
 
-from datom_core._errors import NotFoundError
-from datom_core._identity import HashabilityReport, check_hashable
-from datom_core._onboard import SyncRow
-from datom_core._onboard._readers import SUPPORTED_FORMATS, read_file
+from datom_core import (
+    SUPPORTED_FORMATS,
+    HashabilityReport,
+    NotFoundError,
+    SyncRow,
+    check_hashable,
+)
+from datom_core import read_extract as read_file
 from datom_core.cli._app import AppState, json_option, pass_state
 from datom_core.cli._exit import EXIT_FINDING
 from datom_core.cli._progress import tracker

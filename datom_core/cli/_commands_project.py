@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from datom_core._project import Connection, clone, init_repo
-from datom_core._project._records import ProjectStatus, ValidationReport
+from datom_core import Connection, ProjectStatus, ValidationReport, clone, init_repo
 from datom_core.cli._app import AppState, json_option, pass_state
 from datom_core.cli._connect import make_store
 from datom_core.cli._exit import EXIT_FINDING

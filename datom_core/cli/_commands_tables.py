@@ -8,11 +8,8 @@ from typing import Any
 import click
 from rich.tree import Tree
 
-from datom_core._identity._canonical import metadata_sha
-from datom_core._project._documents import colnames_of, parents_of, source_lineage_of
-from datom_core._project._records import LineageNode
+from datom_core import LineageNode, TableDiff, TableMetadata
 from datom_core.cli._app import AppState, json_option, pass_state
-from datom_core.cli._diff import TableDiff, column_hashes_of, diff_metadata
 from datom_core.cli._export import EXPORT_FORMATS, export_format, write_export
 from datom_core.cli._progress import tracker
 from datom_core.cli._render import emit_json, human_size, print_fields, print_table, short
@@ -80,45 +77,39 @@ def show_command(state: AppState, table: str, version: str | None) -> None:
 
     With --json: the metadata document itself.
     """
-    metadata = state.connection().metadata(table, version)
+    metadata = state.connection().version(table, version)
     if state.json:
-        emit_json(metadata)
+        emit_json(metadata.to_json())
         return
     _print_metadata(state, table, metadata)
 
 
-def _print_metadata(state: AppState, table: str, metadata: dict[str, Any]) -> None:
+def _print_metadata(state: AppState, table: str, md: TableMetadata) -> None:
     project = state.connection().project_name
-    parents = [
-        _ref(p.get("source", project), project, p["table"], p["version"])
-        for p in parents_of(metadata)
-    ]
-    sources = [
-        _ref(s.project, project, s.table, s.version_sha) for s in source_lineage_of(metadata)
-    ]
+    parents = [_ref(p.source or project, project, p.table, p.version) for p in md.parents]
+    sources = [_ref(s.project, project, s.table, s.version_sha) for s in md.source_lineage or ()]
     print_fields(
         state.out,
         [
             ("table", table),
-            ("version", metadata_sha(metadata)),
-            ("data_sha", metadata.get("data_sha")),
-            ("parquet_sha", metadata.get("parquet_sha")),
-            ("type", metadata.get("table_type")),
-            ("rows", metadata.get("nrow")),
-            ("columns", metadata.get("ncol")),
-            ("size", human_size(metadata.get("size_bytes"))),
-            ("created", metadata.get("created_at")),
-            ("original file", metadata.get("original_file_sha")),
+            ("version", md.version),
+            ("data_sha", md.data_sha),
+            ("parquet_sha", md.parquet_sha),
+            ("type", md.table_type),
+            ("rows", md.nrow),
+            ("columns", md.ncol),
+            ("size", human_size(md.size_bytes)),
+            ("created", md.created_at),
+            ("written by", md.datom_version),
+            ("original file", md.original_file_sha),
             ("parents", ", ".join(parents) or None),
             ("sources", ", ".join(sources) or None),
         ],
     )
-    hashes = column_hashes_of(metadata)
-    rows = [(name, short(hashes.get(name))) for name in colnames_of(metadata)]
-    print_table(state.out, ("column", "hash"), rows, empty="(no columns)")
-    if metadata.get("custom"):
+    print_table(state.out, ("column",), [(name,) for name in md.colnames], empty="(no columns)")
+    if md.custom:
         state.out.print("custom metadata:")
-        state.out.print_json(data=metadata["custom"])
+        state.out.print_json(data=dict(md.custom))
 
 
 def _ref(project: str, here: str, table: str, sha: str) -> str:
@@ -226,38 +217,74 @@ def _grow(tree: Tree, parents: tuple[LineageNode, ...]) -> None:
 
 @click.command("diff")
 @click.argument("table")
-@click.argument("v1")
-@click.argument("v2")
+@click.argument("v1", required=False)
+@click.argument("v2", required=False)
+@click.option(
+    "--key",
+    "-k",
+    "key",
+    metavar="A,B",
+    help="Key columns: also count rows added, removed and changed (reads both versions).",
+)
 @json_option
 @pass_state
-def diff_command(state: AppState, table: str, v1: str, v2: str) -> None:
-    """Compare versions V1 and V2 of TABLE.
+def diff_command(
+    state: AppState, table: str, v1: str | None, v2: str | None, key: str | None
+) -> None:
+    """Compare versions V1 and V2 of TABLE (default: the current one and the one before).
 
-    Columns added, removed, changed (their hashes differ) and the row counts, from the
-    two versions' metadata alone: no data is downloaded.
+    Columns added, removed, changed (their digests differ) and the row counts, from the
+    two parquet footers: no data is downloaded unless --key is given.
     """
-    conn = state.connection()
-    result = diff_metadata(table, conn.metadata(table, v1), conn.metadata(table, v2))
+    keys = [k.strip() for k in key.split(",") if k.strip()] if key else None
+    result = state.connection().diff(table, v1, v2, key=keys)
     if state.json:
-        emit_json(result.to_json())
+        emit_json(_diff_json(result))
         return
     _print_diff(state, result)
 
 
+def _diff_json(d: TableDiff) -> dict[str, Any]:
+    before = d.rows_before if d.rows_before is not None else 0
+    return {
+        "table": d.table,
+        "from_version": d.before,
+        "to_version": d.after,
+        "same_data": d.same_data,
+        "nrow": {"from": d.rows_before, "to": d.rows_after, "change": d.rows_after - before},
+        "columns": {
+            "added": list(d.columns_added),
+            "removed": list(d.columns_removed),
+            "changed": list(d.columns_changed),
+            "unchanged": list(d.columns_unchanged),
+            "unknown": [],
+            "reordered": d.reordered,
+        },
+        "key": list(d.key) if d.key else None,
+        "rows": {"added": d.rows_added, "removed": d.rows_removed, "changed": d.rows_changed},
+    }
+
+
 def _print_diff(state: AppState, d: TableDiff) -> None:
-    state.out.print(f"{d.table}: {short(d.from_version)} -> {short(d.to_version)}")
-    sign = "+" if d.nrow_change > 0 else ""
-    state.out.print(f"rows: {d.from_nrow} -> {d.to_nrow} ({sign}{d.nrow_change})")
+    state.out.print(f"{d.table}: {short(d.before)} -> {short(d.after)}")
+    before = d.rows_before if d.rows_before is not None else 0
+    change = d.rows_after - before
+    sign = "+" if change > 0 else ""
+    state.out.print(f"rows: {d.rows_before} -> {d.rows_after} ({sign}{change})")
     if d.same_data:
         state.out.print("data: identical (the versions differ in metadata only)")
-    rows = [(c, "added") for c in d.added]
-    rows += [(c, "removed") for c in d.removed]
-    rows += [(c, "changed") for c in d.changed]
-    rows += [(c, "unknown (no column hashes)") for c in d.unknown]
-    rows += [(c, "unchanged") for c in d.unchanged]
+    rows = [(c, "added") for c in d.columns_added]
+    rows += [(c, "removed") for c in d.columns_removed]
+    rows += [(c, "changed") for c in d.columns_changed]
+    rows += [(c, "unchanged") for c in d.columns_unchanged]
     print_table(state.out, ("column", "change"), rows, empty="(no columns)")
     if d.reordered:
         state.out.print("column order changed")
+    if d.key:
+        state.out.print(
+            f"rows by key ({', '.join(d.key)}): {d.rows_added} added, {d.rows_removed} removed, "
+            f"{d.rows_changed} changed"
+        )
 
 
 def _author_name(author: str) -> str:

@@ -8,11 +8,11 @@ from typing import Any
 
 import click
 
-from datom_core._project import Connection, connect
-from datom_core._project import _layout as L
-from datom_core._store import Store, store_from_url
+from datom_core import Connection, Store, connect, store_from_url
 
 __all__ = ["ConnectionOptions", "find_clone", "make_store", "open_connection"]
+
+_PROJECT_YAML = ".datom/project.yaml"  # what marks a clone (STORE.md)
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ def find_clone(start: Path) -> Path | None:
     """The nearest directory at or above ``start`` holding ``.datom/project.yaml``."""
     start = start.absolute()
     for directory in (start, *start.parents):
-        if (directory / L.PROJECT_YAML).is_file():
+        if (directory / _PROJECT_YAML).is_file():
             return directory
     return None
 
@@ -74,7 +74,7 @@ def open_connection(options: ConnectionOptions) -> Connection:
             else "pass --repo PATH, or --store URL --project NAME to read a project from its store"
         )
         raise click.UsageError(
-            f"not inside a datom clone (no {L.PROJECT_YAML} here or in any parent directory); "
+            f"not inside a datom clone (no {_PROJECT_YAML} here or in any parent directory); "
             + remedy
         )
     return connect(found, store=store)

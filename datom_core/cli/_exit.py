@@ -6,7 +6,7 @@ import traceback
 
 import click
 
-from datom_core._errors import DatomError, IntegrityError, InvalidNameError, NotFoundError
+from datom_core import DatomError, IntegrityError, InvalidArgumentError, NotFoundError
 
 __all__ = [
     "EXIT_DATOM",
@@ -51,7 +51,7 @@ def exit_code_for(error: BaseException) -> int:
     """The exit code that tells a script what kind of failure ``error`` is."""
     if isinstance(error, KeyboardInterrupt):
         return EXIT_INTERRUPTED
-    if isinstance(error, InvalidNameError):
+    if isinstance(error, InvalidArgumentError):  # a malformed name is one too
         return EXIT_USAGE
     if isinstance(error, NotFoundError):
         return EXIT_NOT_FOUND

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from datom_core._errors import DatomError
+from datom_core import StoreError
 from datom_core.cli._progress import Tracker
 
 __all__ = ["EXPORT_FORMATS", "export_format", "write_export"]
@@ -35,7 +35,7 @@ def write_export(table: pa.Table, path: Path, fmt: str, progress: Tracker) -> No
                 progress.advance(batch.num_rows)
         os.replace(temp, path)
     except (OSError, pa.ArrowException) as e:
-        raise DatomError(
+        raise StoreError(
             f"cannot write {path} ({type(e).__name__}: {e}); nothing was written"
         ) from e
     finally:

@@ -1,4 +1,4 @@
-"""The command line's pure parts: metadata diff, exit codes, error lines, JSON, progress."""
+"""The command line's pure parts: exit codes, error lines, JSON, progress."""
 
 from __future__ import annotations
 
@@ -10,43 +10,9 @@ import pytest
 from rich.console import Console
 
 import datom_core as dc
-from datom_core.cli._diff import diff_metadata
 from datom_core.cli._exit import exit_code_for, report_error
 from datom_core.cli._progress import tracker
 from datom_core.cli._render import human_size, to_jsonable
-
-
-def _meta(colnames: object, hashes: object, nrow: int, data_sha: str = "d" * 64) -> dict:
-    doc = {"data_sha": data_sha, "nrow": nrow, "colnames": colnames}
-    if hashes is not None:
-        doc["column_hashes"] = hashes
-    return doc
-
-
-def test_diff_classifies_columns_by_their_hashes() -> None:
-    old = _meta(["a", "b", "c"], [{"name": n, "sha": n * 64} for n in "abc"], 10)
-    new = _meta(
-        ["c", "a", "d"],
-        [{"name": "c", "sha": "x" * 64}, {"name": "a", "sha": "a" * 64}, {"name": "d", "sha": "d"}],
-        12,
-        data_sha="e" * 64,
-    )
-    d = diff_metadata("dm", old, new)
-    assert (d.added, d.removed, d.changed, d.unchanged) == (("d",), ("b",), ("c",), ("a",))
-    assert d.reordered is True and d.same_data is False
-    assert (d.from_nrow, d.to_nrow, d.nrow_change) == (10, 12, 2)
-    assert d.from_version == dc.metadata_sha(old) and d.to_version == dc.metadata_sha(new)
-    assert json.loads(json.dumps(d.to_json()))["nrow"]["change"] == 2
-
-
-def test_diff_reads_the_shapes_r_writes() -> None:
-    # R writes a one-element array as a bare value, and very old versions lack column_hashes.
-    single = _meta("a", {"name": "a", "sha": "1" * 64}, 1)
-    other = _meta("a", {"name": "a", "sha": "2" * 64}, 1)
-    assert diff_metadata("t", single, other).changed == ("a",)
-    old = _meta(["a", "b"], None, 1)
-    d = diff_metadata("t", old, _meta(["a", "c"], [{"name": "a", "sha": "1"}], 1))
-    assert (d.unknown, d.added, d.removed, d.changed) == (("a",), ("c",), ("b",), ())
 
 
 @pytest.mark.parametrize(

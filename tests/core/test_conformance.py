@@ -10,10 +10,11 @@ import pyarrow as pa
 import pytest
 
 import datom_core
+from datom_core._project._parse import parse_metadata
 from tests.cv1_cases import build_table, load_cases
 
 TABLE_CASES = load_cases("cv1_tables.json")
-META_CASES = load_cases("cv1_metadata.json")
+META_CASES = load_cases("format2_metadata.json")
 
 
 def _expected(case: dict) -> tuple[str, list[tuple[str, str]]]:
@@ -28,7 +29,10 @@ def _observed(data: object) -> tuple[str, list[tuple[str, str]]]:
 def test_every_vector_is_present() -> None:
     ids = {c["id"] for c in TABLE_CASES}
     assert {"golden-mixed", "golden-numeric", "golden-int64-bits"} <= ids
-    assert len(TABLE_CASES) == 91 and len(META_CASES) == 68
+    assert len(TABLE_CASES) == 91 and len(META_CASES) == 75
+    assert {"r020-plain", "r020-plain-extra-name", "r020-plain-future-field"} <= {
+        c["id"] for c in META_CASES
+    }
 
 
 @pytest.mark.parametrize("case", TABLE_CASES, ids=[c["id"] for c in TABLE_CASES])
@@ -63,4 +67,22 @@ def test_polars_matches_r(case: dict) -> None:
 def test_metadata_matches_r(case: dict) -> None:
     stored = json.loads(case["stored_json"])
     assert datom_core.canonical_json(stored) == case["canonical_json"]
+    assert datom_core.metadata_sha(stored) == case["metadata_sha"]
+
+
+# The cases that are whole metadata documents (the others exercise the encoding alone).
+DOCUMENTS = [c for c in META_CASES if isinstance(json.loads(c["stored_json"]).get("data_sha"), str)]
+
+
+@pytest.mark.parametrize("case", DOCUMENTS, ids=[c["id"] for c in DOCUMENTS])
+def test_the_parsed_record_carries_the_same_version(case: dict) -> None:
+    # The one parser computes the version once; it must be the vector's.
+    record = parse_metadata(case["stored_json"].encode(), key="case")
+    assert record.version == case["metadata_sha"]
+
+
+def test_a_key_outside_the_allowlist_no_longer_moves_the_version() -> None:
+    [case] = [c for c in META_CASES if "format1_metadata_sha" in c]
+    stored = json.loads(case["stored_json"])
+    assert case["format1_metadata_sha"] != case["metadata_sha"]
     assert datom_core.metadata_sha(stored) == case["metadata_sha"]

@@ -68,7 +68,8 @@ def test_each_format_onboards_and_reads_back(tmp_path: Path, fmt: str) -> None:
     (info,) = conn.tables()
     assert (info.original_format, info.original_file_sha) == (fmt, _sha(path))
     (entry,) = conn.history("dm")
-    assert entry.extra["original_file"] == f"dm.{fmt}"
+    # As R writes it: the format is in metadata.json, the history entry has no extras.
+    assert metadata["original_format"] == fmt and entry.extra == {}
     assert conn.lineage("dm") == [dc.SourceRef("STUDY_001", "dm", metadata["data_sha"])]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -21,7 +22,9 @@ def test_lifecycle_on_every_backend(tmp_path, store: dc.Store) -> None:
     objects = set(store.list(""))
 
     same = conn.write("dm", frame())
-    assert same.change == "none" and same.commit is None and same.version == v1.version
+    # A "none" write reports the commit that recorded the current version.
+    assert same.change == "none" and same.commit == v1.commit and same.version == v1.version
+    assert same.metadata is not None and same.metadata.version == v1.version
     assert conn.repo.head() == head and set(store.list("")) == objects  # no commit, no upload
 
     meta = conn.write("dm", frame(), metadata={"note": "reviewed"})
@@ -65,7 +68,7 @@ def _colliding_custom_metadata() -> tuple[dict, dict]:
         custom = {"n": i}
         doc = build_metadata(
             table_hash=th, colnames=list(frame().columns), parquet_sha="", table_type="derived",
-            datom_version="any", custom=custom,
+            datom_version="any", project="STUDY_001", custom=custom,
         )  # fmt: skip
         prefix = dc.metadata_sha(doc)[:6]
         if prefix in seen:
@@ -141,51 +144,74 @@ def test_lineage_across_tables_and_projects(tmp_path) -> None:
     assert tree.parents[0].parents[0].project == "RAW" and not tree.parents[0].parents[0].resolved
 
 
-def test_layout_matches_store_md(tmp_path) -> None:
+def test_layout_matches_format2(tmp_path) -> None:
+    # FORMAT2.md / STORE.md key for key, in R's order.
     conn = new_project(tmp_path)
     result = conn.write("dm", frame(), metadata={"study": "STUDY-001"})
     repo, store = conn.repo.path, conn.store
     project = yaml.safe_load((repo / ".datom/project.yaml").read_text())
-    assert project["project_name"] == "STUDY_001" and project["storage"]["type"] == "local"
+    assert list(project) == [
+        "project_name", "project_description", "created_at", "datom_version", "schema_version",
+        "storage", "repos", "sync", "renv",
+    ]  # fmt: skip
+    assert project["project_name"] == "STUDY_001" and project["schema_version"] == 1
+    assert list(project["storage"]["data"])[:3] == ["type", "root", "prefix"]
+    assert project["storage"]["data"]["type"] == "local"
+    assert project["repos"]["data"]["remote_url"] == conn.repo.remote_url
     assert "input_files/" in (repo / ".gitignore").read_text() and (repo / "input_files").is_dir()
     metadata = json.loads((repo / "dm/metadata.json").read_text())
     assert list(metadata) == [
-        "data_sha", "hash_algo", "parquet_sha", "table_type", "nrow", "ncol", "colnames",
-        "column_hashes", "created_at", "datom_version", "size_bytes", "custom",
+        "schema_version", "kind", "data_sha", "hash_algo", "parquet_sha", "table_type", "nrow",
+        "ncol", "colnames", "created_at", "datom_version", "project", "size_bytes", "custom",
     ]  # fmt: skip
+    assert metadata["schema_version"] == 2 and metadata["kind"] == "table"
     assert metadata["hash_algo"] == "datom-cv1" and metadata["table_type"] == "derived"
+    assert metadata["project"] == "STUDY_001" and metadata["datom_version"].startswith("py-")
     assert dc.metadata_sha(metadata) == result.version
     history = json.loads((repo / "dm/version_history.json").read_text())
-    assert set(history[0]) >= {
-        "version",
-        "data_sha",
-        "parquet_sha",
-        "timestamp",
-        "author",
-        "commit_message",
-    }
+    assert list(history[0]) == [
+        "version", "data_sha", "timestamp", "author", "commit_message", "parquet_sha"
+    ]  # fmt: skip
+    assert set(history[0]["author"]) == {"name", "email"}
     manifest = json.loads((repo / ".datom/manifest.json").read_text())
-    assert set(manifest) == {"project_name", "updated_at", "tables", "summary"}
-    assert set(manifest["tables"]["dm"]) >= {
-        "current_version", "current_data_sha", "last_updated", "size_bytes", "version_count"
-    }  # fmt: skip
-    assert manifest["summary"]["total_tables"] == 1
-    # Store: content-addressed parquet, mirrors byte-identical to git, one self-certifying snapshot.
-    assert store.exists(f"dm/{result.data_sha}.parquet")
-    assert store.sha256(f"dm/{result.data_sha}.parquet") == result.parquet_sha
+    assert list(manifest) == [
+        "schema_version",
+        "project_name",
+        "artifacts",
+        "summary",
+        "updated_at",
+    ]
+    assert manifest["schema_version"] == 2
+    assert list(manifest["artifacts"]["dm"]) == [
+        "kind", "current_version", "current_data_sha", "last_updated", "size_bytes",
+        "version_count",
+    ]  # fmt: skip
+    assert manifest["summary"] == {
+        "total_tables": 1,
+        "total_size_bytes": metadata["size_bytes"],
+        "total_versions": 1,
+        "total_sets": 0,
+    }
+    # Store: content-addressed parquet with the column digests in its footer, mirrors
+    # byte-identical to git (the history adds commit_sha), one self-certifying snapshot.
+    key = f"dm/{result.data_sha}.parquet"
+    assert store.sha256(key) == result.parquet_sha
+    footer = pq.ParquetFile(store.open_read(key)).metadata.metadata
+    digests = json.loads(footer[b"datom.column_hashes"])
+    assert digests == [{"name": c.name, "sha": c.sha} for c in dc.hash_table(frame()).column_hashes]
     assert (
         store.read_bytes("dm/.metadata/metadata.json") == (repo / "dm/metadata.json").read_bytes()
     )
-    assert (
-        store.read_bytes("dm/.metadata/version_history.json")
-        == (repo / "dm/version_history.json").read_bytes()
-    )
+    stored_history = json.loads(store.read_bytes("dm/.metadata/version_history.json"))
+    assert [h.pop("commit_sha") for h in stored_history] == [result.commit]
+    assert stored_history == history
     assert (
         store.read_bytes(".metadata/manifest.json") == (repo / ".datom/manifest.json").read_bytes()
     )
     snapshot = json.loads(store.read_bytes(f"dm/.metadata/{result.version}.json"))
     assert dc.metadata_sha(snapshot) == result.version
     assert not any(p.suffix == ".parquet" for p in repo.rglob("*"))  # data never in git
+    assert not any("column_hashes" in p.read_text() for p in repo.rglob("*.json"))
 
 
 def test_second_developer_clones_and_pulls(tmp_path) -> None:
@@ -221,7 +247,7 @@ def test_parquet_key_and_commit_of_a_version(tmp_path) -> None:
 
 
 def test_parquet_is_serialised_early_only_for_new_data(tmp_path, monkeypatch) -> None:
-    from datom_core._project import _write
+    from datom_core._project import _early
     from datom_core._project._parquet import BackgroundParquet
 
     started: list[str] = []
@@ -231,7 +257,7 @@ def test_parquet_is_serialised_early_only_for_new_data(tmp_path, monkeypatch) ->
             started.append("x")
             super().__init__(table)
 
-    monkeypatch.setattr(_write, "BackgroundParquet", Counting)
+    monkeypatch.setattr(_early, "BackgroundParquet", Counting)
     conn = new_project(tmp_path)
     conn.write("dm", frame())  # a new table: new data
     assert len(started) == 1

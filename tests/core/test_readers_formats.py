@@ -120,7 +120,7 @@ def test_type_changing_after_the_first_block_is_read_correctly(
     with pytest.raises(pa.ArrowInvalid):
         _text.stream_delimited(Source(str(path), "csv"), ",", block_size=4096)
     # ... and read_file (streaming, with the same small blocks) still returns the right table.
-    monkeypatch.setattr(_text, "BLOCK_SIZE", 4096)
+    monkeypatch.setenv("DATOM_MAX_LINE_BYTES", "4096")
     monkeypatch.setattr(_text, "WHOLE_READ_LIMIT", 0)
     table = read_file(path)
     assert table.schema.field(column).type == expected_type
@@ -134,7 +134,7 @@ def test_column_empty_in_the_first_block_is_typed_from_later_blocks(
 ) -> None:
     path = tmp_path / "cm.csv"
     path.write_text("id,dose\n" + "".join(f"{i},\n" for i in range(2000)) + "2000,12.5\n")
-    monkeypatch.setattr(_text, "BLOCK_SIZE", 2048)
+    monkeypatch.setenv("DATOM_MAX_LINE_BYTES", "2048")
     monkeypatch.setattr(_text, "WHOLE_READ_LIMIT", 0)  # stream it
     dose = read_file(path).column("dose")
     assert dose.type == pa.float64()
@@ -336,7 +336,7 @@ def test_only_files_above_the_whole_read_limit_are_streamed(
         return original(source, delimiter, block_size=block_size)
 
     monkeypatch.setattr(_text, "stream_delimited", spy)
-    monkeypatch.setattr(_text, "BLOCK_SIZE", 4096)
+    monkeypatch.setenv("DATOM_MAX_LINE_BYTES", "4096")
     small = read_file(path)  # well under the limit: one multi-threaded read_csv
     assert streamed == []
     monkeypatch.setattr(_text, "WHOLE_READ_LIMIT", path.stat().st_size - 1)

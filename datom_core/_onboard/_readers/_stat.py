@@ -11,6 +11,11 @@ out as follows:
 * strings: ``string``. These formats have no missing string, only the empty string, so
   an empty string becomes null, in every chunk and every format alike.
 * value labels and other variable metadata are not applied: the stored codes are the data.
+
+Before any data is read, the row count in the file's header is checked: rows x columns
+must stay within :data:`~._limits.MAX_STAT_CELLS` and within what a file of that size
+can hold (a damaged or forged header claiming billions of rows is refused at once,
+instead of being paged through chunk by chunk).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import pyarrow.compute as pc
 import pyreadstat
 
 from datom_core._onboard._readers._common import Source, check_column_names
+from datom_core._onboard._readers._limits import MAX_STAT_CELLS, raise_recourse
 
 #: Cells per chunk: bounds the Python objects alive at once (a few hundred MB at most).
 CELLS_PER_CHUNK = 2_000_000
@@ -38,6 +44,9 @@ _READ_FUNCTIONS: dict[str, Callable[..., Any]] = {
 }
 _FAMILY = {"sas7bdat": "sas", "xpt": "sas", "sav": "spss", "zsav": "spss", "por": "spss"}
 _INTEGER_STORAGE = {"int8", "int16", "int32"}
+# At most this many cells per byte of file: every cell takes at least a byte, except in
+# compressed files (SAS RLE/RDC pages, zlib in zsav), with a safety margin on each.
+_MOST_CELLS_PER_BYTE = {"sas7bdat": 8192, "zsav": 2048}
 _ERRORS = (
     pyreadstat.ReadstatError,
     pyreadstat.PyreadstatError,
@@ -71,9 +80,10 @@ def read_statistical(source: Source, *, chunk_rows: int | None = None) -> pa.Tab
             )
             for name in names
         }
+        number_rows = check_row_count(source, meta.number_rows, len(names))
         rows = chunk_rows or max(1, CELLS_PER_CHUNK // len(names))
         try:
-            for chunk in _chunks(read, path, meta.number_rows, rows):
+            for chunk in _chunks(read, path, number_rows, rows):
                 for name, column in columns.items():
                     column.add(chunk[name])
             arrays = [column.finish() for column in columns.values()]
@@ -82,19 +92,35 @@ def read_statistical(source: Source, *, chunk_rows: int | None = None) -> pa.Tab
     return pa.Table.from_arrays(arrays, names=names)
 
 
+def check_row_count(source: Source, number_rows: int | None, columns: int) -> int | None:
+    """The header's row count (``None``: not recorded), refused if absurd."""
+    if number_rows is None or number_rows < 0:
+        return None  # xpt and por do not record it; the reading stops at the last row
+    cells = number_rows * columns
+    claim = f"its header claims {number_rows:,} rows of {columns:,} columns ({cells:,} cells)"
+    most = source.size() * _MOST_CELLS_PER_BYTE.get(source.fmt, 2)
+    if cells > most:
+        raise source.fail(
+            f"{claim}, more than a file of {source.size():,} bytes can hold: the header is "
+            "damaged or forged",
+            "export the dataset again from the source system, or convert it once to parquet",
+        )
+    if cells > MAX_STAT_CELLS.value:
+        raise source.fail(
+            f"{claim}, more than the limit of {MAX_STAT_CELLS.describe()}",
+            raise_recourse(MAX_STAT_CELLS, "split the dataset, or convert it to parquet"),
+        )
+    return number_rows
+
+
 def _chunks(
     read: Callable[..., Any], path: str, number_rows: int | None, rows: int
 ) -> Iterator[dict[str, list[Any]]]:
-    if number_rows:
-        for data, _ in pyreadstat.read_file_in_chunks(
-            read, path, chunksize=rows, output_format="dict"
-        ):
-            yield data
-        return
-    # xpt and por do not record their row count, and read_file_in_chunks never stops on
-    # them with dict output (an empty dict chunk still has a non-zero len): page by hand.
+    # Paged by hand: pyreadstat's read_file_in_chunks never stops early with dict output
+    # (an empty dict chunk still has a non-zero len), so it would page through every row
+    # a header claims, and through nothing at all when the file holds fewer.
     offset = 0
-    while True:
+    while number_rows is None or offset < number_rows:
         data, _ = read(path, row_offset=offset, row_limit=rows, output_format="dict")
         got = len(next(iter(data.values()), []))
         if got:

@@ -8,6 +8,13 @@ block; when a later block does not fit that type (an integer column that turns d
 a column empty in the first block) the file is read again with ``read_csv``, which widens
 a column's type across all blocks. Both use pyarrow's default null handling: in a string
 column an empty field is the empty string ``""``, in other columns it is null.
+
+A block is :data:`~._limits.MAX_LINE_BYTES` of text (16 MiB unless the environment
+variable ``DATOM_MAX_LINE_BYTES`` says otherwise), large so that type inference on the
+first block usually sees the whole file. A record (a line, or several lines joined by a
+quoted field) must fit in one block, so that is the longest record datom reads: a longer
+one, typically a file with no line breaks or a double quote left open, is refused as
+such rather than as a corrupt file.
 """
 
 from __future__ import annotations
@@ -20,10 +27,7 @@ import pyarrow.csv as pacsv
 
 from datom_core._errors import OnboardingError
 from datom_core._onboard._readers._common import Source, check_column_names
-
-#: Bytes of text per block. Large, so that type inference on the first block usually
-#: sees the whole file; larger files fall back to ``read_csv`` only on a type change.
-BLOCK_SIZE = 16 << 20
+from datom_core._onboard._readers._limits import MAX_LINE_BYTES, MAX_TEXT_COLUMNS, raise_recourse
 
 #: Files up to this size are parsed whole by pyarrow's multi-threaded ``read_csv`` (fast;
 #: peak memory a few times the file); larger ones are streamed block by block.
@@ -34,6 +38,8 @@ TXT_DELIMITERS = (",", "\t", "|", ";")
 
 _FIXED_DELIMITERS = {"csv": ",", "tsv": "\t", "psv": "|"}
 _SNIFF_BYTES = 1 << 20
+_LINE_PIECE = 1 << 16
+_STRADDLES = "straddles two block boundaries"
 
 
 def read_delimited(source: Source, *, block_size: int | None = None) -> pa.Table:
@@ -42,8 +48,10 @@ def read_delimited(source: Source, *, block_size: int | None = None) -> pa.Table
     Files up to :data:`WHOLE_READ_LIMIT` are parsed in one multi-threaded pass; larger
     ones (or any file when ``block_size`` is given) are streamed.
     """
+    size = block_size or MAX_LINE_BYTES.value
+    header = first_line(source, size)
     delimiter = _FIXED_DELIMITERS.get(source.fmt) or sniff_delimiter(source)
-    size = block_size or BLOCK_SIZE
+    check_column_count(source, header, delimiter)
     if block_size is not None or source.size() > WHOLE_READ_LIMIT:
         try:
             return _require_utf8(source, stream_delimited(source, delimiter, block_size=size))
@@ -63,7 +71,7 @@ def _read_whole(source: Source, delimiter: str, block_size: int) -> pa.Table:
                 parse_options=_parse_options(delimiter),
             )
     except (pa.ArrowException, OSError, UnicodeError) as e:
-        raise _text_error(source, e) from e
+        raise _text_error(source, e, block_size) from e
     check_column_names(source, table.column_names)
     return _require_utf8(source, table)
 
@@ -83,15 +91,70 @@ def stream_delimited(source: Source, delimiter: str, *, block_size: int) -> pa.T
                     parse_options=_parse_options(delimiter),
                 )
             except pa.ArrowInvalid as e:  # the header or the first block is malformed
-                raise _text_error(source, e) from e
+                raise _text_error(source, e, block_size) from e
             # Refuse bad headers before converting a possibly large body.
             check_column_names(source, reader.schema.names)
             batches = list(reader)  # ArrowInvalid here: a later block; the caller retries
-    except pa.ArrowInvalid:
+    except pa.ArrowInvalid as e:
+        if _STRADDLES in str(e):  # no retry: a record longer than a block stays too long
+            raise _text_error(source, e, block_size) from e
         raise
     except (pa.ArrowException, OSError, UnicodeError) as e:
         raise _text_error(source, e) from e
     return pa.Table.from_batches(batches, schema=reader.schema)
+
+
+def first_line(source: Source, limit: int) -> bytes:
+    """The file's first line; a file whose first line is longer than ``limit`` is refused.
+
+    pyarrow would report such a file as empty ("cannot infer number of columns").
+    """
+    pieces: list[bytes] = []
+    seen = 0
+    try:
+        with source.open() as handle:
+            while seen <= limit:
+                piece = handle.read(min(_LINE_PIECE, limit + 1 - seen))
+                end = min(
+                    (at for at in (piece.find(b"\n"), piece.find(b"\r")) if at >= 0), default=-1
+                )
+                if not piece or end >= 0:
+                    return b"".join(pieces) + piece[: max(end, 0)]
+                pieces.append(piece)
+                seen += len(piece)
+    except OSError as e:
+        raise _text_error(source, e) from e
+    raise _too_long(source, limit, "its first line")
+
+
+def check_column_count(source: Source, header: bytes, delimiter: str) -> None:
+    """Refuse a header of more than :data:`~._limits.MAX_TEXT_COLUMNS` columns.
+
+    pyarrow takes about 10 KB a column however short the file: a 2 MB file of 200,000
+    columns would take 2 GB. Delimiters inside double quotes do not count.
+    """
+    outside_quotes = header.split(b'"')[::2]
+    columns = 1 + sum(part.count(delimiter.encode()) for part in outside_quotes)
+    if columns > MAX_TEXT_COLUMNS.value:
+        raise source.fail(
+            f"its header has {columns:,} columns, more than the limit of "
+            f"{MAX_TEXT_COLUMNS.describe()}",
+            raise_recourse(
+                MAX_TEXT_COLUMNS,
+                "check the delimiter and the header line, or write the table as parquet",
+            ),
+        )
+
+
+def _too_long(source: Source, limit: int, what: str) -> OnboardingError:
+    return source.fail(
+        f"{what} is longer than {limit:,} bytes, the longest line datom reads (the file "
+        "has no line breaks? or a double quote left open joins lines into one field?)",
+        raise_recourse(
+            MAX_LINE_BYTES,
+            "check that the file is delimited text with one record a line, and export it again",
+        ),
+    )
 
 
 def sniff_delimiter(source: Source) -> str:
@@ -141,8 +204,10 @@ def _input(source: Source) -> AbstractContextManager[Any]:
     return source.open()
 
 
-def _text_error(source: Source, error: BaseException) -> OnboardingError:
+def _text_error(source: Source, error: BaseException, block_size: int = 0) -> OnboardingError:
     message = str(error)
+    if _STRADDLES in message:
+        return _too_long(source, block_size or MAX_LINE_BYTES.value, "a line (record)")
     if "UTF8" in message or isinstance(error, UnicodeError):
         return source.fail(
             f"the text is not valid UTF-8 ({message})",

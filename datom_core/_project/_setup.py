@@ -1,0 +1,121 @@
+"""Creating, opening and cloning a project: what ``init_repo``, ``connect`` and ``clone``
+do below the connection facade. Each returns the :class:`ProjectContext` of the project.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from datom_core._errors import (
+    DatomError,
+    FormatError,
+    InvalidArgumentError,
+    NotFoundError,
+    ProjectConfigError,
+    ProjectExistsError,
+)
+from datom_core._git import MetadataRepo
+from datom_core._names import validate_project_name
+from datom_core._project import _layout as L
+from datom_core._project._config import r_project_yaml
+from datom_core._project._context import ProjectContext
+from datom_core._project._documents import assemble_manifest, dump
+from datom_core._project._parse import parse_project_config
+from datom_core._project._read import read_manifest
+from datom_core._store import Store, store_from_description
+
+__all__ = ["clone_project", "init_project", "open_developer", "open_reader"]
+
+
+def init_project(
+    path: str | os.PathLike[str],
+    project_name: str,
+    store: Store,
+    remote: str | os.PathLike[str] | None,
+    *,
+    token_env: str,
+) -> ProjectContext:
+    """A new project: a clone at ``path`` pushed to ``remote``, and its store mirror."""
+    validate_project_name(project_name)
+    if not isinstance(store, Store):
+        raise InvalidArgumentError(
+            f"store= must be a datom Store (LocalStore, S3Store...), not {store!r}"
+        )
+    store.check_access()
+    if store.exists(L.STORE_MANIFEST):
+        try:
+            existing = read_manifest(ProjectContext(project_name, store)).project_name
+        except DatomError:
+            existing = "(unreadable)"
+        raise ProjectExistsError(
+            f"{store.url} already holds project {existing!r}; use a different store or prefix, "
+            "or clone that project (clone() / datom clone)"
+        )
+    repo = MetadataRepo.init(path, remote, token_env=token_env)
+    if repo.fetch_and_reset() is not None:
+        raise ProjectExistsError(
+            f"remote {repo.remote_url} already holds commits; clone it to join that project "
+            "(clone() / datom clone)"
+        )
+    manifest = dump(assemble_manifest(project_name, {}))
+    files = {
+        L.PROJECT_YAML: r_project_yaml(project_name, store.describe(), repo.remote_url),
+        L.MANIFEST: manifest,
+        ".gitignore": L.GITIGNORE.encode(),
+    }
+    repo.commit(files, f"Initialise datom project {project_name}")
+    repo.push()
+    (repo.path / L.INBOX).mkdir(exist_ok=True)
+    store.write_bytes(L.STORE_MANIFEST, manifest)
+    return ProjectContext(project_name, store, repo)
+
+
+def open_reader(store: Store, project_name: str) -> ProjectContext:
+    """A reader's context, from the store alone (the manifest must name the project)."""
+    ctx = ProjectContext(validate_project_name(project_name), store)
+    found = read_manifest(ctx).project_name
+    if found != project_name:
+        raise NotFoundError(f"{store.url} holds project {found!r}, not {project_name!r}")
+    return ctx
+
+
+def open_developer(
+    repo: MetadataRepo, store: Store | None, credentials: Mapping[str, Any]
+) -> ProjectContext:
+    """A developer's context over an opened clone (the store from project.yaml by default)."""
+    raw = repo.read(L.PROJECT_YAML)
+    if raw is None:
+        raise NotFoundError(
+            f"{repo.path} is a git repository but not a datom project (no {L.PROJECT_YAML})"
+        )
+    config = parse_project_config(raw, key=L.PROJECT_YAML)
+    if config.schema_version is not None and config.schema_version > 1:
+        raise FormatError(
+            f"{L.PROJECT_YAML} declares schema_version {config.schema_version}, newer than this "
+            "datom opens (1); upgrade datom (pip install -U datom)",
+            field="schema_version",
+            file=L.PROJECT_YAML,
+        )
+    if store is None:
+        if config.storage is None:
+            raise ProjectConfigError(
+                f"{L.PROJECT_YAML} records no storage; pass store= to connect()"
+            )
+        store = store_from_description(dict(config.storage), **credentials)
+    (repo.path / L.INBOX).mkdir(exist_ok=True)
+    return ProjectContext(validate_project_name(config.project_name), store, repo)
+
+
+def clone_project(
+    remote: str | os.PathLike[str],
+    path: str | os.PathLike[str],
+    store: Store | None,
+    *,
+    token_env: str,
+    credentials: Mapping[str, Any],
+) -> ProjectContext:
+    """Join a project: clone its metadata remote into ``path``."""
+    repo = MetadataRepo.clone(remote, path, token_env=token_env)
+    return open_developer(repo, store, credentials)
