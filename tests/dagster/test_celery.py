@@ -351,4 +351,4 @@ def _assert_token_nowhere(
         assert secret not in s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read(), item
     for table in TABLES:
         for version in reader.history(table):
-            assert token not in json.dumps(reader.metadata(table, version.version))
+            assert token not in json.dumps(dict(reader.metadata(table, version.version)))
