@@ -1,54 +1,36 @@
 """dulwich-level helpers behind :mod:`datom_core._git` (private to the git layer).
 
-Together with ``_git.py`` this is the only place that touches dulwich: everything here
-works on an open :class:`dulwich.repo.Repo` and translates dulwich's exceptions into
-datom's own (:class:`GitError`, :class:`PushRejectedError`, :class:`InvalidNameError`).
+Paths, branch names, configuration and refs, on an open :class:`dulwich.repo.Repo`;
+dulwich's exceptions become datom's own (:class:`GitError`, :class:`InvalidNameError`).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import closing, contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path, PurePosixPath
-from typing import Any
-from urllib.parse import urlsplit
+from typing import Any, TypeVar
 
 from dulwich import porcelain
-from dulwich.client import (
-    GitClient,
-    HTTPProxyUnauthorized,
-    HTTPUnauthorized,
-    LocalGitClient,
-    Urllib3HttpGitClient,
-)
-from dulwich.errors import GitProtocolError, NotGitRepository
+from dulwich.errors import NotGitRepository
 from dulwich.file import FileLocked
 from dulwich.graph import can_fast_forward
-from dulwich.index import index_entry_from_stat
-from dulwich.objects import Blob, Commit, Tree
+from dulwich.index import IndexEntry, index_entry_from_stat
+from dulwich.objects import Commit, ObjectID
+from dulwich.refs import Ref
 from dulwich.repo import Repo
 
-from .._errors import DatomError, GitError, InvalidNameError, PushRejectedError
-from ._remote import (
-    USERNAME_ENV,
-    GitCredentials,
-    is_http_url,
-    local_remote_path,
-    resolve_credentials,
-    scrub,
-)
+from .._errors import GitError, InvalidNameError
+
+log = logging.getLogger("datom_core.git")
+T = TypeVar("T")
 
 HEADS = b"refs/heads/"
 TRACKING = b"refs/remotes/origin/"
 FILE_MODE = 0o100644
-HTTP_TIMEOUT = 120.0
-_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
-# Ref statuses meaning "someone else moved the ref first": fetch, rebuild and retry.
-_RACE_STATUSES = ("failed to write", "failed to lock", "unable to set", "non-fast-forward",
-                  "fetch first", "stale info", "atomic push failed")  # fmt: skip
 
 
 # -- paths and files --------------------------------------------------------------------
@@ -114,7 +96,7 @@ def init_bare(bare: Path, branch: str) -> None:
     if bare.exists():
         try:
             with closing(Repo(str(bare))) as existing:
-                if existing.bare and not existing.refs.keys(base=HEADS):
+                if existing.bare and not existing.refs.keys(base=Ref(HEADS)):
                     return
         except NotGitRepository:
             pass
@@ -136,7 +118,8 @@ def remote_url(r: Repo) -> str:
 
 def branch_ref(r: Repo) -> bytes:
     """The ref HEAD points at, e.g. ``refs/heads/main``."""
-    target = r.refs.get_symrefs().get(b"HEAD")
+    raw = r.refs.read_ref(Ref(b"HEAD")) or b""
+    target = raw[len(b"ref: ") :].strip() if raw.startswith(b"ref: ") else None
     if target is None or not target.startswith(HEADS):
         raise GitError(f"HEAD of {r.path} is not on a branch; check out the project branch.")
     return target
@@ -152,10 +135,51 @@ def short(branch: bytes) -> str:
     return branch[len(HEADS) :].decode()
 
 
+def unstale(fn: Callable[[], T]) -> T:
+    """Run a ref or index update; a dulwich lock in the way is stale, so remove it and retry.
+
+    Call only while holding the clone's datom lock: every datom writer of a clone holds
+    it, so a lock file found then was left by a killed process.
+    """
+    try:
+        return fn()
+    except FileLocked as e:
+        lock = Path(os.fsdecode(e.lockfilename))
+        log.warning("removed the stale git lock %s (left by a killed process)", lock)
+        lock.unlink(missing_ok=True)
+        return fn()
+
+
+def set_ref(r: Repo, name: bytes, sha: bytes) -> None:
+    """Point ``name`` at ``sha`` (under the clone lock)."""
+    refs: Any = r.refs
+    unstale(lambda: refs.__setitem__(name, sha))
+
+
+def swap_ref(r: Repo, name: bytes, old: bytes | None, new: bytes) -> bool:
+    """Compare-and-swap ``name`` from ``old`` (None: absent) to ``new``."""
+    refs: Any = r.refs
+    if old is None:
+        return bool(unstale(lambda: refs.add_if_new(name, new)))
+    return bool(unstale(lambda: refs.set_if_equals(name, old, new)))
+
+
+def drop_ref(r: Repo, name: bytes, old: bytes | None = None) -> None:
+    """Delete ``name`` (if it still points at ``old``, when given)."""
+    refs: Any = r.refs
+    unstale(lambda: refs.remove_if_equals(name, old))
+
+
+def set_head(r: Repo, branch: bytes) -> None:
+    """Make HEAD name ``branch``."""
+    refs: Any = r.refs
+    unstale(lambda: refs.set_symbolic_ref(b"HEAD", branch))
+
+
 def get_ref(r: Repo, name: bytes) -> bytes | None:
     """The sha a ref points at, or ``None``."""
     try:
-        return r.refs[name]
+        return r.refs[Ref(name)]
     except KeyError:
         return None
 
@@ -169,9 +193,9 @@ def is_ancestor(r: Repo, ancestor: bytes, descendant: bytes) -> bool:
     """Whether ``descendant`` contains ``ancestor`` (or is it)."""
     if ancestor == descendant:
         return True
-    if ancestor not in r.object_store:
+    if ObjectID(ancestor) not in r.object_store:
         return False  # every ancestor of a local commit is local
-    return can_fast_forward(r, ancestor, descendant)
+    return can_fast_forward(r, ObjectID(ancestor), ObjectID(descendant))
 
 
 def commit_object(r: Repo, commit: str) -> Commit:
@@ -190,55 +214,9 @@ def commit_object(r: Repo, commit: str) -> Commit:
 # -- committing and resetting -----------------------------------------------------------
 
 
-def stage(r: Repo, root: Path, blobs: Mapping[str, Blob]) -> None:
-    """Record the just-written files in the index, with the blobs made from their bytes."""
-    index = r.open_index()
-    for relpath, blob in blobs.items():
-        stat = os.lstat(root / relpath)
-        index[relpath.encode()] = index_entry_from_stat(stat, blob.id, mode=FILE_MODE)
-    index.write()
-
-
-def record_commit(
-    r: Repo,
-    branch: bytes,
-    parent: bytes | None,
-    tree_id: bytes,
-    message: str,
-    identity: bytes,
-    timestamp: int,
-) -> bytes:
-    """Store a commit (UTC times) and move ``branch`` to it with a compare-and-swap."""
-    c = Commit()
-    c.tree = tree_id
-    c.parents = [parent] if parent is not None else []
-    c.author = c.committer = identity
-    c.author_time = c.commit_time = timestamp
-    c.author_timezone = c.commit_timezone = 0
-    c.encoding = b"UTF-8"
-    c.message = (message if message.endswith("\n") else message + "\n").encode()
-    r.object_store.add_object(c)
-    if parent is None:
-        moved = r.refs.add_if_new(branch, c.id)
-    else:
-        moved = r.refs.set_if_equals(branch, parent, c.id)
-    if not moved:
-        raise GitError(
-            f"The branch of {r.path} moved while committing: another process wrote to this "
-            "clone. Hold MetadataRepo.lock() around every write."
-        )
-    return c.id
-
-
-def hard_reset(r: Repo, branch: bytes, target: bytes | None) -> None:
-    """Reset branch, index and tracked files to ``target`` (``None``: empty, unborn)."""
-    if target is not None:
-        porcelain.reset(r, "hard", target)
-        return
-    empty = Tree()
-    r.object_store.add_object(empty)
-    porcelain.reset(r, "hard", empty)
-    r.refs.remove_if_equals(branch, None)
+def index_entry(st: os.stat_result, sha: bytes) -> IndexEntry:
+    """dulwich's index entry for a regular file (the fallback for indexes we do not patch)."""
+    return index_entry_from_stat(st, sha, mode=FILE_MODE)
 
 
 def dirty_paths(r: Repo) -> list[bytes]:
@@ -255,134 +233,4 @@ def require_clean(r: Repo) -> None:
         raise GitError(
             f"{r.path} has uncommitted changes to tracked files ({names}): commit them, or "
             "drop them with fetch_and_reset(), before pulling."
-        )
-
-
-# -- transport --------------------------------------------------------------------------
-
-
-class _HttpClient(Urllib3HttpGitClient):
-    """dulwich's HTTP client, closing the response of a failed request before raising.
-
-    dulwich raises on 401/403/404 without closing the (unread, streamed) response, which
-    leaks the connection's socket; its own status mapping is reproduced here.
-    """
-
-    def _http_request(
-        self,
-        url: str,
-        headers: dict[str, str] | None = None,
-        data: bytes | Iterator[bytes] | None = None,
-        raise_for_status: bool = True,
-    ) -> tuple[Any, Callable[[int], bytes]]:
-        resp, read = super()._http_request(url, headers, data, raise_for_status=False)
-        if not raise_for_status or resp.status == 200:
-            return resp, read
-        status, challenge = resp.status, resp.headers.get("WWW-Authenticate")
-        proxy_challenge = resp.headers.get("Proxy-Authenticate")
-        resp.close()
-        if status == 404:
-            raise NotGitRepository(f"no repository at {url}")
-        if status == 401:
-            raise HTTPUnauthorized(challenge, url)
-        if status == 407:
-            raise HTTPProxyUnauthorized(proxy_challenge, url)
-        raise GitProtocolError(f"unexpected http resp {status} for {url}")
-
-
-@dataclass(frozen=True)
-class Remote:
-    """An open connection to ``origin`` for one operation."""
-
-    client: GitClient
-    path: str
-    url: str
-    credentials: GitCredentials | None
-    token_env: str
-
-
-@contextmanager
-def open_remote(r: Repo, explicit: GitCredentials | None, token_env: str) -> Iterator[Remote]:
-    """A client for ``origin``; HTTP credentials are resolved now and live only here."""
-    url = remote_url(r)
-    if not is_http_url(url):
-        remote = Remote(LocalGitClient(), local_remote_path(url), url, None, token_env)
-    else:
-        creds = resolve_credentials(explicit, token_env)
-        host = (urlsplit(url).hostname or "").lower()
-        if creds is not None and url.lower().startswith("http://") and host not in _LOOPBACK:
-            raise GitError(
-                f"Refusing to send the git token over unencrypted HTTP to {url}: use https://."
-            )
-        client = _HttpClient(
-            url,
-            config=r.get_config_stack(),
-            username=creds.username if creds else None,
-            password=creds.token if creds else None,
-            timeout=HTTP_TIMEOUT,
-        )
-        remote = Remote(client, "", url, creds, token_env)
-    try:
-        yield remote
-    finally:
-        remote.client.close()
-
-
-@contextmanager
-def remote_errors(remote: Remote, action: str) -> Iterator[None]:
-    """Translate transport failures into :class:`GitError` with the token scrubbed out."""
-    token = remote.credentials.token if remote.credentials else None
-    where = f"{action} {remote.url}"
-
-    def fail(message: str) -> GitError:
-        return GitError(scrub(message, token))
-
-    try:
-        yield
-    except DatomError:
-        raise
-    except HTTPUnauthorized as e:
-        hint = (
-            f"no token was sent; set {remote.token_env}"
-            if remote.credentials is None
-            else f"the token was refused; check {remote.token_env}"
-        )
-        raise fail(
-            f"Authentication failed trying to {where} (HTTP 401): {hint} (a token with "
-            f"access to this repository; username from {USERNAME_ENV}, default "
-            "x-access-token)."
-        ) from e
-    except HTTPProxyUnauthorized as e:
-        raise fail(f"The HTTP proxy refused to {where} (HTTP 407): check its credentials.") from e
-    except NotGitRepository as e:
-        raise fail(f"Cannot {where}: no git repository there. Check the remote path/URL.") from e
-    except GitProtocolError as e:
-        detail = " ".join(str(e).split())
-        if "http resp 403" in detail:
-            detail = (
-                f"the server refused access (HTTP 403): the token in {remote.token_env} "
-                "lacks permission, or the server forbids this operation"
-            )
-        raise fail(f"Cannot {where}: {detail}. Check the remote and your access to it.") from e
-    except OSError as e:
-        raise fail(f"Cannot {where}: {e.strerror or e}. Check the remote path/URL.") from e
-    except FileLocked as e:
-        raise fail(f"Cannot {where}: a ref is locked by another git process; retry.") from e
-    except ValueError as e:  # dulwich's word for a malformed server reply
-        raise fail(f"Cannot {where}: unexpected reply ({e}). Is it a git server?") from e
-
-
-def check_ref_status(ref_status: Mapping[bytes, str | None], url: str) -> None:
-    """Raise for every ref the remote refused to update."""
-    for ref, status in ref_status.items():
-        if status is None:
-            continue
-        if any(status.startswith(s) for s in _RACE_STATUSES):
-            raise PushRejectedError(
-                f"Push to {url} rejected for {ref.decode()} ({status}): another writer moved "
-                "it. Call fetch_and_reset(), redo the write, and push again."
-            )
-        raise GitError(
-            f"The remote {url} refused the push of {ref.decode()}: {status}. A server-side "
-            "rule (hook, branch protection) declined it; ask the repository's owner."
         )

@@ -58,9 +58,13 @@ class RepoLock:
     lock is not obtained in time.
     """
 
-    def __init__(self, lock_path: Path, timeout: float | None) -> None:
+    def __init__(
+        self, lock_path: Path, timeout: float | None, poll: tuple[float, float] | None = None
+    ) -> None:
         self.lock_path = lock_path
         self.timeout = timeout
+        # (first, longest) wait between tries: short for locks held for milliseconds
+        self._poll = poll or (_POLL_START, _POLL_MAX)
         self._key = str(lock_path)
 
     def __enter__(self) -> RepoLock:
@@ -111,7 +115,7 @@ class RepoLock:
             fcntl.flock(fd, fcntl.LOCK_EX)
             return
         deadline = time.monotonic() + max(self.timeout, 0.0)
-        delay = _POLL_START
+        delay, longest = self._poll
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -125,4 +129,4 @@ class RepoLock:
                         "finish, or raise the timeout."
                     ) from None
                 time.sleep(min(delay, remaining))
-                delay = min(delay * 2, _POLL_MAX)
+                delay = min(delay * 2, longest)

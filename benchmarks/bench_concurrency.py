@@ -1,0 +1,204 @@
+"""Concurrent writers, each with its own clone of one local bare remote (ratios in one run).
+
+8 processes, 10 writes each, first to distinct tables, then all to one shared table. Prints
+per phase: failed writes (target 0), versions recorded once (every successful write's
+version exactly once in its table's history), ``validate`` clean, and aggregate writes/s
+over one writer's writes/s (target >= 0.8). Then the same for the git layer alone
+(``MetadataRepo.commit_and_push`` of a table's documents and a manifest, as the write
+path will call it). The machine may be loaded: read the ratios. ``--git-only`` skips the
+``Connection.write`` phases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+import datom_core as dc
+from datom_core._git import MetadataRepo, TreeReader
+
+
+def _table(writer: int, i: int) -> pa.Table:
+    return pa.table({"USUBJID": [f"W{writer}-{i}-{k}" for k in range(5)], "AVAL": [1.0 * i] * 5})
+
+
+def _writer(clone: str, store: str, writer: int, writes: int, shared: bool, start: Any,
+            out: Any) -> None:  # fmt: skip
+    conn = dc.connect(clone, store=dc.LocalStore(store))
+    name = "shared" if shared else f"w{writer}"
+    results: list[tuple[str, str | None, str | None]] = []
+    start.wait()
+    t0 = time.perf_counter()
+    for i in range(writes):
+        try:
+            results.append((name, conn.write(name, _table(writer, i)).version, None))
+        except Exception as e:  # a failure is what this benchmark counts
+            results.append((name, None, f"{type(e).__name__}: {e}"[:300]))
+    out.put((writer, time.perf_counter() - t0, results))
+
+
+def _documents(table: str, entry: str):  # noqa: ANN202
+    """A build like the write path's: this table's history grows, the manifest is redone."""
+
+    def build(tree: TreeReader) -> dict[str, bytes]:
+        history = json.loads(tree.read(f"{table}/version_history.json") or b"[]")
+        manifest = json.loads(tree.read(".datom/manifest.json") or b"{}")
+        history.insert(0, {"version": entry})
+        manifest.setdefault("tables", {})[table] = {"current_version": entry}
+        return {
+            f"{table}/metadata.json": json.dumps({"version": entry}).encode(),
+            f"{table}/version_history.json": json.dumps(history, indent=2).encode(),
+            ".datom/manifest.json": json.dumps(manifest, indent=2).encode(),
+        }
+
+    return build
+
+
+def _git_writer(clone: str, store: str, writer: int, writes: int, shared: bool, start: Any,
+                out: Any) -> None:  # fmt: skip
+    repo = MetadataRepo.open(clone)
+    name = "shared" if shared else f"w{writer}"
+    results: list[tuple[str, str | None, str | None]] = []
+    start.wait()
+    t0 = time.perf_counter()
+    for i in range(writes):
+        entry = f"{writer}-{i}-{'shared' if shared else 'own'}-{writes}"
+        try:
+            repo.commit_and_push(_documents(name, entry), f"Update {name}")
+            results.append((name, entry, None))
+        except Exception as e:
+            results.append((name, None, f"{type(e).__name__}: {e}"[:300]))
+    out.put((writer, time.perf_counter() - t0, results))
+
+
+def _check_git(repo: MetadataRepo, results: list[Any]) -> tuple[int, bool]:
+    repo.fetch_and_reset()
+    failures = len([r for r in results if r[2]])
+    once = True
+    for table in {t for t, _, _ in results}:
+        recorded = Counter(
+            h["version"] for h in json.loads(repo.read(f"{table}/version_history.json") or b"[]")
+        )
+        wanted = [v for t, v, _ in results if t == table and v]
+        once &= all(recorded[v] == 1 for v in wanted) and max(recorded.values()) == 1
+    return failures, once
+
+
+def _run(clones: list[Path], store: Path, writes: int, shared: bool, target: Any = None
+         ) -> tuple[float, list[Any]]:  # fmt: skip
+    ctx = mp.get_context("spawn")
+    start, out = ctx.Event(), ctx.Queue()
+    procs = [
+        ctx.Process(
+            target=target or _writer, args=(str(c), str(store), w, writes, shared, start, out)
+        )
+        for w, c in enumerate(clones)
+    ]
+    for p in procs:
+        p.start()
+    time.sleep(3.0)  # let every process import datom before the clock starts
+    t0 = time.perf_counter()
+    start.set()
+    reports = [out.get(timeout=1800) for _ in procs]
+    elapsed = time.perf_counter() - t0
+    for p in procs:
+        p.join()
+    return elapsed, [r for _, _, rs in reports for r in rs]
+
+
+def _check(conn: dc.Connection, results: list[Any]) -> tuple[int, bool]:
+    failures = [err for _, _, err in results if err]
+    for err in failures[:3]:
+        print("   failure:", err)
+    once = True
+    for table in {t for t, _, _ in results}:
+        recorded = Counter(v.version for v in conn.history(table))
+        wanted = [v for t, v, _ in results if t == table and v]
+        once &= all(recorded[v] == 1 for v in wanted) and max(recorded.values()) == 1
+    return len(failures), once
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--writers", type=int, default=8)
+    parser.add_argument("--writes", type=int, default=10)
+    parser.add_argument("--git-only", action="store_true")
+    args = parser.parse_args(argv)
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="datom-bench-conc-") as tmp:
+        root = Path(tmp)
+        if args.git_only:
+            return 0 if _git_only(root, args.writers, args.writes) else 1
+        store = root / "store"
+        origin = dc.init_repo(root / "origin", "BENCH", dc.LocalStore(store))
+        remote = origin.repo.remote_url
+        clones = [root / f"clone{w}" for w in range(args.writers)]
+        for c in clones:
+            dc.clone(remote, c, dc.LocalStore(store))
+        try:
+            single, _ = _run(clones[:1], store, args.writes * 4, shared=False)
+        except Exception:
+            traceback.print_exc()
+            return 1
+        one_rate = args.writes * 4 / single
+        print(f"one writer: {one_rate:.1f} writes/s")
+        for shared in (False, True):
+            elapsed, results = _run(clones, store, args.writes, shared)
+            origin.pull()
+            failed, once = _check(origin, results)
+            report = origin.validate()
+            rate = len([r for r in results if r[1]]) / elapsed
+            ratio = rate / one_rate
+            label = "one shared table" if shared else "distinct tables"
+            good = failed == 0 and once and report.ok and ratio >= 0.8
+            ok &= good
+            print(
+                f"{args.writers} writers x {args.writes} writes, {label:<16}: failures {failed}, "
+                f"versions once {once}, validate {'clean' if report.ok else 'NOT clean'}, "
+                f"{rate:.1f} writes/s = {ratio:.2f} x one writer (target >= 0.8) "
+                f"{'ok' if good else 'MISSED'}"
+            )
+            if not report.ok:
+                print("  ", str(report).replace("\n", "\n   ")[:2000])
+        ok &= _git_only(root, args.writers, args.writes)
+    return 0 if ok else 1
+
+
+def _git_only(root: Path, writers: int, writes: int) -> bool:
+    """The git layer alone: commit_and_push of a table's documents and the manifest."""
+    origin = MetadataRepo.init(root / "git-origin", None)
+    origin.commit_and_push(lambda tree: {".datom/manifest.json": b"{}"}, "seed")
+    clones = [root / f"git-clone{w}" for w in range(writers)]
+    for c in clones:
+        MetadataRepo.clone(origin.remote_url, c)
+    single, _ = _run(clones[:1], root, writes * 4, False, _git_writer)
+    one_rate = writes * 4 / single
+    print(f"git layer, one writer (commit_and_push): {one_rate:.1f} commits/s")
+    ok = True
+    for shared in (False, True):
+        elapsed, results = _run(clones, root, writes, shared, _git_writer)
+        failed, once = _check_git(origin, results)
+        rate = len([r for r in results if r[1]]) / elapsed
+        good = failed == 0 and once and rate / one_rate >= 0.8
+        ok &= good
+        label = "one shared table" if shared else "distinct tables"
+        print(
+            f"git layer, {writers} writers x {writes}, {label:<16}: failures {failed}, versions "
+            f"once {once}, {rate:.1f} commits/s = {rate / one_rate:.2f} x one writer "
+            f"(target >= 0.8) {'ok' if good else 'MISSED'}"
+        )
+    return ok
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,205 @@
+"""Write latency as a project grows: ratios measured in one run (the machine may be loaded).
+
+Prints:
+  growing project (30 tables): median of writes 251-300 / median of writes 11-60   <= 1.2
+  a write into a 3,000-table project / into a 10-table project                      <= 1.3
+  a write to a table with 1,000 versions / to a table with 1 version                <= 1.3
+  the median small write at 10 tables, in ms (printed, not asserted; aim <= 25 ms)
+
+Big projects are seeded fast (documents copied from one real write, committed once); every
+measured write goes through ``Connection.write``. ``--quick`` scales the sizes down (150
+growing writes, 1,000 tables, 300 versions) for a smoke run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from itertools import count
+from pathlib import Path
+
+import pyarrow as pa
+
+import datom_core as dc
+
+_values = count()
+
+
+def small_table() -> pa.Table:
+    """A few rows, different data every call: each measured write is a real new version."""
+    i = next(_values)
+    return pa.table(
+        {"USUBJID": [f"S{i}-{k}" for k in range(5)], "AVAL": [float(i + k) for k in range(5)]}
+    )
+
+
+def new_project(root: Path, name: str) -> dc.Connection:
+    return dc.init_repo(root / name / "repo", "BENCH", dc.LocalStore(root / name / "store"))
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _entries(manifest: dict, table: str) -> dict:
+    """The manifest's per-table mapping (whatever its key is called) holding ``table``."""
+    for value in manifest.values():
+        if isinstance(value, dict) and table in value:
+            return value
+    raise SystemExit(f"cannot find {table!r} in the manifest: {list(manifest)}")
+
+
+def seed_tables(conn: dc.Connection, names: list[str]) -> None:
+    """Add ``names`` as tables with one version each: one real write copied, one commit."""
+    conn.write("template", small_table())
+    repo = conn.repo
+    meta = repo.read("template/metadata.json")
+    hist = repo.read("template/version_history.json")
+    raw_manifest = repo.read(".datom/manifest.json")
+    assert meta is not None and hist is not None and raw_manifest is not None
+    manifest = json.loads(raw_manifest)
+    entries = _entries(manifest, "template")
+    files: dict[str, bytes] = {}
+    for name in names:
+        files[f"{name}/metadata.json"] = meta
+        files[f"{name}/version_history.json"] = hist
+        entries[name] = entries["template"]
+    summary = manifest.get("summary")
+    if isinstance(summary, dict) and "total_tables" in summary:
+        summary["total_tables"] = len(entries)
+    files[".datom/manifest.json"] = (json.dumps(manifest, indent=2) + "\n").encode()
+    repo.commit(files, f"Seed {len(names)} tables")
+    repo.push()
+
+
+def seed_versions(conn: dc.Connection, table: str, versions: int) -> None:
+    """Give ``table`` ``versions`` versions, one commit each (synthetic history entries)."""
+    conn.write(table, small_table())
+    repo = conn.repo
+    meta = repo.read(f"{table}/metadata.json")
+    hist = repo.read(f"{table}/version_history.json")
+    assert meta is not None and hist is not None
+    entry = json.loads(hist)[0]
+    history = [entry]
+    for i in range(1, versions):
+        fake = dict(entry, version=f"{i:064x}", data_sha=f"{i:064x}")
+        history.insert(0, fake)
+        doc = (json.dumps(history, indent=2) + "\n").encode()
+        body = json.loads(meta)
+        body["datom_bench_seq"] = i  # a different document per commit
+        repo.commit(
+            {
+                f"{table}/version_history.json": doc,
+                f"{table}/metadata.json": (json.dumps(body, indent=2) + "\n").encode(),
+            },
+            f"Seed version {i} of {table}",
+        )
+    # The last real document again, so the next write sees a well-formed current version.
+    history.insert(0, entry)
+    repo.commit(
+        {
+            f"{table}/metadata.json": meta,
+            f"{table}/version_history.json": (json.dumps(history, indent=2) + "\n").encode(),
+        },
+        f"Seed the current version of {table}",
+    )
+    repo.push()
+
+
+def interleaved(a: Callable[[], object], b: Callable[[], object], n: int) -> tuple[float, float]:
+    """Median times of ``a`` and ``b``, alternating so machine drift hits both alike."""
+    ta, tb = [], []
+    for _ in range(n):
+        ta.append(timed(a))
+        tb.append(timed(b))
+    return statistics.median(ta), statistics.median(tb)
+
+
+def growing(root: Path, writes: int, tables: int = 30) -> tuple[float, float, float]:
+    conn = new_project(root, "growing")
+    latencies = []
+    for i in range(writes):
+        name = f"t{i % tables:02d}"
+        latencies.append(timed(lambda name=name: conn.write(name, small_table())))
+    early = statistics.median(latencies[10:60])
+    late = statistics.median(latencies[writes - 50 : writes])
+    return late / early, early, late
+
+
+def wide(root: Path, big: int, n: int) -> tuple[float, float, float]:
+    small_conn, big_conn = new_project(root, "ten"), new_project(root, "wide")
+    seed_tables(small_conn, [f"s{i:04d}" for i in range(9)])
+    seed_tables(big_conn, [f"s{i:04d}" for i in range(big - 1)])
+    for c in (small_conn, big_conn):
+        c.write("s0001", small_table())  # warm-up
+    ten, many = interleaved(
+        lambda: small_conn.write("s0001", small_table()),
+        lambda: big_conn.write("s0001", small_table()),
+        n,
+    )
+    return many / ten, ten, many
+
+
+def deep(root: Path, versions: int, n: int) -> tuple[float, float, float]:
+    conn = new_project(root, "deep")
+    seed_versions(conn, "old", versions)
+    conn.write("young", small_table())
+    conn.write("old", small_table())  # warm-up
+    old, young = interleaved(
+        lambda: conn.write("old", small_table()), lambda: conn.write("young", small_table()), n
+    )
+    return old / young, young, old
+
+
+def _report(label: str, ratio: float, target: float, detail: str) -> bool:
+    ok = ratio <= target
+    print(f"{label:<58} = {ratio:5.2f}  (target <= {target}; {detail}) {'ok' if ok else 'MISSED'}")
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    parser.add_argument("--only", choices=["growing", "wide", "deep"], action="append")
+    args = parser.parse_args(argv)
+    writes, big, versions, n = (150, 1000, 300, 9) if args.quick else (300, 3000, 1000, 15)
+    parts = set(args.only or ["growing", "wide", "deep"])
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="datom-bench-scale-") as tmp:
+        root = Path(tmp)
+        if "growing" in parts:
+            start = time.perf_counter()
+            r, early, late = growing(root, writes)
+            ok &= _report(
+                f"growing (30 tables): writes {writes - 49}-{writes} / 11-60",
+                r,
+                1.2,
+                f"{early * 1e3:.0f} -> {late * 1e3:.0f} ms, {time.perf_counter() - start:.0f} s",
+            )
+        if "wide" in parts:
+            r, ten, many = wide(root, big, n)
+            ok &= _report(
+                f"a write into {big} tables / into 10 tables", r, 1.3,
+                f"{ten * 1e3:.0f} vs {many * 1e3:.0f} ms",
+            )  # fmt: skip
+            print(
+                f"{'small write at 10 tables (ms, aim <= 25, not asserted)':<58} = {ten * 1e3:5.1f}"
+            )
+        if "deep" in parts:
+            r, young, old = deep(root, versions, n)
+            ok &= _report(
+                f"a write to a table with {versions} versions / with 1", r, 1.3,
+                f"{young * 1e3:.0f} vs {old * 1e3:.0f} ms",
+            )  # fmt: skip
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

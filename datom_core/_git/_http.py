@@ -1,0 +1,234 @@
+"""Opening ``origin`` (a local bare repository, or HTTP(S) with a token read at call time),
+and the HTTP(S) transport through dulwich's client, with its errors translated."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from functools import partial
+from typing import Any
+from urllib.parse import urlsplit
+
+from dulwich.client import GitClient, HTTPProxyUnauthorized, HTTPUnauthorized, Urllib3HttpGitClient
+from dulwich.config import Config
+from dulwich.errors import GitProtocolError, NotGitRepository
+from dulwich.file import FileLocked
+from dulwich.graph import can_fast_forward
+from dulwich.objects import ObjectID, ShaFile
+from dulwich.pack import pack_objects_to_data
+from dulwich.repo import Repo
+
+from .._errors import DatomError, GitError, PushRejectedError
+from ._remote import (
+    USERNAME_ENV,
+    GitCredentials,
+    is_http_url,
+    local_remote_path,
+    resolve_credentials,
+    scrub,
+)
+from ._transport import FETCH_ROUNDS, Errors, LocalTransport, Transport, rejected
+
+__all__ = ["HttpTransport", "check_ref_status", "open_transport", "remote_errors"]
+
+HTTP_TIMEOUT = 120.0
+_HEADS = b"refs/heads/"
+# Ref statuses meaning "someone else moved the ref first": fetch, rebuild and retry.
+_RACE_STATUSES = ("failed to write", "failed to lock", "unable to set", "non-fast-forward",
+                  "fetch first", "stale info", "atomic push failed")  # fmt: skip
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+class _HttpClient(Urllib3HttpGitClient):
+    """dulwich's HTTP client, closing the response of a failed request before raising.
+
+    dulwich raises on 401/403/404 without closing the (unread, streamed) response, which
+    leaks the connection's socket; its own status mapping is reproduced here.
+    """
+
+    def _http_request(
+        self,
+        url: str,
+        headers: dict[str, str] | None = None,
+        data: bytes | Iterator[bytes] | None = None,
+        raise_for_status: bool = True,
+    ) -> tuple[Any, Callable[[int], bytes]]:
+        resp, read = super()._http_request(url, headers, data, raise_for_status=False)
+        if not raise_for_status or resp.status == 200:
+            return resp, read
+        status, challenge = resp.status, resp.headers.get("WWW-Authenticate")
+        proxy_challenge = resp.headers.get("Proxy-Authenticate")
+        resp.close()
+        if status == 404:
+            raise NotGitRepository(f"no repository at {url}")
+        if status == 401:
+            raise HTTPUnauthorized(challenge, url)
+        if status == 407:
+            raise HTTPProxyUnauthorized(proxy_challenge, url)
+        raise GitProtocolError(f"unexpected http resp {status} for {url}")
+
+
+def open_transport(
+    url: str, config: Config, explicit: GitCredentials | None, token_env: str
+) -> Transport:
+    """A transport for ``url``; HTTP credentials are resolved now and live only in it."""
+    if not is_http_url(url):
+        return LocalTransport(
+            url, local_remote_path(url), partial(remote_errors, url, None, token_env)
+        )
+    creds = resolve_credentials(explicit, token_env)
+    host = (urlsplit(url).hostname or "").lower()
+    if creds is not None and url.lower().startswith("http://") and host not in _LOOPBACK:
+        raise GitError(
+            f"Refusing to send the git token over unencrypted HTTP to {url}: use https://."
+        )
+    client = _HttpClient(
+        url,
+        config=config,
+        username=creds.username if creds else None,
+        password=creds.token if creds else None,
+        timeout=HTTP_TIMEOUT,
+    )
+    return HttpTransport(url, client, partial(remote_errors, url, creds, token_env), creds)
+
+
+@contextmanager
+def remote_errors(
+    url: str, credentials: GitCredentials | None, token_env: str, action: str
+) -> Iterator[None]:
+    """Translate transport failures into :class:`GitError` with the token scrubbed out."""
+    token = credentials.token if credentials else None
+    where = f"{action} {url}"
+
+    def fail(message: str) -> GitError:
+        return GitError(scrub(message, token))
+
+    try:
+        yield
+    except DatomError:
+        raise
+    except HTTPUnauthorized as e:
+        hint = (
+            f"no token was sent; set {token_env}"
+            if credentials is None
+            else f"the token was refused; check {token_env}"
+        )
+        raise fail(
+            f"Authentication failed trying to {where} (HTTP 401): {hint} (a token with "
+            f"access to this repository; username from {USERNAME_ENV}, default "
+            "x-access-token)."
+        ) from e
+    except HTTPProxyUnauthorized as e:
+        raise fail(f"The HTTP proxy refused to {where} (HTTP 407): check its credentials.") from e
+    except NotGitRepository as e:
+        raise fail(f"Cannot {where}: no git repository there. Check the remote path/URL.") from e
+    except GitProtocolError as e:
+        detail = " ".join(str(e).split())
+        if "http resp 403" in detail:
+            detail = (
+                f"the server refused access (HTTP 403): the token in {token_env} "
+                "lacks permission, or the server forbids this operation"
+            )
+        raise fail(f"Cannot {where}: {detail}. Check the remote and your access to it.") from e
+    except OSError as e:
+        raise fail(f"Cannot {where}: {e.strerror or e}. Check the remote path/URL.") from e
+    except FileLocked as e:
+        raise fail(f"Cannot {where}: a ref is locked by another git process; retry.") from e
+    except ValueError as e:  # dulwich's word for a malformed server reply
+        raise fail(f"Cannot {where}: unexpected reply ({e}). Is it a git server?") from e
+
+
+def check_ref_status(ref_status: Mapping[bytes, str | None], url: str) -> None:
+    """Raise for every ref the remote refused to update."""
+    for ref, status in ref_status.items():
+        if status is None:
+            continue
+        if any(status.startswith(s) for s in _RACE_STATUSES):
+            raise PushRejectedError(
+                f"Push to {url} rejected for {ref.decode()} ({status}): another writer moved "
+                "it. Call fetch_and_reset(), redo the write, and push again."
+            )
+        raise GitError(
+            f"The remote {url} refused the push of {ref.decode()}: {status}. A server-side "
+            "rule (hook, branch protection) declined it; ask the repository's owner."
+        )
+
+
+class HttpTransport(Transport):
+    """A smart-HTTP(S) server, through dulwich's client (``errors`` translates failures)."""
+
+    def __init__(
+        self, url: str, client: GitClient, errors: Errors, credentials: GitCredentials | None
+    ) -> None:
+        self.url = url
+        self.credentials = credentials
+        self._client = client
+        self.errors = errors
+
+    def heads(
+        self, action: str = "read the branches of"
+    ) -> tuple[dict[bytes, bytes], bytes | None]:
+        with self.errors(action):
+            result = self._client.get_refs(b"")
+        refs = {bytes(n): bytes(s) for n, s in result.refs.items() if n.startswith(_HEADS) and s}
+        symrefs = {bytes(k): bytes(v) for k, v in (result.symrefs or {}).items()}
+        return refs, symrefs.get(b"HEAD")
+
+    def fetch_branch(self, r: Repo, branch: bytes) -> bytes | None:
+        advertised: list[bytes | None] = [None]
+
+        def wants(refs: Any, depth: int | None = None) -> list[bytes]:
+            advertised[0] = refs.get(branch)
+            tip = advertised[0]
+            return [tip] if tip is not None and ObjectID(tip) not in r.object_store else []
+
+        # A push landing mid-fetch can advertise a tip newer than the pack sent: ask again.
+        for attempt in range(FETCH_ROUNDS):
+            try:
+                with self.errors("fetch from"):
+                    self._client.fetch(b"", r, determine_wants=wants)  # type: ignore[arg-type]
+            except GitError as e:
+                # A stateless server re-reads its refs for the pack request: a tip that moved
+                # since the advertisement is "invalid" there. Ask again on the new refs.
+                if attempt + 1 == FETCH_ROUNDS or not isinstance(e.__cause__, GitProtocolError):
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+                continue
+            tip = advertised[0]
+            if tip is None or ObjectID(tip) in r.object_store:
+                return tip
+        raise GitError(f"fetch from {self.url} kept racing concurrent pushes; retry")
+
+    def push(
+        self, r: Repo, branch: bytes, old: bytes | None, new: bytes, objects: Sequence[ShaFile]
+    ) -> None:
+        def update_refs(theirs: dict[bytes, bytes]) -> dict[bytes, bytes]:
+            if theirs.get(branch) != old:
+                raise rejected(self.url, branch, "the remote moved")
+            return {branch: new}
+
+        def generate(*_args: Any, **_kwargs: Any) -> Any:
+            return pack_objects_to_data([(o, None) for o in objects])
+
+        with self.errors("push to"):
+            result = self._client.send_pack(b"", update_refs, generate)  # type: ignore[arg-type]
+        check_ref_status(result.ref_status or {}, self.url)
+        # A server may answer "ok" though a concurrent push won the ref (dulwich's does).
+        landed = self.heads()[0].get(branch)
+        if landed != new and not self._built_on(r, branch, new):
+            raise PushRejectedError(
+                f"Push to {self.url} lost a race: the remote reported success but a concurrent "
+                f"push moved {branch[len(_HEADS) :].decode()} elsewhere. Call fetch_and_reset(), "
+                "redo the write, and push again."
+            )
+
+    def _built_on(self, r: Repo, branch: bytes, new: bytes) -> bool:
+        """Whether the branch moved on from ``new`` (another writer built on it already)."""
+        tip = self.fetch_branch(r, branch)
+        if tip is None or ObjectID(new) not in r.object_store:
+            return False
+        return can_fast_forward(r, ObjectID(new), ObjectID(tip))
+
+    def close(self) -> None:
+        self._client.close()

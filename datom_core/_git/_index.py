@@ -1,0 +1,150 @@
+"""The clone's git index, updated entry by entry (private to the git layer).
+
+datom keeps ``.git/index`` in step with HEAD so that ``git status`` in a clone is quiet,
+but never needs it itself (commits are built from the parent tree). dulwich parses and
+re-serialises every entry on each update (over a second at 6,000 entries), so this module
+reads the index once per handle, keeps the entries' fixed-size headers as bytes, patches
+the entries that changed and writes the file back in one ``join``.
+
+Only version 2/3 indexes without extended entries are handled; extensions (the cache tree,
+untracked cache, ...) are dropped on write, which git accepts (it rebuilds them). A split
+index (``link``) or a version 4 index raises :class:`UnsupportedIndex`, and the caller falls
+back to dulwich.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import struct
+from collections.abc import Mapping
+from pathlib import Path
+
+__all__ = ["FastIndex", "UnsupportedIndex"]
+
+log = logging.getLogger("datom_core.git")
+
+_HEADER = struct.Struct(">4sLL")
+_ENTRY = struct.Struct(">10L20sH")  # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size
+_FIXED = _ENTRY.size  # 62
+_MASK = 0xFFFFFFFF
+_EXTENDED = 0x4000
+FILE_MODE = 0o100644
+
+
+class UnsupportedIndex(Exception):
+    """An index this module does not rewrite (split, version 4, extended entries)."""
+
+
+def _padded(path: bytes) -> bytes:
+    return path + b"\0" * (8 - (_FIXED + len(path)) % 8)
+
+
+def entry_header(st: os.stat_result, sha_hex: bytes) -> bytes:
+    """The fixed part of an index entry (without its flags) for a file with stat ``st``."""
+    return _ENTRY.pack(
+        int(st.st_ctime) & _MASK,
+        st.st_ctime_ns % 1_000_000_000,
+        int(st.st_mtime) & _MASK,
+        st.st_mtime_ns % 1_000_000_000,
+        st.st_dev & _MASK,
+        st.st_ino & _MASK,
+        FILE_MODE,
+        st.st_uid & _MASK,
+        st.st_gid & _MASK,
+        st.st_size & _MASK,
+        bytes.fromhex(sha_hex.decode()),
+        0,  # flags: the name length is filled in on write
+    )[:-2]
+
+
+class FastIndex:
+    """``.git/index`` as ``{path: fixed header}``; re-read only when the file changed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._entries: dict[bytes, bytes] | None = None  # path -> the whole entry's bytes
+        self._order: list[bytes] | None = None
+        self._stamp: tuple[int, int, int] | None = None
+
+    def _stat(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    def entries(self) -> dict[bytes, bytes]:
+        stamp = self._stat()
+        if self._entries is None or stamp != self._stamp:
+            self._entries = {} if stamp is None else _parse(self.path.read_bytes())
+            self._order, self._stamp = None, stamp
+        return self._entries
+
+    def update(self, root: Path, changes: Mapping[bytes, bytes | None]) -> None:
+        """Set ``path -> blob sha`` (from the file's current stat) or drop ``path -> None``."""
+        entries = self.entries()
+        added = False
+        for path, sha in changes.items():
+            if sha is None:
+                if entries.pop(path, None) is not None:
+                    added = True  # the order must be recomputed without it
+            else:
+                added |= path not in entries
+                header = entry_header(os.lstat(root / os.fsdecode(path)), sha)
+                flags = min(len(path), 0xFFF).to_bytes(2, "big")
+                entries[path] = header + flags + _padded(path)
+        if added or self._order is None:
+            self._order = sorted(entries)
+        self._write(entries, self._order)
+
+    def _write(self, entries: dict[bytes, bytes], order: list[bytes]) -> None:
+        header = _HEADER.pack(b"DIRC", 2, len(entries))
+        data = header + b"".join([entries[path] for path in order])
+        data += hashlib.sha1(data).digest()
+        # git's own protocol: write index.lock exclusively, then rename it over the index.
+        lock = self.path.with_name("index.lock")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        try:
+            fd = os.open(lock, flags, 0o644)
+        except FileExistsError:  # callers hold the clone lock: a killed process left it
+            log.warning("removed the stale git lock %s (left by a killed process)", lock)
+            lock.unlink(missing_ok=True)
+            fd = os.open(lock, flags, 0o644)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(lock, self.path)
+        except BaseException:
+            lock.unlink(missing_ok=True)
+            raise
+        self._stamp = self._stat()
+
+
+def _parse(data: bytes) -> dict[bytes, bytes]:
+    if len(data) < _HEADER.size + 20:
+        raise UnsupportedIndex("truncated index")
+    signature, version, count = _HEADER.unpack_from(data)
+    if signature != b"DIRC" or version not in (2, 3):
+        raise UnsupportedIndex(f"index version {version}")
+    entries: dict[bytes, bytes] = {}
+    pos = _HEADER.size
+    for _ in range(count):
+        flags = int.from_bytes(data[pos + _FIXED - 2 : pos + _FIXED], "big")
+        if flags & _EXTENDED or flags & 0x3000:
+            raise UnsupportedIndex("extended or conflicted entries")
+        name_start = pos + _FIXED
+        name_end = data.index(b"\0", name_start)
+        path = data[name_start:name_end]
+        size = _FIXED + len(path) + (8 - (_FIXED + len(path)) % 8)
+        entries[path] = data[pos : pos + size]
+        pos += size
+    end = len(data) - 20
+    while pos + 8 <= end:  # extensions: refuse the one that changes the meaning (split index)
+        signature = data[pos : pos + 4]
+        size = int.from_bytes(data[pos + 4 : pos + 8], "big")
+        if signature == b"link":
+            raise UnsupportedIndex("split index")
+        pos += 8 + size
+    return entries

@@ -1,0 +1,183 @@
+"""Keeping repositories small and unstuck (private to the git layer).
+
+* **Compaction on a budget.** Every write adds a few loose objects (and an HTTP fetch a
+  small pack); every lookup pays per pack. After a fixed number of operations a handle
+  checks its clone (or its local remote): more than ``LOOSE_BUDGET`` loose objects are
+  packed; more than ``PACK_BUDGET`` packs are merged geometrically (the big pack is kept
+  while it outweighs the others together, so the cost stays proportional to what is new).
+* **Local remotes** are compacted under an exclusive ``flock`` on
+  ``<remote>/datom-maintenance.lock``; datom's own fetches and pushes hold it shared, so no
+  reader sees an object vanish between the listing and the read. Compaction only happens
+  when nobody else is using the remote at that moment (it is retried later).
+* **Stale git locks.** dulwich writes a ref or the index through ``<file>.lock``; a process
+  killed at that moment leaves the lock behind and every later update fails. datom writes a
+  clone only under its own lock (:mod:`_lock`), so such a file found while holding it is
+  stale. The layer removes one where it meets it (``_internals.unstale``);
+  :func:`clear_stale_locks` removes them all, for ``validate(fix=True)``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from dulwich.object_store import DiskObjectStore
+from dulwich.repo import Repo
+
+__all__ = [
+    "CLONE_CHECK_EVERY",
+    "REMOTE_CHECK_EVERY",
+    "clear_stale_locks",
+    "compact",
+    "compact_remote",
+    "find_stale_locks",
+    "RemoteAccess",
+]
+
+log = logging.getLogger("datom_core.git")
+
+LOOSE_BUDGET = 256
+PACK_BUDGET = 16
+CLONE_CHECK_EVERY = 16  # object-adding operations of one handle between two checks
+REMOTE_CHECK_EVERY = 8  # pushes of one handle between two checks of a local remote
+_LOCK_NAME = "datom-maintenance.lock"
+_TOP_LOCKS = ("index.lock", "packed-refs.lock", "HEAD.lock", "config.lock")
+
+
+def compact(r: Repo, loose_added: int | None = None) -> tuple[int, int]:
+    """Pack loose objects and merge packs past their budgets; (objects packed, packs merged).
+
+    ``loose_added``: how many loose objects the caller wrote since the last compaction
+    (datom writes few: transfers of more than one object are packs); the loose objects are
+    counted (256 directory listings) only when that could pass the budget, or when unknown.
+    """
+    store = r.object_store
+    if not isinstance(store, DiskObjectStore):
+        return 0, 0
+    maybe = loose_added is None or loose_added > LOOSE_BUDGET
+    packed = (
+        store.pack_loose_objects() if maybe and store.count_loose_objects() > LOOSE_BUDGET else 0
+    )
+    packs = sorted(store.packs, key=len, reverse=True)
+    merged = 0
+    if len(packs) > PACK_BUDGET:
+        biggest, rest = packs[0], packs[1:]
+        merge = rest if len(biggest) >= 2 * sum(len(p) for p in rest) else packs
+        objects = {o.id: o for p in merge for o in p.iterobjects()}
+        new = store.add_objects([(o, None) for o in objects.values()])
+        for p in merge:
+            if new is None or p.name() != new.name():
+                store._remove_pack(p)
+        merged = len(merge)
+    if packed or merged:
+        log.info("compacted %s: %d loose objects packed, %d packs merged", r.path, packed, merged)
+    return packed, merged
+
+
+@contextmanager
+def _flock(path: Path, mode: int) -> Iterator[bool]:
+    try:
+        fd = os.open(path / _LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError:  # a read-only remote: nobody compacts it, nothing to guard
+        yield mode != fcntl.LOCK_EX | fcntl.LOCK_NB
+        return
+    try:
+        try:
+            fcntl.flock(fd, mode)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+class RemoteAccess:
+    """The shared side of a local remote's maintenance lock, on one descriptor per process."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+        self._pid = -1
+        self._depth = 0  # re-entrant: an inner release must not drop the outer hold
+
+    def _descriptor(self) -> int | None:
+        if self._fd is None or self._pid != os.getpid():
+            try:
+                self._fd = os.open(
+                    self.path / _LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644
+                )
+            except OSError:  # a read-only remote: nobody compacts it, nothing to guard
+                self._fd = None
+            self._pid = os.getpid()
+        return self._fd
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        """Hold the remote open for reading or pushing (compaction waits for it)."""
+        fd = self._descriptor()
+        if fd is None or self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        self._depth = 1
+        try:
+            yield
+        finally:
+            self._depth = 0
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        if self._fd is not None and self._pid == os.getpid():
+            os.close(self._fd)
+        self._fd = None
+
+
+def compact_remote(
+    path: Path, opener: Callable[[], Repo], loose_added: int | None, wait: float = 0.0
+) -> bool:
+    """Compact a local remote once nobody is reading it (trying for ``wait`` seconds).
+
+    Readers hold the lock for milliseconds at a time; a pusher calls this while it holds
+    the writers' turn, so no push lands meanwhile. Returns whether it ran.
+    """
+    deadline = time.monotonic() + wait
+    while True:
+        with _flock(path, fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
+            if alone:
+                compact(opener(), loose_added)
+                return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.001)
+
+
+def find_stale_locks(controldir: Path) -> list[Path]:
+    """Every dulwich/git lock file in a clone's ``.git`` (refs, packed-refs, index, config)."""
+    found = [controldir / name for name in _TOP_LOCKS if (controldir / name).exists()]
+    refs = controldir / "refs"
+    if refs.is_dir():
+        found.extend(sorted(p for p in refs.rglob("*.lock") if p.is_file()))
+    return found
+
+
+def clear_stale_locks(controldir: Path) -> list[Path]:
+    """Remove every lock file :func:`find_stale_locks` lists (call under the clone lock)."""
+    removed = []
+    for lock in find_stale_locks(controldir):
+        try:
+            lock.unlink()
+        except (FileNotFoundError, IsADirectoryError):
+            continue
+        log.warning("removed the stale git lock %s (left by a killed process)", lock)
+        removed.append(lock)
+    return removed

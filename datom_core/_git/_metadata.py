@@ -1,0 +1,379 @@
+""":class:`MetadataRepo`: creating, opening and using a clone (built on :class:`RepoCore`).
+
+Remotes are a local path, a ``file://`` URL or an ``http(s)://`` URL. With no remote,
+:meth:`MetadataRepo.init` creates the *embedded default*: a bare repository next to the
+clone, at ``<parent>/<name>.remote.git`` (:meth:`MetadataRepo.embedded_remote_path`), whose
+``HEAD`` names the clone's branch. Into an existing remote datom pushes the branch the
+remote's ``HEAD`` names, and after a push to a local remote its ``HEAD`` names the branch
+pushed (R's ``datom_clone`` checks out ``HEAD``). An HTTPS server's ``HEAD`` cannot be
+set, and an *empty* HTTPS repository does not advertise it (smart protocol v0): datom then
+pushes the clone's branch (``main``).
+
+HTTPS tokens come from the environment variable named by ``token_env`` (default
+``DATOM_GIT_TOKEN``; username from ``DATOM_GIT_USERNAME``, default ``x-access-token``), or
+from :class:`GitCredentials` given at construction. ``user:token@`` in a remote URL is
+stripped before the URL is stored. No token is ever written to ``.git/config``, a commit,
+a log or an error.
+
+A handle keeps its repository open (see :mod:`._repo`); it is not thread-safe, and
+processes sharing a clone serialise through :meth:`MetadataRepo.lock`, which every
+changing method takes itself.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from contextlib import closing
+from pathlib import Path
+
+from dulwich.object_store import tree_lookup_path
+from dulwich.objects import Blob, ObjectID, ShaFile
+from dulwich.repo import Repo
+
+from .._errors import GitError, PushRejectedError
+from . import _internals as gi
+from . import _maintenance as maint
+from ._objects import build_commit, changed_paths, commits_between, objects_to_send
+from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, normalize_remote
+from ._repo import RepoCore, _now
+from ._types import Author, CommitInfo, commit_info
+
+__all__ = ["MetadataRepo"]
+
+
+class MetadataRepo(RepoCore):
+    """A non-bare clone of a datom project's metadata repository.
+
+    ``path`` is the working tree; ``credentials`` optional in-memory HTTPS credentials that
+    take precedence over the ``token_env`` environment variable.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        token_env: str = DEFAULT_TOKEN_ENV,
+        credentials: GitCredentials | None = None,
+    ) -> None:
+        super().__init__(Path(path).absolute(), token_env, credentials)
+        self._touched: tuple[bytes, dict[bytes, bytes]] | None = None
+        self._made: dict[bytes, list[ShaFile]] = {}  # objects of commits made, until pushed
+
+    def __repr__(self) -> str:
+        return f"MetadataRepo({str(self.path)!r})"
+
+    @staticmethod
+    def embedded_remote_path(path: str | os.PathLike[str]) -> Path:
+        """Where :meth:`init` puts the embedded bare remote for a clone at ``path``."""
+        clone = Path(path).absolute()
+        return clone.parent / f"{clone.name}.remote.git"
+
+    @classmethod
+    def init(
+        cls,
+        path: str | os.PathLike[str],
+        remote: str | os.PathLike[str] | None,
+        *,
+        branch: str = "main",
+        token_env: str = DEFAULT_TOKEN_ENV,
+        credentials: GitCredentials | None = None,
+    ) -> MetadataRepo:
+        """Create a new clone at ``path`` whose ``origin`` is ``remote``; commits nothing.
+
+        ``remote=None`` creates (or re-uses, if it holds no branch) the embedded bare
+        repository at :meth:`embedded_remote_path` (stored as an absolute path: moving the
+        project means updating ``origin``). Any other remote is not contacted here; the
+        first push goes to the branch its ``HEAD`` names.
+        """
+        clone = Path(path).absolute()
+        gi.check_branch(branch)
+        if (clone / ".git").exists():
+            raise GitError(f"{clone} is already a git repository: use MetadataRepo.open().")
+        if remote is None:
+            bare = cls.embedded_remote_path(clone)
+            gi.init_bare(bare, branch)
+            url, url_creds = str(bare), None
+        else:
+            url, url_creds = normalize_remote(remote)
+        clone.mkdir(parents=True, exist_ok=True)
+        with closing(Repo.init(str(clone), default_branch=branch.encode())) as r:
+            gi.configure(r, url, branch)
+        return cls(clone, token_env=token_env, credentials=credentials or url_creds)
+
+    @classmethod
+    def clone(
+        cls,
+        remote: str | os.PathLike[str],
+        path: str | os.PathLike[str],
+        *,
+        token_env: str = DEFAULT_TOKEN_ENV,
+        credentials: GitCredentials | None = None,
+    ) -> MetadataRepo:
+        """Clone ``remote`` into ``path`` (absent or an empty directory).
+
+        The local branch is the one the remote's ``HEAD`` names (an empty remote gives it
+        unborn). On failure nothing is left at ``path``.
+        """
+        clone = Path(path).absolute()
+        if clone.exists() and (not clone.is_dir() or any(clone.iterdir())):
+            raise GitError(f"Cannot clone into {clone}: it exists and is not an empty directory.")
+        url, url_creds = normalize_remote(remote)
+        existed = clone.exists()
+        clone.mkdir(parents=True, exist_ok=True)
+        try:
+            with closing(Repo.init(str(clone), default_branch=b"main")) as r:
+                gi.configure(r, url, "main")
+            repo = cls(clone, token_env=token_env, credentials=credentials or url_creds)
+            repo._checkout_remote_default()
+        except BaseException:
+            shutil.rmtree(clone, ignore_errors=True)
+            if existed:
+                clone.mkdir()
+            raise
+        return repo
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        token_env: str = DEFAULT_TOKEN_ENV,
+        credentials: GitCredentials | None = None,
+    ) -> MetadataRepo:
+        """Open an existing clone; :class:`GitError` if ``path`` is not one."""
+        return cls(path, token_env=token_env, credentials=credentials)
+
+    @property
+    def remote_url(self) -> str:
+        """The ``origin`` URL or path as stored (never containing credentials)."""
+        return self._url_of()
+
+    @property
+    def branch(self) -> str:
+        """The local branch HEAD points at (``main`` unless the remote names another)."""
+        return gi.short(gi.branch_ref(self._open()))
+
+    def head(self) -> str | None:
+        """The commit id (hex) of HEAD, or ``None`` before the first commit."""
+        sha = gi.head(self._open())
+        return sha.decode() if sha is not None else None
+
+    def read(self, relpath: str) -> bytes | None:
+        """The bytes of a working-tree file, or ``None`` if it does not exist."""
+        gi.check_relpath(relpath)
+        try:
+            return (self.path / relpath).read_bytes()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+
+    def read_at(self, commit: str, relpath: str) -> bytes | None:
+        """The bytes of ``relpath`` in ``commit`` (full hex id), or ``None`` if absent there."""
+        gi.check_relpath(relpath)
+        r = self._open()
+        tree = gi.commit_object(r, commit).tree
+        try:
+            _mode, sha = tree_lookup_path(r.__getitem__, tree, relpath.encode())
+        except KeyError:
+            return None
+        blob = r[sha]
+        return blob.as_raw_string() if isinstance(blob, Blob) else None
+
+    def log(self, relpath: str | None = None, max_entries: int | None = None) -> list[CommitInfo]:
+        """Commits reachable from HEAD, newest first; only those changing ``relpath`` if given.
+
+        This walks the history; for "the newest commit of this file" use
+        :meth:`last_commit_touching`, which is cached.
+        """
+        if relpath is not None:
+            gi.check_relpath(relpath)
+        r = self._open()
+        head = gi.head(r)
+        if head is None:
+            return []
+        paths = [relpath.encode()] if relpath is not None else None
+        walker = r.get_walker(include=[ObjectID(head)], paths=paths, max_entries=max_entries)
+        return [commit_info(entry.commit) for entry in walker]
+
+    def last_commit_touching(self, relpath: str) -> str | None:
+        """The newest commit reachable from HEAD that changed ``relpath`` (None: never).
+
+        Answered from a map ``path -> newest commit`` built in one pass over the history
+        the first time, then extended by the commits HEAD gained since: a Dagster
+        materialization that changes nothing costs a dictionary lookup, not a log walk.
+        """
+        gi.check_relpath(relpath)
+        r = self._open()
+        head = gi.head(r)
+        if head is None:
+            return None
+        cached_head, newest = self._touched if self._touched else (None, {})
+        if cached_head != head:
+            chain = commits_between(r.object_store, head, cached_head) if cached_head else None
+            if chain is None:
+                newest = {}
+                walk = r.get_walker(include=[ObjectID(head)], reverse=True)
+                chain = [e.commit.id for e in walk]
+            else:
+                newest = dict(newest)
+            for sha in chain:
+                c = r[sha]
+                parent = c.parents[0] if c.parents else None  # type: ignore[attr-defined]
+                for path in changed_paths(r.object_store, parent, sha):
+                    newest[path] = sha
+            self._touched = (head, newest)
+        found = newest.get(relpath.encode())
+        return found.decode() if found is not None else None
+
+    def has_unpushed_commits(self) -> bool:
+        """Whether HEAD holds commits ``origin`` lacked at the last fetch or push (offline)."""
+        r = self._open()
+        head = gi.head(r)
+        if head is None:
+            return False
+        tracking = gi.get_ref(r, gi.tracking_ref(gi.branch_ref(r)))
+        return tracking is None or not gi.is_ancestor(r, head, tracking)
+
+    def stale_git_locks(self) -> list[Path]:
+        """Lock files (``*.lock`` under ``.git/refs``, ``index.lock``, ``packed-refs.lock``...)
+        present in this clone. Outside datom's lock they may belong to a live process."""
+        return maint.find_stale_locks(self.controldir)
+
+    def clear_stale_git_locks(self) -> list[Path]:
+        """Take this clone's lock, then remove every git lock file left by a killed process
+        (each is logged); returns the removed paths. ``validate(fix=True)`` calls this."""
+        with self.lock():
+            return maint.clear_stale_locks(self.controldir)
+
+    def commit(
+        self, files: Mapping[str, bytes], message: str, author: Author | None = None
+    ) -> str | None:
+        """Write ``files`` (path -> exact bytes) to the working tree and commit exactly them.
+
+        Returns the new commit id, or ``None`` (and no commit) when HEAD already holds these
+        bytes. Author and committer are ``author`` (default :meth:`default_author`); times UTC.
+        """
+        for relpath in files:
+            gi.check_relpath(relpath)
+        if not message.strip():
+            raise GitError("A commit needs a non-empty message.")
+        if not files:
+            return None
+        with self.lock():
+            r = self._open()
+            self._recover(r)
+            who = author if author is not None else self.default_author()
+            branch, parent = gi.branch_ref(r), gi.head(r)
+            new = build_commit(
+                r.object_store, parent, files, message, who.identity.encode(), _now()
+            )
+            if new is None:
+                return None
+            self._store_local(r, new.objects)
+            if len(self._made) > 64:
+                self._made.clear()
+            self._made[new.id] = new.objects
+            self._sync(r, new.changes)
+            moved = gi.swap_ref(r, branch, parent, new.id)
+            if not moved:
+                raise GitError(
+                    f"The branch of {self.path} moved while committing: another process wrote "
+                    "to this clone without MetadataRepo.lock()."
+                )
+            return new.id.decode()
+
+    def push(self) -> None:
+        """Push HEAD's branch to ``origin`` (nothing to do before the first commit).
+
+        :class:`PushRejectedError` when ``origin`` holds commits this clone lacks: call
+        :meth:`fetch_and_reset`, redo the write, push again (or use
+        :meth:`commit_and_push`, which does that). :class:`GitError` for every other
+        failure; the local branch is never changed by a failed push.
+        """
+        with self.lock():
+            r = self._open()
+            self._recover(r)
+            head = gi.head(r)
+            if head is None:
+                return
+            remote = self._remote()
+            branch = self._target_branch(r, remote)
+            theirs = remote.heads("push to")[0].get(branch)
+            if theirs == head:
+                self._pushed(r, remote, branch, head)
+                return
+            if theirs is not None and not gi.is_ancestor(r, theirs, head):
+                raise PushRejectedError(
+                    f"Push to {remote.url} rejected: origin's {gi.short(branch)} has commits "
+                    "this clone lacks (another writer pushed first). Call fetch_and_reset(), "
+                    "redo the write on top, and push again."
+                )
+            remote.push(
+                r, branch, theirs, head, objects_to_send(r.object_store, head, theirs, self._made)
+            )
+            self._made.clear()
+            remote.maintain()
+            self._pushed(r, remote, branch, head)
+
+    def fetch_and_reset(self) -> str | None:
+        """Fetch ``origin``'s branch; reset the branch, index and working tree to it.
+
+        Unpushed local commits are dropped; only the files that differ between the old
+        HEAD and the new one are rewritten, and untracked files such as ``input_files/``
+        are kept. An empty remote resets to an empty, unborn branch. Returns the new HEAD.
+        """
+        with self.lock():
+            r = self._open()
+            self._recover(r)
+            branch = gi.branch_ref(r)
+            target = self._remote().fetch_branch(r, branch)
+            if target is not None:
+                gi.set_ref(r, gi.tracking_ref(branch), target)
+            self._move_to(r, branch, target)
+            return target.decode() if target is not None else None
+
+    def pull(self) -> None:
+        """Fetch ``origin`` and fast-forward to it.
+
+        :class:`GitError` (and nothing changed) if the histories diverged or tracked files
+        have uncommitted changes. A clone that is ahead of ``origin`` is left as it is.
+        """
+        with self.lock():
+            r = self._open()
+            self._recover(r)
+            branch = gi.branch_ref(r)
+            theirs, ours = self._remote().fetch_branch(r, branch), gi.head(r)
+            if theirs is not None:
+                gi.set_ref(r, gi.tracking_ref(branch), theirs)
+            if theirs is None or theirs == ours:
+                return
+            if ours is not None and gi.is_ancestor(r, theirs, ours):
+                return
+            if ours is not None and not gi.is_ancestor(r, ours, theirs):
+                raise GitError(
+                    f"Cannot fast-forward {self.path}: its {gi.short(branch)} and origin's "
+                    "have diverged. Push the local work after fetch_and_reset() (which drops "
+                    "it) and redo it, or reconcile the histories by hand."
+                )
+            gi.require_clean(r)
+            self._move_to(r, branch, theirs)
+
+    def _checkout_remote_default(self) -> None:
+        with self.lock():
+            r = self._open()
+            remote = self._remote()
+            heads, named = remote.heads()
+            branch = gi.branch_ref(r)
+            if named is not None and named.startswith(gi.HEADS) and named != branch:
+                if named in heads or not heads:
+                    gi.set_head(r, named)
+                    self._reconfigure(self._url_of(), gi.short(named))
+                    branch = named
+            target = None
+            for name in heads:
+                sha = remote.fetch_branch(r, name)
+                if sha is not None:
+                    gi.set_ref(r, gi.tracking_ref(name), sha)
+                    target = sha if name == branch else target
+            self._move_to(r, branch, target)

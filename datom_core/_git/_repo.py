@@ -1,0 +1,331 @@
+"""The metadata repository: a clone, its working tree and its ``origin``.
+
+Every operation does work proportional to what changed: a commit is the parent commit's
+tree plus the changed blobs (no working-tree scan), the working tree and the index are
+updated for the changed paths only, a push sends exactly the objects of the new commits
+and moves the remote branch by compare-and-swap, and a fetch brings one branch tip and the
+objects it adds. One dulwich repository (and one remote) is kept open per handle and
+re-opened after ``fork``; the clone's configuration is parsed once.
+
+The working tree mirrors HEAD for the paths datom writes. A crash while it is being
+updated is repaired by the next operation (a journal in ``.git`` lists the paths in
+flight). Hand edits to tracked files are not looked for on every operation (that is the
+scan this design avoids): :meth:`MetadataRepo.commit_and_push` builds on the remote tip's
+tree, never on the working tree, and :meth:`pull` refuses a clone with such edits.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from dulwich.config import StackedConfig
+from dulwich.errors import NotGitRepository
+from dulwich.objects import Blob, ObjectID, ShaFile
+from dulwich.repo import Repo
+
+from .._errors import GitError, PushRejectedError
+from . import _internals as gi
+from . import _maintenance as maint
+from ._http import open_transport
+from ._index import FastIndex, UnsupportedIndex
+from ._lock import RepoLock
+from ._objects import TreeReader, build_commit, changed_paths
+from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, is_http_url, resolve_credentials
+from ._transport import Transport, add_objects
+from ._types import Author, author_from
+
+__all__ = ["Build", "RepoCore"]
+
+log = logging.getLogger("datom_core.git")
+
+Build = Callable[[TreeReader], Mapping[str, bytes]]
+_JOURNAL = "datom-worktree.journal"
+_PUSH_DEADLINE = 300.0  # seconds a commit_and_push keeps replaying a rejected push
+_BACKOFF_START, _BACKOFF_MAX = 0.01, 1.0
+
+
+class RepoCore:
+    """The open repository, transport and caches of one clone (see the module docstring)."""
+
+    def __init__(
+        self, path: Path, token_env: str = DEFAULT_TOKEN_ENV, credentials: GitCredentials | None = None
+    ) -> None:  # fmt: skip
+        self.path = path
+        self.token_env = token_env
+        self.credentials = credentials
+        self._r: Repo | None = None
+        self._pid = -1
+        self._transport: Transport | None = None
+        self._url: str | None = None
+        self._config: StackedConfig | None = None
+        self._added = 0
+        self._loose = 0  # loose objects this handle wrote since it last compacted the clone
+        with self._repo() as r:
+            if r.bare:
+                raise GitError(f"{self.path} is a bare repository; datom needs a clone.")
+            self.controldir = Path(r.controldir())
+        self._lock_path = self.controldir / "datom.lock"
+        self._index = FastIndex(self.controldir / "index")
+
+    # -- the open repository -----------------------------------------------------------
+
+    def _open(self) -> Repo:
+        if self._r is None or self._pid != os.getpid():
+            try:
+                self._r = Repo(str(self.path))
+            except (NotGitRepository, FileNotFoundError, NotADirectoryError) as e:
+                raise GitError(
+                    f"{self.path} is not a git repository: create one with MetadataRepo.init() "
+                    "or MetadataRepo.clone()."
+                ) from e
+            self._pid, self._transport, self._index = (
+                os.getpid(),
+                None,
+                FastIndex(Path(self._r.controldir()) / "index"),
+            )
+        return self._r
+
+    @contextmanager
+    def _repo(self) -> Iterator[Repo]:
+        yield self._open()
+
+    def close(self) -> None:
+        """Release the open repository and remote (the handle re-opens them when used)."""
+        r, transport = getattr(self, "_r", None), getattr(self, "_transport", None)
+        if r is not None and self._pid == os.getpid():
+            r.close()
+            if transport is not None:
+                transport.close()
+        self._r, self._transport = None, None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: nothing left to release
+            pass
+
+    def _reconfigure(self, url: str, branch: str) -> None:
+        gi.configure(self._open(), url, branch)
+        self._url, self._config = None, None
+
+    def _url_of(self) -> str:
+        if self._url is None:
+            self._url = gi.remote_url(self._open())
+        return self._url
+
+    def _remote(self) -> Transport:
+        """The open transport; an HTTPS one is rebuilt when the token in the environment
+        changed (tokens are read at call time, never cached beyond that)."""
+        self._open()
+        url = self._url_of()
+        if self._transport is not None and is_http_url(url):
+            if resolve_credentials(self.credentials, self.token_env) != self._transport.credentials:
+                self._transport.close()
+                self._transport = None
+        if self._transport is None:
+            self._transport = open_transport(
+                self._url_of(), self._config_stack(), self.credentials, self.token_env
+            )
+        return self._transport
+
+    def _config_stack(self) -> StackedConfig:
+        if self._config is None:
+            self._config = self._open().get_config_stack()
+        return self._config
+
+    def lock(self, timeout: float | None = 600) -> RepoLock:
+        """An exclusive cross-process lock on this clone, for ``with repo.lock(): ...``.
+
+        Re-entrant within a thread; ``timeout`` in seconds (``None``: wait forever);
+        :class:`GitError` on timeout. Every changing method takes it itself.
+        """
+        return RepoLock(self._lock_path, timeout)
+
+    # -- keeping the working tree and the index in step with HEAD ----------------------
+
+    def _recover(self, r: Repo) -> None:
+        """Under the lock: finish an interrupted working-tree update (stale git locks are
+        removed where they are met, see :func:`_internals.unstale`)."""
+        journal = self.controldir / _JOURNAL
+        try:
+            paths = journal.read_bytes().splitlines()
+        except FileNotFoundError:
+            return
+        log.warning("finishing an interrupted update of the working tree of %s", self.path)
+        reader = TreeReader(r.object_store, gi.head(r))
+        self._sync(r, {p: _blob_id(reader.read(p.decode())) for p in paths if p})
+
+    def _sync(self, r: Repo, changes: Mapping[bytes, bytes | None]) -> None:
+        """Make the working tree and index hold ``path -> blob`` (None: no file)."""
+        journal = self.controldir / _JOURNAL
+        if changes:
+            gi.write_file_atomic(journal, b"\n".join(changes) + b"\n")
+        for path, sha in changes.items():
+            target = self.path / os.fsdecode(path)
+            if sha is None:
+                _remove(target, self.path)
+            else:
+                blob = r.object_store[ObjectID(sha)]
+                gi.write_file_atomic(target, blob.as_raw_string())
+        if changes:
+            self._update_index(r, changes)
+        journal.unlink(missing_ok=True)
+
+    def _update_index(self, r: Repo, changes: Mapping[bytes, bytes | None]) -> None:
+        try:
+            self._index.update(self.path, changes)
+        except UnsupportedIndex:  # an index git wrote in a form we do not patch: dulwich's way
+            index = r.open_index()
+            for path, sha in changes.items():
+                if sha is None:
+                    if path in index:
+                        del index[path]
+                else:
+                    st = os.lstat(self.path / os.fsdecode(path))
+                    index[path] = gi.index_entry(st, sha)
+            index.write()
+
+    def _move_to(self, r: Repo, branch: bytes, target: bytes | None) -> None:
+        """Point ``branch`` at ``target``, rewriting only the files that differ."""
+        old = gi.get_ref(r, branch)
+        if old == target:
+            return
+        self._sync(r, changed_paths(r.object_store, old, target))
+        if target is None:
+            gi.drop_ref(r, branch)
+        else:
+            gi.set_ref(r, branch, target)
+
+    def _store_local(self, r: Repo, objects: Sequence[ShaFile]) -> None:
+        self._loose += add_objects(r, objects)
+        self._added += 1
+        if self._added % maint.CLONE_CHECK_EVERY == 0:
+            maint.compact(r, self._loose)
+            if self._loose > maint.LOOSE_BUDGET:  # they were counted (and packed if many)
+                self._loose = 0
+
+    # -- the remote's branch --------------------------------------------------------------
+
+    def _target_branch(self, r: Repo, remote: Transport) -> bytes:
+        """The branch to push: ours, unless a remote we never pushed to names another."""
+        branch = gi.branch_ref(r)
+        if gi.get_ref(r, gi.tracking_ref(branch)) is not None:
+            return branch
+        heads, named = remote.heads("push to")
+        if branch in heads or named is None or named == branch or not named.startswith(gi.HEADS):
+            return branch
+        if heads and named not in heads:
+            return branch  # HEAD names a branch that does not exist: keep ours, fix HEAD
+        sha = gi.head(r)
+        if sha is not None:
+            gi.set_ref(r, named, sha)
+        gi.set_head(r, named)
+        if sha is not None:
+            gi.drop_ref(r, branch, sha)
+        self._reconfigure(self._url_of(), gi.short(named))
+        log.info("following the remote's HEAD: this clone's branch is now %s", gi.short(named))
+        return named
+
+    def _pushed(self, r: Repo, remote: Transport, branch: bytes, sha: bytes) -> None:
+        gi.set_ref(r, gi.tracking_ref(branch), sha)
+        remote.adopt_head(branch)
+
+    # -- commit_and_push -------------------------------------------------------------------
+
+    def commit_and_push(
+        self,
+        build: Build,
+        message: str,
+        author: Author | None = None,
+        *,
+        deadline: float = _PUSH_DEADLINE,
+    ) -> str | None:
+        """Commit the files ``build`` returns on top of ``origin``'s tip and push them.
+
+        ``build(tree)`` gets a read-only view of the tip the commit will have as parent
+        (``tree.read(path) -> bytes | None``) and returns ``{path: bytes}``; it must be
+        cheap and pure, because a push rejected by a concurrent writer fetches the new tip
+        and calls it again, after a randomized exponential backoff, until ``deadline``
+        seconds have passed (then :class:`PushRejectedError`, nothing recorded). Returns
+        the pushed commit, or ``None`` when the tip already holds those bytes (the clone is
+        then moved to the tip). The clone ends on the pushed commit; unpushed local
+        commits are dropped.
+        """
+        if not message.strip():
+            raise GitError("A commit needs a non-empty message.")
+        with self.lock():
+            r = self._open()
+            self._recover(r)
+            remote = self._remote()
+            branch = self._target_branch(r, remote)
+            who = (author or self.default_author()).identity.encode()
+            end, delay, attempts = time.monotonic() + deadline, _BACKOFF_START, 0
+            while True:
+                attempts += 1
+                try:
+                    with remote.turn(max(end - time.monotonic(), 0.0)):
+                        with remote.view(r, branch) as (tip, store):
+                            files = dict(build(TreeReader(store, tip)))
+                            for relpath in files:
+                                gi.check_relpath(relpath)
+                            new = build_commit(store, tip, files, message, who, _now())
+                            if new is not None:
+                                remote.push(r, branch, tip, new.id, new.objects)
+                        remote.maintain()
+                    if tip is not None:  # the clone catches up outside the turn
+                        remote.fetch_commit(r, tip, branch)
+                    if new is None:
+                        if tip is not None:
+                            gi.set_ref(r, gi.tracking_ref(branch), tip)
+                        self._move_to(r, branch, tip)
+                        return None
+                except PushRejectedError:
+                    if time.monotonic() + delay > end:
+                        raise PushRejectedError(
+                            f"Push to {remote.url} kept being rejected by concurrent writers: "
+                            f"gave up after {attempts} attempts in {deadline:g}s. Nothing was "
+                            "recorded; retry the write."
+                        ) from None
+                    time.sleep(random.uniform(0, delay))
+                    delay = min(delay * 2, _BACKOFF_MAX)
+                    continue
+                self._store_local(r, new.objects)
+                self._move_to(r, branch, new.id)
+                self._pushed(r, remote, branch, new.id)
+                return new.id.decode()
+
+    def default_author(self) -> Author:
+        """:meth:`Author.default`, also consulting this clone's own ``.git/config``."""
+        return author_from(self._config_stack())
+
+    def tree(self, commit: str | None = None) -> TreeReader:
+        """A read-only view of ``commit`` (default HEAD)."""
+        r = self._open()
+        sha = gi.commit_object(r, commit).id if commit is not None else gi.head(r)
+        return TreeReader(r.object_store, sha)
+
+
+def _now() -> int:
+    return int(datetime.now(UTC).timestamp())
+
+
+def _blob_id(data: bytes | None) -> bytes | None:
+    return Blob.from_string(data).id if data is not None else None
+
+
+def _remove(target: Path, root: Path) -> None:
+    target.unlink(missing_ok=True)
+    parent = target.parent
+    while parent != root:
+        try:
+            parent.rmdir()
+        except OSError:
+            return
+        parent = parent.parent

@@ -1,0 +1,293 @@
+"""Talking to ``origin``: the transport interface, and a local bare repository used directly
+(the HTTP(S) transport, through dulwich's client, is in :mod:`._http`).
+
+Every transport does these, each O(what changed):
+
+* ``heads()``: the remote's branches and the branch its ``HEAD`` names;
+* ``fetch_branch()`` / ``fetch_commit()``: bring one tip and only the objects it adds;
+* ``view()``: a tip and an object store holding it, for a commit to be built on;
+* ``push()``: send the objects of new commits (given, never searched for) and move the
+  branch by compare-and-swap from the tip the commits were built on;
+* ``turn()``: where the remote is on this machine, datom writers queue (a ``flock``) from
+  ``view`` to ``push`` instead of racing and redoing rejected work.
+
+A local remote is opened once per handle and written like git does (objects first, then
+the ref under its ``.lock``); its loose objects and packs are kept few by :mod:`_maintenance`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from dulwich.file import FileLocked
+from dulwich.object_store import BaseObjectStore
+from dulwich.objects import Commit, ObjectID, ShaFile
+from dulwich.refs import Ref
+from dulwich.repo import Repo
+
+from .._errors import GitError, PushRejectedError
+from . import _maintenance as maint
+from ._lock import RepoLock
+from ._objects import objects_of_commits
+from ._remote import GitCredentials
+
+__all__ = [
+    "FETCH_ROUNDS",
+    "LocalTransport",
+    "Transport",
+    "add_objects",
+    "missing_commits",
+    "rejected",
+]
+
+log = logging.getLogger("datom_core.git")
+
+_HEADS = b"refs/heads/"
+# More objects than this in one transfer arrive as a pack: one pack file is cheaper to
+# write than many loose ones (each a directory, a file and a rename); a single commit's
+# few objects stay loose, readable with ordinary tools.
+_LOOSE_MAX = 8
+_STALE_REMOTE_LOCK = 60.0  # seconds: a ref lock older than this in a local remote is dead
+FETCH_ROUNDS = 5
+_TURN_LOCK = "datom-writers.lock"
+
+
+def rejected(url: str, branch: bytes, why: str) -> PushRejectedError:
+    return PushRejectedError(
+        f"Push to {url} rejected: {why} on {branch[len(_HEADS) :].decode()} (another writer "
+        "pushed first). Call fetch_and_reset(), redo the write on top, and push again."
+    )
+
+
+def add_objects(r: Repo, objects: Sequence[ShaFile]) -> int:
+    """Store ``objects`` in ``r``: loose when few, as one pack when many; returns how many
+    were written loose."""
+    if len(objects) > _LOOSE_MAX:
+        missing = [o for o in objects if o.id not in r.object_store]
+        r.object_store.add_objects([(o, None) for o in missing])
+        return 0
+    for o in objects:  # dulwich skips (and freshens) a loose object that is already there
+        r.object_store.add_object(o)
+    return len(objects)
+
+
+def missing_commits(source: Repo, target: Repo, tip: bytes) -> list[bytes]:
+    """Commits reachable from ``tip`` in ``source`` that ``target`` lacks, parents first."""
+    order: list[bytes] = []
+    seen: set[bytes] = set()
+    stack = [tip]
+    while stack:
+        sha = stack.pop()
+        if sha in seen or ObjectID(sha) in target.object_store:
+            continue
+        seen.add(sha)
+        order.append(sha)
+        c = source.object_store[ObjectID(sha)]
+        if isinstance(c, Commit):
+            stack.extend(c.parents)
+    order.reverse()
+    return order
+
+
+Errors = Callable[[str], AbstractContextManager[None]]
+
+
+class Transport:
+    """What the clone needs from ``origin`` (see the module docstring)."""
+
+    url: str
+    errors: Errors  # errors(action): a context translating failures into GitError
+    credentials: GitCredentials | None = None
+
+    def heads(
+        self, action: str = "read the branches of"
+    ) -> tuple[dict[bytes, bytes], bytes | None]:
+        raise NotImplementedError
+
+    def fetch_branch(self, r: Repo, branch: bytes) -> bytes | None:
+        raise NotImplementedError
+
+    @contextmanager
+    def view(self, r: Repo, branch: bytes) -> Iterator[tuple[bytes | None, BaseObjectStore]]:
+        """``(tip, store)``: the branch tip and an object store holding it, to build on."""
+        yield self.fetch_branch(r, branch), r.object_store
+
+    def fetch_commit(self, r: Repo, sha: bytes, branch: bytes) -> None:
+        """Make ``sha`` (a commit the remote has) and its objects present in the clone."""
+        if ObjectID(sha) not in r.object_store:
+            self.fetch_branch(r, branch)
+
+    def push(
+        self, r: Repo, branch: bytes, old: bytes | None, new: bytes, objects: Sequence[ShaFile]
+    ) -> None:
+        raise NotImplementedError
+
+    def adopt_head(self, branch: bytes) -> None:
+        """Make the remote's ``HEAD`` name ``branch`` where the transport can."""
+
+    def turn(self, timeout: float) -> AbstractContextManager[object]:
+        """Hold the remote's writer turn, where there is one (see :class:`LocalTransport`)."""
+        return nullcontext()
+
+    def maintain(self) -> None:
+        """Compact the remote now and then, where datom can (a local remote)."""
+
+    def close(self) -> None:
+        pass
+
+
+class LocalTransport(Transport):
+    """A bare repository on this machine (a path or ``file://`` URL)."""
+
+    def __init__(self, url: str, path: str, errors: Errors) -> None:
+        self.url = url
+        self.errors = errors
+        self.path = Path(path)
+        self._repo: Repo | None = None
+        self._pid = os.getpid()
+        self._pushes = 0
+        self._loose = 0  # loose objects written into the remote since its last compaction
+        self._access = maint.RemoteAccess(self.path)
+        self._head_named: bytes | None = None  # the branch HEAD was last seen to name
+
+    def _open(self) -> Repo:
+        if self._repo is None or self._pid != os.getpid():
+            try:
+                self._repo = Repo(str(self.path))
+            except Exception as e:
+                raise GitError(
+                    f"Cannot open the remote {self.url}: no git repository there. Check the "
+                    "remote path/URL."
+                ) from e
+            self._pid = os.getpid()
+        return self._repo
+
+    @contextmanager
+    def _using(self, action: str) -> Iterator[Repo]:
+        if not self.path.is_dir():
+            raise GitError(
+                f"Cannot {action} {self.url}: no git repository there. Check the remote path/URL."
+            )
+        with self.errors(action), self._access.shared():
+            yield self._open()
+
+    def heads(
+        self, action: str = "read the branches of"
+    ) -> tuple[dict[bytes, bytes], bytes | None]:
+        with self._using(action) as remote:
+            refs = remote.refs.as_dict(Ref(_HEADS))
+            head = remote.refs.get_symrefs().get(Ref(b"HEAD"))
+        return {_HEADS + k: v for k, v in refs.items()}, head
+
+    @contextmanager
+    def view(self, r: Repo, branch: bytes) -> Iterator[tuple[bytes | None, BaseObjectStore]]:
+        """The remote's own store: building on it copies nothing into the clone while
+        other writers wait for their turn (the clone catches up afterwards)."""
+        with self._using("fetch from") as remote:
+            yield _read_ref(remote, branch), remote.object_store
+
+    def fetch_commit(self, r: Repo, sha: bytes, branch: bytes) -> None:
+        with self._using("fetch from") as remote:
+            if ObjectID(sha) not in r.object_store:
+                commits = missing_commits(remote, r, sha)
+                add_objects(r, list(objects_of_commits(remote.object_store, commits)))
+
+    def fetch_branch(self, r: Repo, branch: bytes) -> bytes | None:
+        with self._using("fetch from") as remote:
+            try:
+                tip = remote.refs[Ref(branch)]
+            except KeyError:
+                return None
+            if tip not in r.object_store:
+                commits = missing_commits(remote, r, tip)
+                add_objects(r, list(objects_of_commits(remote.object_store, commits)))
+        return tip
+
+    def push(
+        self, r: Repo, branch: bytes, old: bytes | None, new: bytes, objects: Sequence[ShaFile]
+    ) -> None:
+        with self._using("push to") as remote:
+            current = _read_ref(remote, branch)
+            if current != old:
+                raise rejected(self.url, branch, "the remote moved")
+            self._loose += add_objects(remote, objects)
+            if not self._swap(remote, branch, old, new):
+                raise rejected(self.url, branch, "the remote moved")
+            self._pushes += 1
+
+    def _swap(self, remote: Repo, branch: bytes, old: bytes | None, new: bytes) -> bool:
+        for attempt in range(2):
+            try:
+                if old is None:
+                    return bool(remote.refs.add_if_new(Ref(branch), ObjectID(new)))
+                return bool(remote.refs.set_if_equals(Ref(branch), ObjectID(old), ObjectID(new)))
+            except FileLocked as e:
+                lock = Path(os.fsdecode(e.lockfilename))
+                age = _age(lock)
+                if attempt == 0 and (age is None or age > _STALE_REMOTE_LOCK):
+                    if age is not None:
+                        log.warning("removing the stale ref lock %s (left by a killed push)", lock)
+                        lock.unlink(missing_ok=True)
+                    continue  # released meanwhile, or removed: try the swap once more
+                raise PushRejectedError(
+                    f"Push to {self.url} rejected: {branch[len(_HEADS) :].decode()} is being "
+                    "updated by a concurrent push. Call fetch_and_reset(), redo the write, push "
+                    "again."
+                ) from e
+        return False
+
+    def turn(self, timeout: float) -> AbstractContextManager[object]:
+        """datom writers on this machine take turns (a ``flock`` in the remote) from fetch
+        to push: under contention they queue instead of redoing work that a
+        compare-and-swap would reject. Other git clients still meet the swap."""
+        return RepoLock(self.path / _TURN_LOCK, timeout, poll=(0.001, 0.004))
+
+    def maintain(self) -> None:
+        """Every ``REMOTE_CHECK_EVERY`` pushes of this handle, compact the remote (best
+        called holding the writers' turn, outside any read of the remote)."""
+        if self._pushes >= maint.REMOTE_CHECK_EVERY:
+            if maint.compact_remote(self.path, self._open, self._loose, wait=0.2):
+                self._pushes = 0
+                if self._loose > maint.LOOSE_BUDGET:  # counted (and packed if many)
+                    self._loose = 0
+
+    def adopt_head(self, branch: bytes) -> None:
+        if self._head_named == branch:
+            return
+        with self._using("push to") as remote:
+            if remote.refs.read_ref(Ref(b"HEAD")) != b"ref: " + branch:
+                refs: Any = remote.refs
+                refs.set_symbolic_ref(b"HEAD", branch)
+        self._head_named = branch
+
+    def __del__(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._repo is not None and self._pid == os.getpid():
+            self._repo.close()
+        self._repo = None
+        self._access.close()
+
+
+def _read_ref(r: Repo, name: bytes) -> bytes | None:
+    """A branch's sha read from its file (or packed-refs), without listing every ref."""
+    refs: Any = r.refs
+    try:
+        return bytes(refs[name])
+    except KeyError:
+        return None
+
+
+def _age(path: Path) -> float | None:
+    """Seconds since ``path`` was last modified; None if it is gone."""
+    try:
+        return time.time() - path.stat().st_mtime
+    except FileNotFoundError:
+        return None

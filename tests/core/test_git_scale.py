@@ -1,0 +1,294 @@
+"""commit_and_push, the remote's HEAD, stale git locks, compaction and the commit cache,
+against real bare repositories and the smart-HTTP server on loopback (no mocks)."""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Mapping
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from dulwich.repo import Repo
+
+from datom_core._errors import PushRejectedError
+from datom_core._git import Author, GitCredentials, MetadataRepo, TreeReader
+from datom_core._git import _maintenance as maint
+from tests.gitserver import GitHTTPServer
+
+ME = Author("Ada Lovelace", "ada@example.org")
+
+
+def make_bare(path: Path, branch: str = "main") -> Path:
+    with closing(Repo.init_bare(str(path), mkdir=True, default_branch=branch.encode())):
+        pass
+    return path
+
+
+def remote_state(bare: Path) -> tuple[bytes | None, dict[bytes, bytes], int]:
+    """(the branch HEAD names, the branches, the number of objects) of a bare repository."""
+    with closing(Repo(str(bare))) as r:
+        head = r.refs.get_symrefs().get(b"HEAD")
+        heads = {k: v for k, v in r.refs.as_dict(b"refs/heads/").items()}
+        return head, heads, sum(1 for _ in r.object_store)
+
+
+def appender(line: bytes, own: str) -> object:
+    """A build that appends ``line`` to the shared ``log.txt`` of whatever tip it is given."""
+
+    def build(tree: TreeReader) -> Mapping[str, bytes]:
+        return {"log.txt": (tree.read("log.txt") or b"") + line + b"\n", own: line}
+
+    return build
+
+
+# -- commit_and_push ------------------------------------------------------------------
+
+
+def test_commit_and_push_builds_on_the_remote_tip_and_returns_none_when_unchanged(
+    tmp_path: Path,
+) -> None:
+    a = MetadataRepo.init(tmp_path / "a", None)
+    first = a.commit_and_push(lambda tree: {"x.json": b"1"}, "one", ME)
+    assert first is not None and a.head() == first and not a.has_unpushed_commits()
+    b = MetadataRepo.clone(a.remote_url, tmp_path / "b")
+    second = b.commit_and_push(appender(b"b", "b.txt"), "b", ME)
+    # a is behind: its build sees b's tip, not its own working tree
+    seen: list[bytes | None] = []
+
+    def build(tree: TreeReader) -> Mapping[str, bytes]:
+        seen.append(tree.read("b.txt"))
+        return {"x.json": b"1"}
+
+    assert a.commit_and_push(build, "unchanged", ME) is None
+    assert seen == [b"b"] and a.head() == second and a.read("b.txt") == b"b"
+    assert a.read("log.txt") == b"b\n"
+
+
+def test_a_rejected_push_replays_build_on_the_new_tip_without_re_uploading(
+    tmp_path: Path,
+) -> None:
+    a = MetadataRepo.init(tmp_path / "a", None)
+    a.commit_and_push(lambda tree: {"seed": b"0"}, "seed", ME)
+    bare = MetadataRepo.embedded_remote_path(tmp_path / "a")
+    b = MetadataRepo.clone(a.remote_url, tmp_path / "b")
+    tips: list[str | None] = []
+    interloper: list[str | None] = []
+
+    def build(tree: TreeReader) -> Mapping[str, bytes]:
+        tips.append(tree.commit)
+        if not interloper:  # another writer lands between our fetch and our push
+            interloper.append(b.commit_and_push(appender(b"b", "b.txt"), "b", ME))
+        return {"log.txt": (tree.read("log.txt") or b"") + b"a\n", "a.txt": b"a"}
+
+    objects_before = remote_state(bare)[2]
+    sha = a.commit_and_push(build, "a", ME)
+    assert len(tips) == 2 and tips[1] == interloper[0] and tips[0] != tips[1]
+    assert a.read_at(sha or "", "log.txt") == b"b\na\n"
+    # b's commit (commit, root tree, log.txt, b.txt) and a's (commit, root, log.txt, a.txt):
+    # the rejected first attempt sent nothing.
+    assert remote_state(bare)[2] == objects_before + 8
+
+
+def _writer(clone: str, worker: int, writes: int, token: str | None) -> None:
+    creds = GitCredentials(token) if token else None
+    repo = MetadataRepo.open(clone, credentials=creds)
+    for i in range(writes):
+        repo.commit_and_push(appender(f"{worker}:{i}".encode(), f"w{worker}/f"), f"w{worker}", ME)
+
+
+def _run_writers(clones: list[Path], writes: int, token: str | None = None) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    procs = [
+        ctx.Process(target=_writer, args=(str(c), w, writes, token)) for w, c in enumerate(clones)
+    ]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=600)
+    assert [p.exitcode for p in procs] == [0] * len(procs)
+
+
+def _check_log(repo: MetadataRepo, writers: int, writes: int) -> None:
+    repo.fetch_and_reset()
+    lines = (repo.read("log.txt") or b"").decode().splitlines()
+    assert sorted(lines) == sorted(f"{w}:{i}" for w in range(writers) for i in range(writes))
+    for w in range(writers):
+        order = [line for line in lines if line.startswith(f"{w}:")]
+        assert order == [f"{w}:{i}" for i in range(writes)]  # each writer's own order kept
+    assert len(repo.log()) == 1 + writers * writes
+
+
+@pytest.mark.slow
+def test_eight_clones_of_a_local_remote_never_lose_a_write(tmp_path: Path) -> None:
+    origin = MetadataRepo.init(tmp_path / "origin", None)
+    origin.commit_and_push(lambda tree: {"log.txt": b""}, "seed", ME)
+    clones = [tmp_path / f"c{w}" for w in range(8)]
+    for c in clones:
+        MetadataRepo.clone(origin.remote_url, c)
+    _run_writers(clones, 10)
+    _check_log(origin, 8, 10)
+    head, heads, _ = remote_state(MetadataRepo.embedded_remote_path(tmp_path / "origin"))
+    assert head == b"refs/heads/main" and list(heads) == [b"main"]
+
+
+@pytest.mark.slow
+def test_concurrent_clones_over_https_never_lose_a_write(
+    git_http_server: GitHTTPServer, tmp_path: Path
+) -> None:
+    git_http_server.create_bare("proj")
+    url, creds = git_http_server.url_for("proj"), GitCredentials(git_http_server.token)
+    origin = MetadataRepo.clone(url, tmp_path / "origin", credentials=creds)
+    origin.commit_and_push(lambda tree: {"log.txt": b""}, "seed", ME)
+    clones = [tmp_path / f"c{w}" for w in range(4)]
+    for c in clones:
+        MetadataRepo.clone(url, c, credentials=creds)
+    _run_writers(clones, 5, git_http_server.token)
+    _check_log(origin, 4, 5)
+
+
+def test_commit_and_push_gives_up_at_its_deadline_with_nothing_recorded(tmp_path: Path) -> None:
+    a = MetadataRepo.init(tmp_path / "a", None)
+    a.commit_and_push(lambda tree: {"seed": b"0"}, "seed", ME)
+    b = MetadataRepo.clone(a.remote_url, tmp_path / "b")
+    calls = [0]
+
+    def always_beaten(tree: TreeReader) -> Mapping[str, bytes]:
+        calls[0] += 1
+        b.commit_and_push(lambda t: {"b": str(calls[0]).encode()}, "b", ME)
+        return {"a": str(calls[0]).encode()}
+
+    with pytest.raises(PushRejectedError, match="gave up after"):
+        a.commit_and_push(always_beaten, "a", ME, deadline=0.5)
+    assert calls[0] >= 2
+    assert MetadataRepo.open(tmp_path / "b").read_at(b.head() or "", "a") is None
+
+
+# -- the remote's HEAD ------------------------------------------------------------------
+
+
+def test_the_embedded_remote_names_main(tmp_path: Path) -> None:
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    repo.commit({"x": b"1"}, "x", ME)
+    repo.push()
+    head, heads, _ = remote_state(MetadataRepo.embedded_remote_path(tmp_path / "a"))
+    assert head == b"refs/heads/main" and list(heads) == [b"main"]
+
+
+@pytest.mark.parametrize("how", ["push", "commit_and_push"])
+def test_into_a_remote_whose_head_is_master_datom_pushes_master(tmp_path: Path, how: str) -> None:
+    bare = make_bare(tmp_path / "remote.git", branch="master")
+    repo = MetadataRepo.init(tmp_path / "a", bare)
+    if how == "push":
+        repo.commit({"x": b"1"}, "x", ME)
+        repo.push()
+    else:
+        repo.commit_and_push(lambda tree: {"x": b"1"}, "x", ME)
+    head, heads, _ = remote_state(bare)
+    assert head == b"refs/heads/master" and list(heads) == [b"master"]
+    assert repo.branch == "master" and not repo.has_unpushed_commits()
+    other = MetadataRepo.clone(bare, tmp_path / "b")  # what R's datom_clone sees
+    assert other.branch == "master" and other.read("x") == b"1"
+    other.commit_and_push(lambda tree: {"y": b"2"}, "y", ME)
+    assert list(remote_state(bare)[1]) == [b"master"]
+
+
+def test_a_clone_of_an_empty_master_remote_follows_its_head(tmp_path: Path) -> None:
+    bare = make_bare(tmp_path / "remote.git", branch="master")
+    repo = MetadataRepo.clone(bare, tmp_path / "a")
+    assert repo.branch == "master" and repo.head() is None
+    repo.commit_and_push(lambda tree: {"x": b"1"}, "x", ME)
+    assert list(remote_state(bare)[1]) == [b"master"]
+
+
+def test_after_a_push_a_local_remote_names_the_pushed_branch(tmp_path: Path) -> None:
+    # An older release pushed main into a remote whose HEAD names master (R saw nothing).
+    bare = make_bare(tmp_path / "remote.git", branch="master")
+    seed = MetadataRepo.init(tmp_path / "seed", bare)
+    seed.commit({"x": b"1"}, "x", ME)
+    seed.push()
+    with closing(Repo(str(bare))) as r:  # move the branch to main, leave HEAD on master
+        r.refs[b"refs/heads/main"] = r.refs[b"refs/heads/master"]
+        r.refs.remove_if_equals(b"refs/heads/master", None)
+    repo = MetadataRepo.clone(bare, tmp_path / "a")
+    assert repo.branch == "main" and repo.read("x") == b"1"
+    assert remote_state(bare)[0] == b"refs/heads/master"
+    repo.commit_and_push(lambda tree: {"y": b"2"}, "y", ME)
+    assert remote_state(bare)[0] == b"refs/heads/main"
+    assert MetadataRepo.clone(bare, tmp_path / "b").read("y") == b"2"
+
+
+# -- stale git locks --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lock",
+    ["refs/heads/main.lock", "refs/remotes/origin/main.lock", "index.lock", "packed-refs.lock"],
+)
+def test_a_stale_git_lock_left_by_a_killed_writer_is_cleared(tmp_path: Path, lock: str) -> None:
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    repo.commit_and_push(lambda tree: {"x": b"1"}, "x", ME)
+    planted = tmp_path / "a" / ".git" / lock
+    planted.write_bytes(b"0" * 40 + b"\n")
+    assert planted in MetadataRepo.open(tmp_path / "a").stale_git_locks()
+    assert repo.commit_and_push(lambda tree: {"x": b"2"}, "x2", ME) is not None
+    # a lock in the write's way is removed where it is met; packed-refs is never in it
+    assert planted.exists() == (lock == "packed-refs.lock")
+    planted.write_bytes(b"")
+    assert repo.commit({"x": b"3"}, "x3", ME) is not None  # the old protocol recovers too
+    repo.push()
+    planted.write_bytes(b"")
+    assert repo.clear_stale_git_locks() == [planted] and repo.stale_git_locks() == []
+
+
+# -- compaction and the commit cache ----------------------------------------------------
+
+
+def test_compaction_keeps_every_commit_readable(tmp_path: Path) -> None:
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    shas = [
+        repo.commit_and_push(lambda tree, i=i: {f"t{i % 7}/m": str(i).encode()}, f"c{i}", ME)
+        for i in range(maint.CLONE_CHECK_EVERY * 2 + 5)
+    ]
+    bare = MetadataRepo.embedded_remote_path(tmp_path / "a")
+    for path in (tmp_path / "a" / ".git", bare):
+        with closing(Repo(str(path))) as r:
+            maint.compact(r)
+            assert len(r.object_store.packs) <= maint.PACK_BUDGET
+            assert r.object_store.count_loose_objects() <= maint.LOOSE_BUDGET
+    for i, sha in enumerate(shas):
+        assert sha is not None and repo.read_at(sha, f"t{i % 7}/m") == str(i).encode()
+    fresh = MetadataRepo.clone(bare, tmp_path / "b")
+    assert [c.id for c in fresh.log()] == list(reversed(shas))
+
+
+def test_last_commit_touching_agrees_with_the_log(tmp_path: Path) -> None:
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    for i in range(30):
+        repo.commit({f"t{i % 4}/m": str(i).encode(), "shared": str(i // 3).encode()}, f"c{i}", ME)
+        if i % 7 == 0:
+            repo.push()
+    for path in ("t0/m", "t1/m", "t3/m", "shared"):
+        assert repo.last_commit_touching(path) == repo.log(path)[0].id
+    assert repo.last_commit_touching("missing") is None
+    repo.commit({"t2/m": b"new"}, "new", ME)  # extends the cached map incrementally
+    assert repo.last_commit_touching("t2/m") == repo.head()
+    assert MetadataRepo.open(tmp_path / "a").last_commit_touching("t1/m") == repo.log("t1/m")[0].id
+
+
+def test_over_https_datom_pushes_the_branch_the_remote_head_names(
+    git_http_server: GitHTTPServer, tmp_path: Path
+) -> None:
+    # HEAD of an *empty* repository is not advertised by the smart protocol (v0): the
+    # remote here already holds master, as one made by R or a hosting service does.
+    bare = git_http_server.create_bare("proj", branch="master")
+    seed = MetadataRepo.init(tmp_path / "seed", bare)
+    seed.commit_and_push(lambda tree: {"seed": b"0"}, "seed", ME)
+    url, creds = git_http_server.url_for("proj"), GitCredentials(git_http_server.token)
+    repo = MetadataRepo.init(tmp_path / "a", url, credentials=creds)
+    assert repo.commit_and_push(lambda tree: {"x": b"1"}, "x", ME) is not None
+    head, heads, _ = remote_state(bare)
+    assert head == b"refs/heads/master" and list(heads) == [b"master"]
+    assert repo.branch == "master" and repo.read("seed") == b"0"
+    other = MetadataRepo.clone(url, tmp_path / "b", credentials=creds)
+    assert other.branch == "master" and other.read("x") == b"1"
