@@ -2,10 +2,9 @@
 
 A **developer** connection has a git clone and a store: it can write. A **reader**
 connection has only the store and a project name: it lists, reads, shows history and
-lineage, and refuses to write (:class:`ReadOnlyError`). Every method delegates to the
-project layer (``_project``) or onboarding (``_onboard``) with the connection's
-:class:`~datom_core._project.ProjectContext`; nothing below imports this module.
-"""
+lineage, and refuses to write (:class:`ReadOnlyError`). Every method delegates with the
+connection's :class:`~datom_core._project.ProjectContext` to ``_project``, ``_onboard`` or
+``_sets`` (the set methods, :class:`SetMethods`); nothing below imports this module."""
 
 from __future__ import annotations
 
@@ -44,13 +43,14 @@ from datom_core._project._records import (
 from datom_core._project._setup import clone_project, init_project, open_developer, open_reader
 from datom_core._project._validate import validate
 from datom_core._project._write import WriteRequest, write_table
+from datom_core._sets._methods import SetMethods
 from datom_core._store import Store
 from datom_core._version import DATOM_VERSION
 
 __all__ = ["Connection", "clone", "connect", "init_repo"]
 
 
-class Connection:
+class Connection(SetMethods):
     """A handle on one datom project (see the module docstring for the two roles)."""
 
     def __init__(self, project_name: str, store: Store, repo: MetadataRepo | None = None) -> None:
