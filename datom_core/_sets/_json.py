@@ -23,36 +23,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from datom_core._identity._canonical import jsonlite_string
 from datom_core._sets._errors import MalformedSetError
 
 __all__ = ["document_sha", "jsonlite_string", "parse_payload", "serialise_payload"]
-
-_ESCAPES = {
-    '"': '\\"',
-    "\\": "\\\\",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\b": "\\b",
-    "\f": "\\f",
-}
-
-
-def jsonlite_string(text: str) -> str:
-    """A JSON string literal exactly as jsonlite escapes it."""
-    out = []
-    previous = ""
-    for ch in text:
-        if ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        elif ch == "/" and previous == "<":
-            out.append("\\/")
-        elif ord(ch) < 0x20:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-        previous = ch
-    return '"' + "".join(out) + '"'
 
 
 def _object(items: Sequence[tuple[str, str]], indent: int) -> str:
