@@ -49,7 +49,7 @@ from dagster import (  # noqa: E402
     asset,
     materialize,
 )
-from datom_dagster import DatomIOManager  # noqa: E402
+from datom_dagster import DatomIOManager, DatomResource, LocalStorage  # noqa: E402
 
 CHAIN = 10
 FANOUT = 9
@@ -173,11 +173,12 @@ class DeltaLakePandasIOManager(DeltaLakeIOManager):
 
 def datom_io_manager(root: Path, name: str) -> DatomIOManager:
     """A datom IO manager on a local project (store and embedded git remote under ``root``)."""
-    return DatomIOManager(
+    project = DatomResource(
         project_name="BENCH",
         clone_path=str(root / name / "repo"),
-        store_url=str(root / name / "store"),
+        storage=LocalStorage(path=str(root / name / "store")),
     )
+    return DatomIOManager(datom=project)
 
 
 # -- measuring --------------------------------------------------------------------------------

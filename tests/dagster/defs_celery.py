@@ -27,6 +27,7 @@ from dagster import (
 from datom_dagster import (
     DatomIOManager,
     DatomResource,
+    S3Storage,
     build_datom_asset_checks,
     datom_inbox_assets,
 )
@@ -49,18 +50,15 @@ def definitions() -> Definitions:
         name="onboard_raw_domains",
     )
     derived = [adsl, adae, lab_summary]
-    project = {
-        "project_name": PROJECT,
-        "bucket": EnvVar("STUDY_BUCKET"),
-        "prefix": PREFIX,
-        "endpoint_url": EnvVar("STUDY_S3_ENDPOINT"),
-        "remote": EnvVar("STUDY_GIT_REMOTE"),
-    }
+    storage = S3Storage(
+        bucket=EnvVar("STUDY_BUCKET"), prefix=PREFIX, endpoint_url=EnvVar("STUDY_S3_ENDPOINT")
+    )
+    datom = DatomResource(project_name=PROJECT, storage=storage, remote=EnvVar("STUDY_GIT_REMOTE"))
     return Definitions(
         assets=[raw, *derived],
         asset_checks=build_datom_asset_checks(derived),
         jobs=[define_asset_job(JOB, selection=AssetSelection.all(), executor_def=celery_executor)],
-        resources={"datom": DatomResource(**project), "io_manager": DatomIOManager(**project)},
+        resources={"datom": datom, "io_manager": DatomIOManager(datom=datom)},
     )
 
 
