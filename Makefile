@@ -45,6 +45,9 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_write_read.py
 	$(PY) benchmarks/bench_inbox.py
 	$(PY) benchmarks/bench_reads.py
+	$(PY) benchmarks/bench_scale.py
+	$(PY) benchmarks/bench_concurrency.py
+	$(PY) benchmarks/bench_dagster.py
 
 clean:
 	rm -rf $(VENV) .demo .pytest_cache
