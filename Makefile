@@ -24,7 +24,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format datom_core datom_dagster example_project tests benchmarks
 
 test: lint
-	$(PY) -m pytest -n 2 -q
+	$(PY) -m pytest -n 2 --dist loadgroup -q
 
 # The real R datom (0.2.0 and 0.1.1) for the cross-language tests (tests/rdatom/): Debian's
 # R through apt-get (needs root), then the R packages into $(RDATOM_LIB). Idempotent; a
@@ -45,6 +45,9 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_write_read.py
 	$(PY) benchmarks/bench_inbox.py
 	$(PY) benchmarks/bench_reads.py
+	$(PY) benchmarks/bench_scale.py
+	$(PY) benchmarks/bench_concurrency.py
+	$(PY) benchmarks/bench_dagster.py
 
 clean:
 	rm -rf $(VENV) .demo .pytest_cache
