@@ -13,6 +13,8 @@ Every transport does these, each O(what changed):
 
 A local remote is opened once per handle and written like git does (objects first, then
 the ref under its ``.lock``); its loose objects and packs are kept few by :mod:`_maintenance`.
+Every datom push to it holds the writers' turn, so a ref lock met there that outlives a
+short grace was left by a killed pusher and is removed (:func:`_unstale_remote`).
 """
 
 from __future__ import annotations
