@@ -23,8 +23,8 @@ from datom_core._project import _layout as L
 from datom_core._project._context import ProjectContext, Role
 from datom_core._project._diff import TableDiff, diff_versions, previous_version
 from datom_core._project._lineage import lineage
+from datom_core._project._mirror import commit_recording
 from datom_core._project._model import ParentRef, TableMetadata
-from datom_core._project._parse import parse_metadata
 from datom_core._project._read import (
     list_tables,
     read_history,
@@ -252,12 +252,7 @@ class Connection:
         when git has no such commit (a reader has no git: :class:`ReadOnlyError`).
         """
         wanted = self.resolve(name, version)
-        path = L.git_metadata(validate_table_name(name))
-        for commit in self.repo.log(path):
-            raw = self.repo.read_at(commit.id, path)
-            if raw is not None and parse_metadata(raw, key=path).version == wanted:
-                return commit.id
-        return None
+        return commit_recording(self.repo, validate_table_name(name), wanted)
 
     def store_manifest(self) -> dict[str, Any]:
         """The manifest as mirrored in the store."""

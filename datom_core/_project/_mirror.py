@@ -7,8 +7,10 @@ produced each version (FORMAT2.md §5). A value the store already records is nev
 repointed; a new version gets the commit just made; gaps are derived from git.
 
 Writers in different clones can finish their mirroring out of order, so after mirroring
-a writer looks at the remote again and re-mirrors the newest state if it moved: the last
-writer to finish always leaves the newest state behind.
+a writer looks at the remote once more and, if it moved, mirrors the newest state once:
+a writer that finishes after the remote's last push leaves the newest state behind (a
+re-mirror racing a still newer writer's mirror is repaired by the next write of the table
+or by ``validate(fix=True)``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from datom_core._project._parse import parse_history, parse_metadata
 __all__ = [
     "Converged",
     "TableDocuments",
+    "commit_recording",
     "commits_by_version",
     "converge_mirror",
     "mirror_table",
@@ -37,7 +40,10 @@ __all__ = [
     "without_commit_sha",
 ]
 
-_MAX_ROUNDS = 10
+# Versions a history names that no commit of git produced (hand-edited or squashed
+# history), per clone and table: a later commit can only re-record them, never produce
+# them first, so they are not looked for again on every write.
+_ABSENT: dict[tuple[str, str], set[str]] = {}
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,21 @@ def commits_by_version(repo: MetadataRepo, table: str) -> dict[str, str]:
     return found
 
 
+def commit_recording(repo: MetadataRepo, table: str, version: str) -> str | None:
+    """The newest commit of ``table``'s ``metadata.json`` whose document is ``version``
+    (None: no commit): the clone's cached newest commit of the file first, then the log."""
+    path = L.git_metadata(table)
+    newest = repo.last_commit_touching(path)
+    raw = repo.read_at(newest, path) if newest is not None else None
+    if newest is not None and raw is not None and _version_of(raw, path) == version:
+        return newest
+    for commit in repo.log(path):
+        raw = repo.read_at(commit.id, path)
+        if raw is not None and _version_of(raw, path) == version:
+            return commit.id
+    return None
+
+
 def store_history(
     ctx: ProjectContext, table: str, git_history: bytes, new: tuple[str, str] | None = None
 ) -> bytes:
@@ -83,19 +104,44 @@ def store_history(
     """
     entries = [dict(h.raw) for h in parse_history(git_history, key=L.git_history(table))]
     recorded = _recorded_commits(ctx, table)
-    derived: dict[str, str] | None = None
-    for entry in entries:
-        version = entry.get("version")
+    if new is not None:
+        recorded.setdefault(new[0], new[1])
+    versions = [e.get("version") for e in entries]
+    gaps = {v for v in versions if isinstance(v, str) and v not in recorded}
+    if gaps:
+        recorded.update(_derive(ctx.require_repo(), table, gaps, versions[0]))
+    for entry, version in zip(entries, versions, strict=True):
         sha = recorded.get(version) if isinstance(version, str) else None
-        if sha is None and new is not None and version == new[0]:
-            sha = new[1]
-        if sha is None and isinstance(version, str):
-            if derived is None:
-                derived = commits_by_version(ctx.require_repo(), table)
-            sha = derived.get(version)
         if sha is not None:
             entry["commit_sha"] = sha
     return dump(entries)
+
+
+def _derive(repo: MetadataRepo, table: str, gaps: set[str], newest: Any) -> dict[str, str]:
+    """The commits of ``gaps`` from git: the newest version from the newest commit of the
+    table's metadata (a concurrent writer's version, not mirrored yet), the others by a
+    walk of the table's log, once per clone and table for versions git never produced."""
+    found: dict[str, str] = {}
+    if newest in gaps:
+        path = L.git_metadata(table)
+        commit = repo.last_commit_touching(path)
+        raw = repo.read_at(commit, path) if commit is not None else None
+        if commit is not None and raw is not None and _version_of(raw, path) == newest:
+            found[newest] = commit
+    absent = _ABSENT.setdefault((str(repo.path), table), set())
+    wanted = gaps - found.keys() - absent
+    if wanted:
+        walked = commits_by_version(repo, table)
+        found.update({v: walked[v] for v in wanted if v in walked})
+        absent.update(v for v in wanted if v not in walked)
+    return found
+
+
+def _version_of(raw: bytes, path: str) -> str | None:
+    try:
+        return metadata_sha(load(raw, key=path))
+    except (DatomError, AttributeError, TypeError):
+        return None
 
 
 def _recorded_commits(ctx: ProjectContext, table: str) -> dict[str, str]:
@@ -128,15 +174,12 @@ def history_agrees(stored: bytes | None, git_history: bytes, table: str) -> bool
 def mirror_table(
     ctx: ProjectContext, docs: TableDocuments, new: tuple[str, str] | None = None
 ) -> None:
-    """Copy one table's documents to the store, then chase the remote until it is still."""
+    """Copy one table's documents to the store; if the remote moved meanwhile, mirror its
+    newest state of the table once (see the module docstring)."""
     repo = ctx.require_repo()
     _write_mirror(ctx, docs, store_history(ctx, docs.table, docs.history, new))
     head = repo.head()
-    for _ in range(_MAX_ROUNDS):
-        newest = repo.fetch_and_reset()
-        if newest == head:
-            return
-        head = newest
+    if repo.fetch_and_reset() != head:
         converge_mirror(ctx, docs.table)
 
 
