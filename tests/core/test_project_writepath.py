@@ -14,6 +14,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from dulwich.objects import Commit
 from dulwich.repo import Repo
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -77,9 +78,11 @@ def test_a_writer_beaten_mid_write_records_on_the_new_tip_without_re_uploading(
     assert history == expected, "every version once, newest first"
     log = mine.repo.log()
     assert [c.id for c in log[:2]] == [result.commit, interloper.commit]
+    assert result.commit is not None and interloper.commit is not None
     with closing(Repo(str(mine.path))) as r:
-        parents = r[result.commit.encode()].parents  # type: ignore[union-attr]
-    assert parents == [interloper.commit.encode()], "mine was committed on top of theirs"
+        commit = r[result.commit.encode()]
+        assert isinstance(commit, Commit)
+    assert commit.parents == [interloper.commit.encode()], "mine was committed on top of theirs"
     assert not mine.repo.has_unpushed_commits()
     manifest = json.loads(mine.store.read_bytes(L.STORE_MANIFEST))
     assert manifest["artifacts"]["dm"]["current_version"] == result.version
@@ -151,7 +154,7 @@ def test_eight_clones_write_at_once_through_connection_write(tmp_path: Path, sha
     for c in clones:
         dc.clone(origin.repo.remote_url, c, store=dc.LocalStore(store))
     jobs = [
-        (str(c), "shared" if shared else f"t{w}", [1000 * w + k for k in range(WRITES)])
+        (str(c), store, "shared" if shared else f"t{w}", [1000 * w + k for k in range(WRITES)])
         for w, c in enumerate(clones)
     ]
     ctx = multiprocessing.get_context("spawn")
@@ -167,7 +170,7 @@ def test_eight_clones_write_at_once_through_connection_write(tmp_path: Path, sha
     assert origin.validate().ok
     reader = dc.connect(store=origin.store, project_name=origin.project_name)
     counts = {t.name: t.version_count for t in reader.tables()}
-    assert counts == ({"shared": WRITERS * WRITES} if shared else {j[1]: WRITES for j in jobs})
+    assert counts == ({"shared": WRITERS * WRITES} if shared else {j[2]: WRITES for j in jobs})
 
 
 # -- the documents' text -------------------------------------------------------------------
@@ -181,8 +184,9 @@ _scalars = (
 )
 _documents = st.recursive(
     _scalars,
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=30,
 )
 
