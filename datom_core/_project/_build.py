@@ -23,9 +23,8 @@ from datom_core._project._parse import (
     convert_manifest_v1,
     parse_history,
     parse_metadata,
-    parse_project_config,
 )
-from datom_core._project._tip import TreeReader, load_manifest
+from datom_core._project._tip import TreeReader, load_manifest, load_project_config
 
 __all__ = ["TableUpdate", "TreeReader", "manifest_is_v1", "updated_manifest"]
 
@@ -125,7 +124,7 @@ class TableUpdate:
         }
         config = tree.read(L.PROJECT_YAML)
         if config is not None:
-            converted = r_shape_of(parse_project_config(config, key=L.PROJECT_YAML))
+            converted = r_shape_of(load_project_config(config))
             if converted is not None:
                 files[L.PROJECT_YAML] = converted
         self.files.clear()

@@ -15,8 +15,8 @@ from typing import Any
 from datom_core._errors import DatomError, FormatError
 from datom_core._identity._canonical import KNOWN_KEYS
 from datom_core._project import _layout as L
-from datom_core._project._parse import convert_manifest_v1, load_json, parse_project_config
-from datom_core._project._tip import TreeReader, load_manifest
+from datom_core._project._parse import convert_manifest_v1, load_json
+from datom_core._project._tip import TreeReader, load_manifest, load_project_config
 from datom_core._version import WRITER_FORMAT_VERSION
 
 __all__ = [
@@ -60,7 +60,7 @@ def check_project_config(raw: bytes | None) -> None:
     """Rule 1 (``min_writer_version``) and project.yaml's ``schema_version``."""
     if raw is None:
         return
-    config = parse_project_config(raw, key=L.PROJECT_YAML)
+    config = load_project_config(raw)
     if config.schema_version is not None and config.schema_version > 1:
         raise _refuse(
             L.PROJECT_YAML,
@@ -84,7 +84,21 @@ def check_project_config(raw: bytes | None) -> None:
         )
 
 
+# The last manifest document found acceptable, and its artifacts: the parsed manifest is
+# shared and never changed (see ``_tip``), so the same object needs no second look.
+_accepted: list[tuple[Any, Mapping[str, Any]]] = []
+
+
 def _check_manifest(doc: Any) -> Mapping[str, Any]:
+    last = _accepted[0] if _accepted else None
+    if last is not None and last[0] is doc:
+        return last[1]
+    artifacts = _check_manifest_now(doc)
+    _accepted[:] = [(doc, artifacts)]
+    return artifacts
+
+
+def _check_manifest_now(doc: Any) -> Mapping[str, Any]:
     file = L.MANIFEST
     if not isinstance(doc, Mapping):
         raise _refuse(file, "(document)", "the manifest is not a JSON object")

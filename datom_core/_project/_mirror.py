@@ -7,10 +7,14 @@ produced each version (FORMAT2.md §5). A value the store already records is nev
 repointed; a new version gets the commit just made; gaps are derived from git.
 
 Writers in different clones can finish their mirroring out of order, so after mirroring
-a writer looks at the remote once more and, if it moved, mirrors the newest state once:
-a writer that finishes after the remote's last push leaves the newest state behind (a
-re-mirror racing a still newer writer's mirror is repaired by the next write of the table
-or by ``validate(fix=True)``).
+a writer looks at the remote again and, while it moved, mirrors the newest state of its
+table: a writer's last mirror then happened before a look at a remote that no one had
+moved since, so every later push is mirrored after it, and a slower writer that lands an
+older state afterwards sees the remote moved and repairs it. The last writer to finish
+leaves the newest state behind. A look that finds the store already holding the newest
+state ends the chase (nothing this writer wrote can regress it any more). Looking only
+once is not enough: a re-mirror of the tip can land after the mirror of a still newer
+push whose writer has finished looking.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ __all__ = [
     "without_commit_sha",
 ]
 
+_MAX_ROUNDS = 10  # looks at a moving remote before leaving the rest to the next writer
 # Versions a history names that no commit of git produced (hand-edited or squashed
 # history), per clone and table: a later commit can only re-record them, never produce
 # them first, so they are not looked for again on every write.
@@ -174,13 +179,19 @@ def history_agrees(stored: bytes | None, git_history: bytes, table: str) -> bool
 def mirror_table(
     ctx: ProjectContext, docs: TableDocuments, new: tuple[str, str] | None = None
 ) -> None:
-    """Copy one table's documents to the store; if the remote moved meanwhile, mirror its
-    newest state of the table once (see the module docstring)."""
+    """Copy one table's documents to the store, then mirror the newest state of the table
+    while the remote moves (see the module docstring). Each look is one fetch of the
+    branch tip; a still remote (one writer) costs one."""
     repo = ctx.require_repo()
     _write_mirror(ctx, docs, store_history(ctx, docs.table, docs.history, new))
     head = repo.head()
-    if repo.fetch_and_reset() != head:
-        converge_mirror(ctx, docs.table)
+    for _ in range(_MAX_ROUNDS):
+        newest = repo.fetch_and_reset()
+        if newest == head:
+            return
+        head = newest
+        if not converge_mirror(ctx, docs.table).stale:
+            return  # the newer writers' mirrors landed after ours
 
 
 @dataclass(frozen=True)
