@@ -44,6 +44,7 @@ __all__ = [
     "without_commit_sha",
 ]
 
+_RECENT_SLACK = 4  # commits looked at beyond the number of gaps before walking the log
 _MAX_ROUNDS = 10  # looks at a moving remote before leaving the rest to the next writer
 # Versions a history names that no commit of git produced (hand-edited or squashed
 # history), per clone and table: a later commit can only re-record them, never produce
@@ -123,18 +124,27 @@ def store_history(
 
 
 def _derive(repo: MetadataRepo, table: str, gaps: set[str], newest: Any) -> dict[str, str]:
-    """The commits of ``gaps`` from git: the newest version from the newest commit of the
-    table's metadata (a concurrent writer's version, not mirrored yet), the others by a
-    walk of the table's log, once per clone and table for versions git never produced."""
+    """The commits of ``gaps`` from git. Gaps are mostly the versions of concurrent
+    writers that have not mirrored yet, the newest of the table: the newest version from
+    the newest commit of the table's metadata, the others from the table's last few
+    commits, and only then a walk of its whole log (once per clone and table for versions
+    git never produced)."""
+    path = L.git_metadata(table)
     found: dict[str, str] = {}
     if newest in gaps:
-        path = L.git_metadata(table)
         commit = repo.last_commit_touching(path)
         raw = repo.read_at(commit, path) if commit is not None else None
         if commit is not None and raw is not None and _version_of(raw, path) == newest:
             found[newest] = commit
     absent = _ABSENT.setdefault((str(repo.path), table), set())
     wanted = gaps - found.keys() - absent
+    if wanted:
+        for info in repo.log(path, max_entries=len(wanted) + _RECENT_SLACK):  # newest first
+            raw = repo.read_at(info.id, path)
+            version = _version_of(raw, path) if raw is not None else None
+            if version in wanted:
+                found[version] = info.id  # the oldest of these commits wins
+        wanted -= found.keys()
     if wanted:
         walked = commits_by_version(repo, table)
         found.update({v: walked[v] for v in wanted if v in walked})
