@@ -14,6 +14,10 @@ and ``parquet_sha`` (the stored bytes), byte-compatible with the R package ``dat
   :class:`HistoryEntry`, :class:`Manifest`, :class:`ManifestEntry`, :class:`ProjectConfig`,
   :class:`TableDiff`; :data:`WRITER_FORMAT_VERSION` is the R release whose formats this
   build writes.
+* Sets (SETS.md, datom-sv1): :func:`hash_set`, ``Connection.member`` / ``write_set`` /
+  ``get_set`` / ``add_members`` / ``remove_members`` / ``update_members`` /
+  ``diff_sets`` / ``verify_set``; :class:`SetMember`, :class:`SetVersion`,
+  :class:`SetWriteResult`, :class:`SetDiff`, :func:`diff_sets`, :func:`verify_set`.
 * Onboarding formats: :data:`SUPPORTED_FORMATS`, :func:`detect_format`, :func:`read_extract`.
 * Errors: :class:`DatomError` and its subclasses (see ``datom_core._errors``).
 """
@@ -71,10 +75,60 @@ from datom_core._project._records import (
     VersionInfo,
     WriteResult,
 )
+from datom_core._sets import (
+    ArtifactKindError,
+    ConflictingMemberError,
+    EmptySetError,
+    InconsistentParentsError,
+    InvalidLabelError,
+    InvalidMemberError,
+    InvalidSetError,
+    MalformedSetError,
+    MemberCheck,
+    MemberMove,
+    MissingDocumentShaError,
+    NotProductRepoError,
+    SelfReferenceError,
+    SetCheck,
+    SetDiff,
+    SetEdit,
+    SetMember,
+    SetNameMismatchError,
+    SetVersion,
+    SetWriteResult,
+    UnresolvableMemberError,
+    diff_sets,
+    hash_set,
+    verify_set,
+)
 from datom_core._store import FsspecStore, LocalStore, S3Store, Store, store_from_url
 from datom_core._version import WRITER_FORMAT_VERSION
 
 __all__ = [
+    "ArtifactKindError",
+    "ConflictingMemberError",
+    "EmptySetError",
+    "InconsistentParentsError",
+    "InvalidLabelError",
+    "InvalidMemberError",
+    "InvalidSetError",
+    "MalformedSetError",
+    "MemberCheck",
+    "MemberMove",
+    "MissingDocumentShaError",
+    "NotProductRepoError",
+    "SelfReferenceError",
+    "SetCheck",
+    "SetDiff",
+    "SetEdit",
+    "SetMember",
+    "SetNameMismatchError",
+    "SetVersion",
+    "SetWriteResult",
+    "UnresolvableMemberError",
+    "diff_sets",
+    "hash_set",
+    "verify_set",
     "WRITER_FORMAT_VERSION",
     "HistoryEntry",
     "Manifest",

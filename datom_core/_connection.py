@@ -2,10 +2,9 @@
 
 A **developer** connection has a git clone and a store: it can write. A **reader**
 connection has only the store and a project name: it lists, reads, shows history and
-lineage, and refuses to write (:class:`ReadOnlyError`). Every method delegates to the
-project layer (``_project``) or onboarding (``_onboard``) with the connection's
-:class:`~datom_core._project.ProjectContext`; nothing below imports this module.
-"""
+lineage, and refuses to write (:class:`ReadOnlyError`). Every method delegates with the
+connection's :class:`~datom_core._project.ProjectContext` to ``_project``, ``_onboard`` or
+``_sets`` (the set methods, :class:`SetMethods`); nothing below imports this module."""
 
 from __future__ import annotations
 
@@ -15,15 +14,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from datom_core._arrow import OutputKind
-from datom_core._errors import DatomError, InvalidArgumentError, InvalidNameError
+from datom_core._errors import DatomError, InvalidArgumentError
 from datom_core._git import MetadataRepo
 from datom_core._names import validate_project_name, validate_table_name, validate_version
 from datom_core._onboard import ScanRow, SyncRow, scan_inbox, sync
 from datom_core._project import _layout as L
 from datom_core._project._context import ProjectContext, Role
 from datom_core._project._diff import TableDiff, diff_versions, previous_version
-from datom_core._project._lineage import lineage
-from datom_core._project._mirror import commit_recording
+from datom_core._project._lineage import checked_parent, lineage
+from datom_core._project._mirror import newest_commit_of
 from datom_core._project._model import ParentRef, TableMetadata
 from datom_core._project._read import (
     list_tables,
@@ -43,14 +42,16 @@ from datom_core._project._records import (
 )
 from datom_core._project._setup import clone_project, init_project, open_developer, open_reader
 from datom_core._project._validate import validate
+from datom_core._project._verify import Verify
 from datom_core._project._write import WriteRequest, write_table
+from datom_core._sets._methods import SetMethods
 from datom_core._store import Store
 from datom_core._version import DATOM_VERSION
 
 __all__ = ["Connection", "clone", "connect", "init_repo"]
 
 
-class Connection:
+class Connection(SetMethods):
     """A handle on one datom project (see the module docstring for the two roles)."""
 
     def __init__(self, project_name: str, store: Store, repo: MetadataRepo | None = None) -> None:
@@ -139,7 +140,7 @@ class Connection:
         refs = []
         for p in parents:
             if isinstance(p, ParentRef):
-                refs.append(_checked_parent(p))
+                refs.append(checked_parent(p))
             elif isinstance(p, str):
                 refs.append(self.parent(p))
             elif isinstance(p, Mapping) and "table" in p:
@@ -168,16 +169,18 @@ class Connection:
         version: str | TableMetadata | None = None,
         columns: Sequence[str] | None = None,
         as_: OutputKind = "pandas",
+        verify: Verify = "bytes",
     ) -> Any:
         """The data of a version (current by default) as pandas, ``"arrow"`` or ``"polars"``.
 
         ``version``: an id, a unique prefix, or a record from :meth:`version`.
+        ``verify="content"`` also re-hashes the table against ``data_sha`` (bytes: parquet_sha).
         """
         if columns is not None and (isinstance(columns, str) or not isinstance(columns, Sequence)):
             raise InvalidArgumentError(f"columns= must be a list of column names, not {columns!r}")
         if as_ not in ("pandas", "arrow", "polars"):
             raise InvalidArgumentError(f'as_= must be "pandas", "arrow" or "polars", not {as_!r}')
-        return read_table(self._ctx, name, version, columns, as_)
+        return read_table(self._ctx, name, version, columns, as_, verify)
 
     def metadata(self, name: str, version: str | TableMetadata | None = None) -> TableMetadata:
         """The metadata record of a version (current by default), verified (as :meth:`version`)."""
@@ -251,8 +254,7 @@ class Connection:
         The newest commit of ``<name>/metadata.json`` whose document is that version; None
         when git has no such commit (a reader has no git: :class:`ReadOnlyError`).
         """
-        wanted = self.resolve(name, version)
-        return commit_recording(self.repo, validate_table_name(name), wanted)
+        return newest_commit_of(self.repo, validate_table_name(name), self.resolve(name, version))
 
     def store_manifest(self) -> dict[str, Any]:
         """The manifest as mirrored in the store."""
@@ -284,9 +286,15 @@ class Connection:
             inbox_files=files,
         )
 
-    def validate(self, fix: bool = False, *, verify_data: bool = True) -> ValidationReport:
-        """Compare repo and store; with ``fix=True`` repair from git what can be repaired."""
-        return validate(self._ctx, fix=fix, verify_data=verify_data)
+    def validate(
+        self, fix: bool = False, *, verify_data: bool | Verify = True, grace_s: float = 3600
+    ) -> ValidationReport:
+        """Compare repo and store (fetching first); ``fix=True`` repairs what git can restore.
+
+        ``verify_data``: ``"bytes"`` (or True), ``"content"`` (re-hash each table) or False.
+        Killed writers' temp objects older than ``grace_s`` seconds are reported (and fixed).
+        """
+        return validate(self._ctx, fix=fix, verify_data=verify_data, grace_s=grace_s)
 
     # -- onboarding ------------------------------------------------------------------------
 
@@ -327,18 +335,6 @@ class Connection:
             tables=tables,
             storage_options=storage_options,
         )
-
-
-def _checked_parent(p: ParentRef) -> ParentRef:
-    validate_table_name(p.table)
-    validate_project_name(p.source)
-    for value in (p.version, p.data_sha):
-        validate_version(value)
-        if len(value) != 64:
-            raise InvalidNameError(
-                f"parent {p.table!r}: {value!r} is not a full SHA-256 (64 hex characters)"
-            )
-    return p
 
 
 def init_repo(

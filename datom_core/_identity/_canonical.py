@@ -90,7 +90,7 @@ def _object(keys: list[str], obj: Mapping[str, Any]) -> str:
     for key in keys:
         value = obj[key]
         # jsonlite reads a null member as an empty list and writes it back as {}.
-        members.append(_string(key) + ":" + ("{}" if value is None else _value(value)))
+        members.append(jsonlite_string(key) + ":" + ("{}" if value is None else _value(value)))
     return "{" + ",".join(members) + "}"
 
 
@@ -112,22 +112,31 @@ def _value(value: Any) -> str:
     if isinstance(value, float):
         return _double(value)
     if isinstance(value, str):
-        return _string(value)
+        return jsonlite_string(value)
     raise UnsupportedInputError(
         f"metadata value {value!r} of type {type(value).__name__} is not JSON: "
         "use strings, numbers, booleans, lists and dicts"
     )
 
 
-def _string(text: str) -> str:
+def jsonlite_string(text: str) -> str:
+    """A JSON string literal exactly as R's jsonlite writes it.
+
+    jsonlite escapes ``</`` as ``<\\/`` (so JSON can sit inside an HTML script tag); R
+    hashes those bytes, so the escape is identity.
+    """
     out = []
+    previous = ""
     for ch in text:
         if ch in _ESCAPES:
             out.append(_ESCAPES[ch])
+        elif ch == "/" and previous == "<":
+            out.append("\\/")
         elif ord(ch) < 0x20:
             out.append(f"\\u{ord(ch):04x}")
         else:
             out.append(ch)
+        previous = ch
     return '"' + "".join(out) + '"'
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from datom_core._errors import DatomError
+from datom_core._errors import DatomError, IntegrityError
 from datom_core._project import _layout as L
 from datom_core._project._config import r_shape_of
 from datom_core._project._documents import assemble_manifest, dump, manifest_entry, utc_now
@@ -108,9 +108,18 @@ class TableUpdate:
         """
         check_write_door(tree, [self.table])
         history_path, metadata_path = L.git_history(self.table), L.git_metadata(self.table)
-        raw = tree.read(history_path)
+        raw, raw_metadata = tree.read(history_path), tree.read(metadata_path)
+        if raw is None and raw_metadata is not None:
+            raise IntegrityError(  # a one-entry history would drop every earlier version
+                f"table {self.table!r}: {history_path} is missing from the remote's tip while "
+                f"{metadata_path} exists; nothing was written. Restore it (validate(fix=True) "
+                "/ datom validate --fix), then write again",
+                key=history_path,
+                expected="a version history",
+                actual="no file",
+            )
         history = parse_history(raw, key=history_path) if raw else ()
-        if self._is_current(tree.read(metadata_path), history):
+        if self._is_current(raw_metadata, history):
             self.files.clear()
             return {}
         history_bytes, history = self._history(history)

@@ -35,10 +35,10 @@ from datom_core._project._parse import parse_history, parse_metadata
 __all__ = [
     "Converged",
     "TableDocuments",
-    "commit_recording",
     "commits_by_version",
     "converge_mirror",
     "mirror_table",
+    "newest_commit_of",
     "history_agrees",
     "store_history",
     "without_commit_sha",
@@ -86,9 +86,9 @@ def commits_by_version(repo: MetadataRepo, table: str) -> dict[str, str]:
     return found
 
 
-def commit_recording(repo: MetadataRepo, table: str, version: str) -> str | None:
-    """The newest commit of ``table``'s ``metadata.json`` whose document is ``version``
-    (None: no commit): the clone's cached newest commit of the file first, then the log."""
+def newest_commit_of(repo: MetadataRepo, table: str, version: str) -> str | None:
+    """The newest commit of ``<table>/metadata.json`` whose document is ``version`` (None:
+    no commit): the clone's cached newest commit of the file first, then the log."""
     path = L.git_metadata(table)
     newest = repo.last_commit_touching(path)
     raw = repo.read_at(newest, path) if newest is not None else None

@@ -29,7 +29,7 @@ from datom_core._errors import DatomError, IntegrityError
 from datom_core._git import MetadataRepo
 from datom_core._identity import prepare_table
 from datom_core._identity._cv1 import TableHash, hash_arrow_table
-from datom_core._names import validate_table_name
+from datom_core._names import check_no_case_twin, validate_table_name
 from datom_core._project import _layout as L
 from datom_core._project._build import MANIFEST_MOVED, TableUpdate
 from datom_core._project._context import HasContext, ProjectContext
@@ -114,6 +114,8 @@ def _record(
     tip = repo.tree()
     check_write_door(tip, [req.table])
     current = _read_current(tip, req.table)
+    if current.metadata is None:  # a new table: one folder per name on every filesystem
+        check_no_case_twin(req.table, (p.name for p in repo.path.iterdir() if p.is_dir()))
     draft = parse_metadata(_metadata(ctx, req, table, th, None, None), key="draft")
     if current.metadata is not None and current.metadata.version == draft.version:
         return _unchanged(ctx, req.table, th)
@@ -224,6 +226,17 @@ def _read_current(tip: TreeReader, table: str) -> _Current:
     raw_meta = tip.read(L.git_metadata(table))
     raw_hist = tip.read(L.git_history(table))
     metadata = parse_metadata(raw_meta, key=L.git_metadata(table)) if raw_meta is not None else None
+    if metadata is not None and raw_hist is None:
+        # Starting a one-entry history would silently drop every earlier version.
+        raise IntegrityError(
+            f"table {table!r}: {L.git_history(table)} is missing from the clone while "
+            f"{L.git_metadata(table)} exists; nothing was written. Restore it from git "
+            "(git checkout / git revert of the commit that removed it) or from the store "
+            "(validate(fix=True) / datom validate --fix), then write again",
+            key=L.git_history(table),
+            expected="a version history",
+            actual="no file",
+        )
     history = parse_history(raw_hist, key=L.git_history(table)) if raw_hist is not None else ()
     return _Current(metadata, history)
 

@@ -8,7 +8,7 @@ from typing import Any
 import click
 from rich.tree import Tree
 
-from datom_core import LineageNode, TableDiff, TableMetadata
+from datom_core import Connection, LineageNode, TableDiff, TableMetadata
 from datom_core.cli._app import AppState, json_option, pass_state
 from datom_core.cli._export import EXPORT_FORMATS, export_format, write_export
 from datom_core.cli._progress import tracker
@@ -119,8 +119,15 @@ def _ref(project: str, here: str, table: str, sha: str) -> str:
 
 
 @click.command("read")
-@click.argument("table")
+@click.argument("table", required=False)
 @click.option("--version", "-v", "version", metavar="V", help=_VERSION_HELP)
+@click.option(
+    "--set",
+    "set_spec",
+    metavar="NAME[@VERSION]",
+    help="Read the version a set pins (with --member), not the current one.",
+)
+@click.option("--member", metavar="TABLE", help="The member of --set to read.")
 @click.option(
     "--out",
     "-o",
@@ -131,19 +138,32 @@ def _ref(project: str, here: str, table: str, sha: str) -> str:
 )
 @click.option("--columns", metavar="A,B", help="Only these columns, comma-separated.")
 @click.option("--force", "-f", is_flag=True, help="Overwrite FILE if it exists.")
+@click.option(
+    "--verify",
+    type=click.Choice(["bytes", "content"]),
+    default="bytes",
+    show_default=True,
+    help="content: also re-hash the table against the version's data_sha (exit 4 if not).",
+)
 @json_option
 @pass_state
 def read_command(
     state: AppState,
-    table: str,
+    table: str | None,
     version: str | None,
+    set_spec: str | None,
+    member: str | None,
     out: Path,
     columns: str | None,
     force: bool,
+    verify: str,
 ) -> None:
     """Download a version of TABLE into a file.
 
-    The bytes are verified against their recorded hash before they are written.
+    The bytes are verified against their recorded hash before they are written; with
+    --verify content the decoded table is also re-hashed against the version's data_sha,
+    which the version id covers (a swapped parquet whose parquet_sha was edited to match
+    fails here).
     """
     fmt = export_format(out)
     if fmt is None:
@@ -155,10 +175,10 @@ def read_command(
         raise click.BadParameter(f"{out} exists; pass --force to overwrite it", param_hint="--out")
     wanted = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     conn = state.connection()
-    full = conn.resolve(table, version)
+    table, full = _what_to_read(conn, table, version, set_spec, member)
     with tracker(state.err, state.progress) as progress:
         progress.phase(f"downloading {table}")
-        data = conn.read(table, full, columns=wanted, as_="arrow")
+        data = conn.read(table, full, columns=wanted, as_="arrow", verify=verify)  # type: ignore[arg-type]
         write_export(data, out, fmt, progress)
     if state.json:
         emit_json(
@@ -175,6 +195,26 @@ def read_command(
     state.out.print(
         f"wrote {data.num_rows} rows x {data.num_columns} columns of {table}@{short(full)} to {out}"
     )
+
+
+def _what_to_read(
+    conn: Connection, table: str | None, version: str | None, spec: str | None, member: str | None
+) -> tuple[str, str]:
+    """(table, full version): TABLE[@--version], or the version ``--set`` pins for ``--member``."""
+    if spec is None:
+        if table is None or member is not None:
+            raise click.UsageError("give TABLE, or --set NAME[@VERSION] --member TABLE")
+        return table, conn.resolve(table, version)
+    if member is None or table is not None or version is not None:
+        raise click.UsageError("--set NAME[@VERSION] takes --member TABLE (and no TABLE, no -v)")
+    name, _, pinned = spec.partition("@")
+    m = conn.get_set(pinned or None, name=name).member(member)
+    if m.kind != "table" or m.project != conn.project_name:
+        raise click.UsageError(
+            f"{member!r} in set {name!r} is a {m.kind} of project {m.project!r}: read it through "
+            f"that project (--store ... --project {m.project})"
+        )
+    return m.name, m.version
 
 
 @click.command("lineage")

@@ -14,6 +14,7 @@ from datom_core.cli._commands_project import (
     status_command,
     validate_command,
 )
+from datom_core.cli._commands_sets import set_group
 from datom_core.cli._commands_tables import (
     diff_command,
     history_command,
@@ -39,6 +40,7 @@ for _command in (
     sync_command,
     validate_command,
     check_hashable_command,
+    set_group,
 ):
     cli.add_command(_command)
 

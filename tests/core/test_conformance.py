@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pandas as pd
@@ -86,3 +87,12 @@ def test_a_key_outside_the_allowlist_no_longer_moves_the_version() -> None:
     stored = json.loads(case["stored_json"])
     assert case["format1_metadata_sha"] != case["metadata_sha"]
     assert datom_core.metadata_sha(stored) == case["metadata_sha"]
+
+
+def test_strings_escape_like_jsonlite() -> None:
+    # R datom hashes jsonlite::toJSON(auto_unbox = TRUE), which writes "</" as "<\/";
+    # the expected text is what R 0.2.0's jsonlite printed for the same list.
+    fields = {"colnames": ["a</b", "x\\y", "/"], "data_sha": "x"}
+    expected = '{"colnames":["a<\\/b","x\\\\y","/"],"data_sha":"x"}'
+    assert datom_core.canonical_json(fields) == expected
+    assert datom_core.metadata_sha(fields) == hashlib.sha256(expected.encode()).hexdigest()

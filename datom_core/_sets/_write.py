@@ -1,0 +1,231 @@
+"""Writing a set (SETS.md): every refusal first, then one commit, a push, and the mirror.
+
+1. the gates and the write door: a product repo declaring this set, formats this build
+   writes, no artifact of the other kind under the name;
+2. the payload normalised and refused as SETS.md says, each own-project member's
+   snapshot read (it must exist, and its parents must agree with the pins);
+3. an identical payload is ``none`` (no commit); a ``data_sha`` seen before reuses the
+   recorded ``document_sha`` and the stored bytes (a revert uploads nothing);
+4. ``<name>/set.json``, ``metadata.json``, ``version_history.json`` and the manifest in
+   one commit, pushed (a rejected push is redone on the new remote state);
+5. the mirror: the payload object, the snapshot, the history with ``commit_sha``, the
+   metadata and the manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from datom_core._checkpoint import checkpoint
+from datom_core._errors import (
+    DatomError,
+    GitError,
+    IntegrityError,
+    PushRejectedError,
+    ReadOnlyError,
+)
+from datom_core._git import MetadataRepo
+from datom_core._project._build import MANIFEST_MOVED
+from datom_core._sets import _manifest as M
+from datom_core._sets._documents import (
+    WRITTEN_BY,
+    history_entry,
+    manifest_entry,
+    set_metadata,
+    set_version,
+)
+from datom_core._sets._errors import SetNameMismatchError
+from datom_core._sets._gates import check_parents, declared_set, member_stores
+from datom_core._sets._json import document_sha, serialise_payload
+from datom_core._sets._mirror import SetPlan, converge_set, mirror_set
+from datom_core._sets._payload import normalise_payload
+from datom_core._sets._records import SetVersion, SetWriteResult
+from datom_core._sets._sv1 import hash_set
+from datom_core._store import Store
+
+__all__ = ["SetContext", "write_set"]
+
+_MAX_ATTEMPTS = 20
+
+
+class SetContext(Protocol):
+    """What a set write needs: the project name, its store and its clone."""
+
+    @property
+    def project_name(self) -> str: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def repo(self) -> MetadataRepo | None: ...
+
+
+def write_set(
+    ctx: SetContext,
+    members: Sequence[Any] | SetVersion,
+    tags: Mapping[str, Any] | None = None,
+    message: str | None = None,
+    *,
+    name: str | None = None,
+    datom_version: str = WRITTEN_BY,
+) -> SetWriteResult:
+    """Record ``members`` and ``tags`` as the new version of the repo's set.
+
+    ``members``: member records or :class:`SetMember` objects, or a :class:`SetVersion` read
+    back (its tags are kept unless ``tags`` is given; its name and project must be this
+    repo's). ``tags``: set-level labels. ``message``: default ``Update <name>``.
+    """
+    if isinstance(members, SetVersion):
+        members, tags, name = _unpack(ctx, members, tags, name)
+    repo = ctx.repo
+    if repo is None:
+        raise ReadOnlyError(
+            f"this connection to {ctx.project_name!r} is a reader (store only): open the "
+            "product repo's clone to write its set"
+        )
+    with repo.lock():
+        for attempt in range(_MAX_ATTEMPTS):
+            repo.fetch_and_reset()
+            plan = _plan(ctx, repo, members, tags, message, name, datom_version)
+            if plan.change == "none":
+                converge_set(ctx.store, repo, plan)
+                return plan.result(None, False)
+            checkpoint("set:planned")
+            commit = repo.commit(plan.files, plan.message)
+            checkpoint("set:committed")
+            try:
+                repo.push()
+            except PushRejectedError:
+                # Another writer landed first: back off (randomised, so racers spread out).
+                time.sleep(random.uniform(0, min(2.0, 0.05 * 2**attempt)))
+                continue
+            except GitError:
+                repo.fetch_and_reset()
+                raise
+            checkpoint("set:pushed")
+            uploaded = mirror_set(ctx.store, repo, plan, commit)
+            checkpoint("set:mirrored")
+            if plan.converted:
+                warnings.warn(MANIFEST_MOVED, UserWarning, stacklevel=2)
+            return plan.result(commit, uploaded)
+    raise PushRejectedError(
+        f"set {name or ''!r}: the remote kept moving; gave up after {_MAX_ATTEMPTS} attempts. "
+        "Nothing was recorded; retry the write."
+    )
+
+
+def _unpack(
+    ctx: SetContext, x: SetVersion, tags: Mapping[str, Any] | None, name: str | None
+) -> tuple[Sequence[Any], Mapping[str, Any] | None, str]:
+    if name is not None and name != x.name:
+        raise SetNameMismatchError(
+            f"you asked to write set {name!r}, but the set you passed is {x.name!r}; drop "
+            "name=, or write it from its own repo"
+        )
+    if x.project != ctx.project_name:
+        raise SetNameMismatchError(
+            f"set {x.name!r} belongs to project {x.project!r}, and this repo is project "
+            f"{ctx.project_name!r}: write it from its own repo, or build this repo's set from "
+            "its members (write_set(conn, x.members))"
+        )
+    return x.members, x.tag_json() if tags is None else tags, x.name
+
+
+def _load(raw: bytes | None, key: str) -> Any:
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise IntegrityError(
+            f"{key} in the clone is not valid JSON ({e}); restore it from git "
+            "(validate(fix=True)) before writing",
+            key=key,
+        ) from e
+
+
+def _plan(
+    ctx: SetContext,
+    repo: MetadataRepo,
+    members: Sequence[Any],
+    tags: Mapping[str, Any] | None,
+    message: str | None,
+    name: str | None,
+    datom_version: str,
+) -> SetPlan:
+    """Every refusal, then the documents of the write; nothing is written here."""
+    project = ctx.project_name
+    name = declared_set(repo, project, name)
+    M.write_door(repo, name)
+    current = _load(repo.read(M.git_metadata(name)), M.git_metadata(name))
+    payload = normalise_payload(members, tags, name=name, project=project)
+    check_parents(member_stores(project, ctx.store, members), name, payload["members"])
+    data_sha = hash_set(payload)
+    count = len(payload["members"])
+    history = list(_load(repo.read(M.git_history(name)), M.git_history(name)) or [])
+    if current is not None and current.get("data_sha") == data_sha:
+        version = set_version(current)
+        raw = repo.read(M.git_payload(name)) or b""
+        return SetPlan(name, "none", data_sha, version, str(current.get("document_sha", "")),
+                     count, raw, repo.read(M.git_metadata(name)) or b"", history,
+                     repo.read(M.MANIFEST) or b"", False, "")  # fmt: skip
+    body, doc_sha, upload = _payload_bytes(ctx.store, name, data_sha, payload, history)
+    metadata = set_metadata(
+        data_sha=data_sha, document_sha=doc_sha, project=project, datom_version=datom_version
+    )
+    version = set_version(metadata)
+    text = message or f"Update {name}"
+    if not any(isinstance(h, Mapping) and h.get("version") == version for h in history):
+        author = repo.default_author()
+        entry = history_entry(
+            metadata, author_name=author.name, author_email=author.email, commit_message=text
+        )
+        history = [entry, *history]
+    entry_doc = manifest_entry(
+        metadata,
+        member_count=count,
+        version_count=len(history),
+        last_updated=metadata["created_at"],
+    )
+    manifest, converted = M.manifest_with_set(
+        repo.read(M.MANIFEST), project, name, entry_doc, metadata["created_at"]
+    )
+    return SetPlan(name, "full", data_sha, version, doc_sha, count, body, M.dump_document(metadata),
+                   history, manifest, upload, text, converted)  # fmt: skip
+
+
+def _payload_bytes(
+    store: Store, name: str, data_sha: str, payload: Mapping[str, Any], history: list[Any]
+) -> tuple[bytes, str, bool]:
+    """(bytes for the clone, document_sha to record, whether to upload)."""
+    fresh = serialise_payload(payload)
+    recorded = next(
+        (h["document_sha"] for h in history
+         if isinstance(h, Mapping) and h.get("data_sha") == data_sha and h.get("document_sha")),
+        None,
+    )  # fmt: skip
+    if recorded is None:
+        return fresh, document_sha(fresh), True
+    # A revert: the stored object is pinned by the earlier version, reuse it byte for byte.
+    key = M.store_payload(name, data_sha)
+    try:
+        stored = store.read_bytes(key)
+    except DatomError:
+        stored = None
+    if stored is not None and document_sha(stored) == recorded:
+        return stored, recorded, False
+    if document_sha(fresh) == recorded:
+        return fresh, recorded, True  # the pinned object went missing: restore the same bytes
+    raise IntegrityError(
+        f"set {name!r}: an earlier version pins {key} with document_sha {recorded}, but the "
+        "store holds other bytes and this payload serialises differently. Run validate() on "
+        "this project before writing.",
+        key=key,
+        expected=recorded,
+    )
