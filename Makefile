@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml
 lint: $(STAMP)
 	$(VENV)/bin/ruff check datom_core datom_dagster example_project tests benchmarks
 	$(VENV)/bin/ruff format --check datom_core datom_dagster example_project tests benchmarks
+	$(VENV)/bin/mypy
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

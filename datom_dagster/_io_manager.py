@@ -175,7 +175,8 @@ class DatomIOManager(ConfigurableIOManager):
                 override=override,
             )
             try:
-                version = conn.resolve(name, pins.get(pk))
+                # Resolved once: the record serves the read and the parent (2 store reads).
+                version = conn.version(name, pins.get(pk))
             except dc.NotFoundError:
                 if partitioned and options.get("allow_missing_partitions"):
                     continue
@@ -185,7 +186,7 @@ class DatomIOManager(ConfigurableIOManager):
             )
             loaded[pk] = from_read(data, spec.kind)
             refs.append(conn.parent(name, version))
-            context.log.debug(f"datom: loaded {name} {version[:12]} for {label}")
+            context.log.debug(f"datom: loaded {name} {version.version[:12]} for {label}")
         record_loaded(context, refs)
         several = len(keys) > 1
         return _shape(loaded, spec, several, partitioned, bool(options.get("datom_concat")), label)

@@ -3,26 +3,28 @@
 A :class:`TableUpdate` holds what the expensive steps produced (the hashed, uploaded
 version's ``metadata.json`` bytes and its history entry); :meth:`TableUpdate.build`
 regenerates the table's history and the manifest from any tip, cheaply and without side
-effects, so that a push retried on a newer remote tip never re-hashes or re-uploads.
+effects on git or the store, so that a push retried on a newer remote tip never re-hashes
+or re-uploads. The manifest is parsed once per distinct tip and serialised once per build.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from datom_core._errors import DatomError
+from datom_core._errors import DatomError, IntegrityError
 from datom_core._project import _layout as L
 from datom_core._project._config import r_shape_of
 from datom_core._project._documents import assemble_manifest, dump, manifest_entry, utc_now
-from datom_core._project._model import TableMetadata
+from datom_core._project._door import check_write_door
+from datom_core._project._model import HistoryEntry, TableMetadata
 from datom_core._project._parse import (
     convert_manifest_v1,
-    load_json,
     parse_history,
-    parse_project_config,
+    parse_metadata,
 )
+from datom_core._project._tip import TreeReader, load_manifest, load_project_config
 
 __all__ = ["TableUpdate", "TreeReader", "manifest_is_v1", "updated_manifest"]
 
@@ -32,21 +34,22 @@ MANIFEST_MOVED = (
 )
 
 
-class TreeReader(Protocol):
-    """A read-only view of a git tip: a file's bytes, or None."""
+def _manifest_doc(raw: bytes | None) -> Any:
+    if raw is None:
+        return None
+    try:
+        return load_manifest(raw)
+    except DatomError:
+        return None  # corrupt: rebuilt around the entries being written
 
-    def read(self, path: str) -> bytes | None: ...
+
+def _is_v1(doc: Any) -> bool:
+    return isinstance(doc, Mapping) and "schema_version" not in doc and "tables" in doc
 
 
 def manifest_is_v1(raw: bytes | None) -> bool:
     """Whether the manifest bytes are a format-1 manifest (a write converts it)."""
-    if raw is None:
-        return False
-    try:
-        doc = load_json(raw, key=L.MANIFEST)
-    except DatomError:
-        return False
-    return isinstance(doc, Mapping) and "schema_version" not in doc and "tables" in doc
+    return _is_v1(_manifest_doc(raw))
 
 
 def updated_manifest(
@@ -62,13 +65,8 @@ def updated_manifest(
     every table and only sets are kept); a manifest that does not parse is rebuilt
     around ``entries``.
     """
-    base: dict[str, Any] = {}
-    if raw is not None:
-        try:
-            doc = load_json(raw, key=L.MANIFEST)
-            base = convert_manifest_v1(doc) if isinstance(doc, Mapping) else {}
-        except DatomError:
-            base = {}
+    doc = _manifest_doc(raw)
+    base = convert_manifest_v1(doc) if isinstance(doc, Mapping) else {}
     artifacts = base.get("artifacts")
     merged = dict(artifacts) if isinstance(artifacts, Mapping) else {}
     if all_tables:
@@ -81,7 +79,12 @@ def updated_manifest(
 
 @dataclass(frozen=True)
 class TableUpdate:
-    """A new version of one table, ready to be recorded on any tip."""
+    """A new version of one table, ready to be recorded on any tip.
+
+    After a :meth:`build`, :attr:`files` holds the bytes it returned (what the store
+    mirrors once they are pushed) and :attr:`converted_v1` whether that tip's manifest
+    was still in format 1.
+    """
 
     project_name: str
     table: str
@@ -90,30 +93,67 @@ class TableUpdate:
     entry: Mapping[str, Any] | None  # None: the version is in the history already (a revert)
     written_at: str = field(default_factory=utc_now)
     files: dict[str, bytes] = field(default_factory=dict, compare=False)
+    _flags: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def converted_v1(self) -> bool:
+        return self._flags.get("v1", False)
 
     def build(self, tree: TreeReader) -> dict[str, bytes]:
         """The files to commit on ``tree``: metadata, history, manifest (and project.yaml
-        in R's shape if the tip still has the previous release's)."""
-        history_path = L.git_history(self.table)
-        raw = tree.read(history_path)
-        entries = [dict(h.raw) for h in parse_history(raw, key=history_path)] if raw else []
-        if self.entry is not None and all(
-            e.get("version") != self.metadata.version for e in entries
-        ):
-            entries.insert(0, dict(self.entry))  # the dedup guard: a version appears once
-        history_bytes = dump(entries)
-        parsed = parse_history(history_bytes, key=history_path)
-        entry = manifest_entry(self.metadata, parsed, last_updated=self.written_at)
+        in R's shape if the tip still has the previous release's). Nothing when the tip
+        already holds this version as the current one (the commit is then not needed).
+
+        :class:`FormatError` when the tip is one this build cannot write into (the door).
+        """
+        check_write_door(tree, [self.table])
+        history_path, metadata_path = L.git_history(self.table), L.git_metadata(self.table)
+        raw, raw_metadata = tree.read(history_path), tree.read(metadata_path)
+        if raw is None and raw_metadata is not None:
+            raise IntegrityError(  # a one-entry history would drop every earlier version
+                f"table {self.table!r}: {history_path} is missing from the remote's tip while "
+                f"{metadata_path} exists; nothing was written. Restore it (validate(fix=True) "
+                "/ datom validate --fix), then write again",
+                key=history_path,
+                expected="a version history",
+                actual="no file",
+            )
+        history = parse_history(raw, key=history_path) if raw else ()
+        if self._is_current(raw_metadata, history):
+            self.files.clear()
+            return {}
+        history_bytes, history = self._history(history)
+        raw_manifest = tree.read(L.MANIFEST)
+        self._flags["v1"] = _is_v1(_manifest_doc(raw_manifest))
+        entry = manifest_entry(self.metadata, history, last_updated=self.written_at)
         files = {
-            L.git_metadata(self.table): self.metadata_bytes,
+            metadata_path: self.metadata_bytes,
             history_path: history_bytes,
-            L.MANIFEST: updated_manifest(
-                tree.read(L.MANIFEST), self.project_name, {self.table: entry}
-            ),
+            L.MANIFEST: updated_manifest(raw_manifest, self.project_name, {self.table: entry}),
         }
         config = tree.read(L.PROJECT_YAML)
         if config is not None:
-            converted = r_shape_of(parse_project_config(config, key=L.PROJECT_YAML))
+            converted = r_shape_of(load_project_config(config))
             if converted is not None:
                 files[L.PROJECT_YAML] = converted
+        self.files.clear()
+        self.files.update(files)
         return files
+
+    def _is_current(self, raw: bytes | None, history: tuple[HistoryEntry, ...]) -> bool:
+        if raw is None or all(h.version != self.metadata.version for h in history):
+            return False
+        try:
+            return parse_metadata(raw, key="tip").version == self.metadata.version
+        except DatomError:
+            return False  # damaged: this write replaces it
+
+    def _history(self, history: tuple[HistoryEntry, ...]) -> tuple[bytes, tuple[HistoryEntry, ...]]:
+        """The tip's history with this version's entry first, unless it is there already
+        (a version appears once): its bytes and its parsed entries."""
+        entries = [dict(h.raw) for h in history]
+        if self.entry is not None and all(h.version != self.metadata.version for h in history):
+            added = dict(self.entry)
+            entries.insert(0, added)
+            history = parse_history([added], key=L.git_history(self.table)) + history
+        return dump(entries), history

@@ -9,13 +9,13 @@ the store (the store's history alone adds ``commit_sha``, see ``_mirror``). Pars
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from datom_core._identity._cv1 import HASH_ALGO, TableHash
 from datom_core._project._model import HistoryEntry, ParentRef, SourceRef, TableMetadata
 from datom_core._project._parse import load_json, records
+from datom_core._project._pretty import pretty_json
 
 __all__ = [
     "ParentRef",
@@ -205,8 +205,9 @@ def build_manifest(
 
 
 def dump(doc: Any) -> bytes:
-    """The one serialisation of a document (pretty, UTF-8, stable key order, final newline)."""
-    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    """The one serialisation of a document (pretty, UTF-8, stable key order, final newline):
+    ``json.dumps(doc, indent=2, ensure_ascii=False)``, by the faster :func:`pretty_json`."""
+    return (pretty_json(doc) + "\n").encode("utf-8")
 
 
 def load(raw: bytes, *, key: str) -> Any:

@@ -2,7 +2,8 @@
 cannot account for. Reads limp, writes stop.
 
 Every writing route (write, sync, mirroring, ``validate(fix=True)``, set writes) calls
-:func:`check_write_door` on the clone before hashing, and again on each tip it commits on.
+:func:`check_write_door` on the clone before hashing, and again on each tip it commits on
+(anything with ``read(path)``: the clone, or a commit's tree).
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from datom_core._errors import DatomError, FormatError
-from datom_core._git import MetadataRepo
 from datom_core._identity._canonical import KNOWN_KEYS
 from datom_core._project import _layout as L
-from datom_core._project._parse import convert_manifest_v1, load_json, parse_project_config
+from datom_core._project._parse import convert_manifest_v1, load_json
+from datom_core._project._tip import TreeReader, load_manifest, load_project_config
 from datom_core._version import WRITER_FORMAT_VERSION
 
 __all__ = [
@@ -59,7 +60,7 @@ def check_project_config(raw: bytes | None) -> None:
     """Rule 1 (``min_writer_version``) and project.yaml's ``schema_version``."""
     if raw is None:
         return
-    config = parse_project_config(raw, key=L.PROJECT_YAML)
+    config = load_project_config(raw)
     if config.schema_version is not None and config.schema_version > 1:
         raise _refuse(
             L.PROJECT_YAML,
@@ -83,7 +84,21 @@ def check_project_config(raw: bytes | None) -> None:
         )
 
 
+# The last manifest document found acceptable, and its artifacts: the parsed manifest is
+# shared and never changed (see ``_tip``), so the same object needs no second look.
+_accepted: list[tuple[Any, Mapping[str, Any]]] = []
+
+
 def _check_manifest(doc: Any) -> Mapping[str, Any]:
+    last = _accepted[0] if _accepted else None
+    if last is not None and last[0] is doc:
+        return last[1]
+    artifacts = _check_manifest_now(doc)
+    _accepted[:] = [(doc, artifacts)]
+    return artifacts
+
+
+def _check_manifest_now(doc: Any) -> Mapping[str, Any]:
     file = L.MANIFEST
     if not isinstance(doc, Mapping):
         raise _refuse(file, "(document)", "the manifest is not a JSON object")
@@ -105,6 +120,8 @@ def _check_manifest(doc: Any) -> Mapping[str, Any]:
 
 
 def _unknown(file: str, where: str, doc: Mapping[str, Any], vocabulary: frozenset[str]) -> None:
+    if vocabulary.issuperset(doc):  # the common case, once per manifest entry: no sorting
+        return
     extra = sorted(k for k in doc if k not in vocabulary)
     if extra:
         raise _refuse(
@@ -115,7 +132,7 @@ def _unknown(file: str, where: str, doc: Mapping[str, Any], vocabulary: frozense
         )
 
 
-def _check_metadata(repo: MetadataRepo, name: str, kind: str) -> None:
+def _check_metadata(repo: TreeReader, name: str, kind: str) -> None:
     file = L.git_metadata(name)
     raw = repo.read(file)
     if raw is None:
@@ -145,7 +162,7 @@ def _kind_conflict(name: str, found: Any, kind: str, file: str) -> FormatError:
 
 
 def check_write_door(
-    repo: MetadataRepo, names: Iterable[str] | None = (), *, kind: str = "table"
+    repo: TreeReader, names: Iterable[str] | None = (), *, kind: str = "table"
 ) -> None:
     """Refuse (:class:`FormatError`) a write into what this build cannot account for.
 
@@ -157,7 +174,7 @@ def check_write_door(
     artifacts: Mapping[str, Any] = {}
     if raw is not None:
         try:
-            doc = load_json(raw, key=L.MANIFEST)
+            doc = load_manifest(raw)
         except DatomError:
             doc = None  # corrupt, not newer: rebuilt from the table documents
         if doc is not None:

@@ -7,8 +7,14 @@ produced each version (FORMAT2.md §5). A value the store already records is nev
 repointed; a new version gets the commit just made; gaps are derived from git.
 
 Writers in different clones can finish their mirroring out of order, so after mirroring
-a writer looks at the remote again and re-mirrors the newest state if it moved: the last
-writer to finish always leaves the newest state behind.
+a writer looks at the remote again and, while it moved, mirrors the newest state of its
+table: a writer's last mirror then happened before a look at a remote that no one had
+moved since, so every later push is mirrored after it, and a slower writer that lands an
+older state afterwards sees the remote moved and repairs it. The last writer to finish
+leaves the newest state behind. A look that finds the store already holding the newest
+state ends the chase (nothing this writer wrote can regress it any more). Looking only
+once is not enough: a re-mirror of the tip can land after the mirror of a still newer
+push whose writer has finished looking.
 """
 
 from __future__ import annotations
@@ -38,7 +44,12 @@ __all__ = [
     "without_commit_sha",
 ]
 
-_MAX_ROUNDS = 10
+_RECENT_SLACK = 4  # commits looked at beyond the number of gaps before walking the log
+_MAX_ROUNDS = 10  # looks at a moving remote before leaving the rest to the next writer
+# Versions a history names that no commit of git produced (hand-edited or squashed
+# history), per clone and table: a later commit can only re-record them, never produce
+# them first, so they are not looked for again on every write.
+_ABSENT: dict[tuple[str, str], set[str]] = {}
 
 
 @dataclass(frozen=True)
@@ -76,11 +87,16 @@ def commits_by_version(repo: MetadataRepo, table: str) -> dict[str, str]:
 
 
 def newest_commit_of(repo: MetadataRepo, table: str, version: str) -> str | None:
-    """The newest commit of ``<table>/metadata.json`` whose document is ``version``."""
+    """The newest commit of ``<table>/metadata.json`` whose document is ``version`` (None:
+    no commit): the clone's cached newest commit of the file first, then the log."""
     path = L.git_metadata(table)
+    newest = repo.last_commit_touching(path)
+    raw = repo.read_at(newest, path) if newest is not None else None
+    if newest is not None and raw is not None and _version_of(raw, path) == version:
+        return newest
     for commit in repo.log(path):
         raw = repo.read_at(commit.id, path)
-        if raw is not None and parse_metadata(raw, key=path).version == version:
+        if raw is not None and _version_of(raw, path) == version:
             return commit.id
     return None
 
@@ -94,19 +110,53 @@ def store_history(
     """
     entries = [dict(h.raw) for h in parse_history(git_history, key=L.git_history(table))]
     recorded = _recorded_commits(ctx, table)
-    derived: dict[str, str] | None = None
-    for entry in entries:
-        version = entry.get("version")
+    if new is not None:
+        recorded.setdefault(new[0], new[1])
+    versions = [e.get("version") for e in entries]
+    gaps = {v for v in versions if isinstance(v, str) and v not in recorded}
+    if gaps:
+        recorded.update(_derive(ctx.require_repo(), table, gaps, versions[0]))
+    for entry, version in zip(entries, versions, strict=True):
         sha = recorded.get(version) if isinstance(version, str) else None
-        if sha is None and new is not None and version == new[0]:
-            sha = new[1]
-        if sha is None and isinstance(version, str):
-            if derived is None:
-                derived = commits_by_version(ctx.require_repo(), table)
-            sha = derived.get(version)
         if sha is not None:
             entry["commit_sha"] = sha
     return dump(entries)
+
+
+def _derive(repo: MetadataRepo, table: str, gaps: set[str], newest: Any) -> dict[str, str]:
+    """The commits of ``gaps`` from git. Gaps are mostly the versions of concurrent
+    writers that have not mirrored yet, the newest of the table: the newest version from
+    the newest commit of the table's metadata, the others from the table's last few
+    commits, and only then a walk of its whole log (once per clone and table for versions
+    git never produced)."""
+    path = L.git_metadata(table)
+    found: dict[str, str] = {}
+    if newest in gaps:
+        commit = repo.last_commit_touching(path)
+        raw = repo.read_at(commit, path) if commit is not None else None
+        if commit is not None and raw is not None and _version_of(raw, path) == newest:
+            found[newest] = commit
+    absent = _ABSENT.setdefault((str(repo.path), table), set())
+    wanted = gaps - found.keys() - absent
+    if wanted:
+        for info in repo.log(path, max_entries=len(wanted) + _RECENT_SLACK):  # newest first
+            raw = repo.read_at(info.id, path)
+            version = _version_of(raw, path) if raw is not None else None
+            if version in wanted:
+                found[version] = info.id  # the oldest of these commits wins
+        wanted -= found.keys()
+    if wanted:
+        walked = commits_by_version(repo, table)
+        found.update({v: walked[v] for v in wanted if v in walked})
+        absent.update(v for v in wanted if v not in walked)
+    return found
+
+
+def _version_of(raw: bytes, path: str) -> str | None:
+    try:
+        return metadata_sha(load(raw, key=path))
+    except (DatomError, AttributeError, TypeError):
+        return None
 
 
 def _recorded_commits(ctx: ProjectContext, table: str) -> dict[str, str]:
@@ -139,7 +189,9 @@ def history_agrees(stored: bytes | None, git_history: bytes, table: str) -> bool
 def mirror_table(
     ctx: ProjectContext, docs: TableDocuments, new: tuple[str, str] | None = None
 ) -> None:
-    """Copy one table's documents to the store, then chase the remote until it is still."""
+    """Copy one table's documents to the store, then mirror the newest state of the table
+    while the remote moves (see the module docstring). Each look is one fetch of the
+    branch tip; a still remote (one writer) costs one."""
     repo = ctx.require_repo()
     _write_mirror(ctx, docs, store_history(ctx, docs.table, docs.history, new))
     head = repo.head()
@@ -148,7 +200,8 @@ def mirror_table(
         if newest == head:
             return
         head = newest
-        converge_mirror(ctx, docs.table)
+        if not converge_mirror(ctx, docs.table).stale:
+            return  # the newer writers' mirrors landed after ours
 
 
 @dataclass(frozen=True)

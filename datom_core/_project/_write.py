@@ -2,19 +2,20 @@
 
 0. the write door (``_door``): refuse a repo this build cannot account for;
 1. validate the name and parents, hash the table (nothing changed anywhere yet);
-2. build the metadata and classify the change against the current version;
+2. fetch the remote once, build the metadata and classify the change against its tip;
 3. for a ``full`` change, reuse a recorded parquet for the same data or upload a new one;
-4. record it on the tip (``_build``: a cheap, pure rebuild of the table's documents and
-   the manifest), commit, push (a rejected push is redone on the new remote state);
+4. record it (``MetadataRepo.commit_and_push`` of ``_build``'s cheap, pure rebuild of the
+   table's documents and the manifest: a push rejected by a concurrent writer is rebuilt
+   on the new remote tip, never re-hashed or re-uploaded);
 5. mirror the documents into the store.
 
 Every step is safe to interrupt: re-running the same write converges (see ``_mirror``).
+The commit becomes local only once it is pushed, so the ``committed`` and ``pushed``
+checkpoints both mark the point just after ``commit_and_push``.
 """
 
 from __future__ import annotations
 
-import random
-import time
 import warnings
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
@@ -24,13 +25,13 @@ from typing import Any
 import pyarrow as pa
 
 from datom_core._checkpoint import checkpoint
-from datom_core._errors import DatomError, GitError, IntegrityError, PushRejectedError
+from datom_core._errors import DatomError, IntegrityError
 from datom_core._git import MetadataRepo
 from datom_core._identity import prepare_table
 from datom_core._identity._cv1 import TableHash, hash_arrow_table
 from datom_core._names import check_no_case_twin, validate_table_name
 from datom_core._project import _layout as L
-from datom_core._project._build import MANIFEST_MOVED, TableUpdate, manifest_is_v1
+from datom_core._project._build import MANIFEST_MOVED, TableUpdate
 from datom_core._project._context import HasContext, ProjectContext
 from datom_core._project._custom import check_custom
 from datom_core._project._documents import build_metadata, dump, history_entry, union_lineage
@@ -41,13 +42,10 @@ from datom_core._project._model import HistoryEntry, ParentRef, SourceRef, Table
 from datom_core._project._parquet import BackgroundParquet, read_verified, serialized
 from datom_core._project._parse import parse_history, parse_metadata
 from datom_core._project._records import Change, WriteResult
+from datom_core._project._tip import TreeReader
 from datom_core._version import WRITTEN_BY
 
 __all__ = ["WriteRequest", "write_table"]
-
-_MAX_ATTEMPTS = 20
-_FIRST_BACKOFF_S = 0.01
-_MAX_BACKOFF_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -91,28 +89,11 @@ def write_table(ctx: ProjectContext | HasContext, request: WriteRequest, data: A
         table_hash = hash_arrow_table(table, on_column=early.on_column)
         early.provide(table_hash)
         checkpoint("hashed")
-        with repo.lock():
-            for attempt in range(_MAX_ATTEMPTS):
-                if attempt:
-                    _backoff(attempt)
-                repo.fetch_and_reset()
-                check_write_door(repo, [request.table])
-                result = _attempt(ctx, request, table, table_hash, early.background)
-                if result is not None:
-                    return result
-    raise PushRejectedError(
-        f"table {request.table!r}: the remote kept moving; gave up after {_MAX_ATTEMPTS} attempts. "
-        "Nothing was recorded; retry the write."
-    )
-
-
-def _backoff(attempt: int) -> None:
-    """Randomised exponential backoff, so that racing writers stop colliding in step."""
-    time.sleep(random.uniform(0, min(_MAX_BACKOFF_S, _FIRST_BACKOFF_S * 2**attempt)))
+        return _record(ctx, request, table, table_hash, early.background)
 
 
 def _current_metadata(repo: MetadataRepo, table: str) -> TableMetadata | None:
-    """The clone's current metadata of ``table``: only a hint (the lock is not held yet)."""
+    """The clone's current metadata of ``table``: only a hint (the remote is not asked yet)."""
     try:
         raw = repo.read(L.git_metadata(table))
         return parse_metadata(raw, key=L.git_metadata(table)) if raw is not None else None
@@ -120,25 +101,24 @@ def _current_metadata(repo: MetadataRepo, table: str) -> TableMetadata | None:
         return None
 
 
-def _attempt(
+def _record(
     ctx: ProjectContext,
     req: WriteRequest,
     table: pa.Table,
     th: TableHash,
     early: BackgroundParquet | None,
-) -> WriteResult | None:
-    """One try on top of the freshly fetched remote state; None when the push lost a race."""
+) -> WriteResult:
+    """Steps 2 to 5: classify on the remote's tip, upload once, commit and push, mirror."""
     repo = ctx.require_repo()
-    current = _read_current(repo, req.table)
+    repo.fetch_and_reset()  # the one fetch: a rejected push later rebuilds on the new tip
+    tip = repo.tree()
+    check_write_door(tip, [req.table])
+    current = _read_current(tip, req.table)
     if current.metadata is None:  # a new table: one folder per name on every filesystem
         check_no_case_twin(req.table, (p.name for p in repo.path.iterdir() if p.is_dir()))
     draft = parse_metadata(_metadata(ctx, req, table, th, None, None), key="draft")
     if current.metadata is not None and current.metadata.version == draft.version:
-        commit = converge_mirror(ctx, req.table).commit  # recorded in the store's history
-        md = current.metadata
-        return WriteResult(
-            req.table, "none", md.version, th.data_sha, md.parquet_sha or "", commit, False, md
-        )
+        return _unchanged(ctx, req.table, th)
 
     same_data = current.metadata is not None and current.metadata.data_sha == th.data_sha
     if current.metadata is not None and same_data:
@@ -158,30 +138,26 @@ def _attempt(
     if metadata_bytes is None:
         metadata_bytes = dump(_metadata(ctx, req, table, th, parquet_sha, size))
     metadata = parse_metadata(metadata_bytes, key=L.git_metadata(req.table))
-    entry = None
-    if not known:
-        author = repo.default_author()
-        entry = history_entry(
-            metadata,
-            author=(author.name, author.email),
-            commit_message=req.message,
-            extra=req.history_extra,
-        )
+    author = repo.default_author()
+    entry = history_entry(
+        metadata,
+        author=(author.name, author.email),
+        commit_message=req.message,
+        extra=req.history_extra,
+    )
     update = TableUpdate(ctx.project_name, req.table, metadata_bytes, metadata, entry)
-    if manifest_is_v1(repo.read(L.MANIFEST)):
-        warnings.warn(MANIFEST_MOVED, stacklevel=4)
-    files = update.build(repo)
-    # None: the tip already holds these bytes (an earlier attempt of this very write).
-    commit = repo.commit(files, req.message) or repo.head() or ""
-    checkpoint("committed")
     try:
-        repo.push()
-    except PushRejectedError:
-        return None
-    except GitError:
+        commit = repo.commit_and_push(update.build, req.message, author)
+    except DatomError:
         _undo(ctx, req.table, th.data_sha, uploaded)
         raise
+    if commit is None:  # the tip already holds this version: a concurrent twin recorded it
+        return _unchanged(ctx, req.table, th)
+    checkpoint("committed")
     checkpoint("pushed")
+    if update.converted_v1:
+        warnings.warn(MANIFEST_MOVED, stacklevel=4)
+    files = update.files
     docs = TableDocuments(
         req.table, metadata_bytes, files[L.git_history(req.table)], files[L.MANIFEST]
     )
@@ -198,6 +174,19 @@ def _attempt(
         uploaded,
         metadata,
     )
+
+
+def _unchanged(ctx: ProjectContext, table: str, th: TableHash) -> WriteResult:
+    """A ``none`` write: the clone is on a tip whose current version is this one; the
+    store is brought in step with it and the commit that recorded it is reported."""
+    repo = ctx.require_repo()
+    converged = converge_mirror(ctx, table)
+    commit = converged.commit or repo.last_commit_touching(L.git_metadata(table))
+    raw = repo.read(L.git_metadata(table))
+    md = parse_metadata(raw, key=L.git_metadata(table)) if raw is not None else None
+    version = md.version if md is not None else ""
+    parquet_sha = (md.parquet_sha if md is not None else None) or ""
+    return WriteResult(table, "none", version, th.data_sha, parquet_sha, commit, False, md)
 
 
 def _metadata(
@@ -233,9 +222,9 @@ def _metadata(
     )
 
 
-def _read_current(repo: MetadataRepo, table: str) -> _Current:
-    raw_meta = repo.read(L.git_metadata(table))
-    raw_hist = repo.read(L.git_history(table))
+def _read_current(tip: TreeReader, table: str) -> _Current:
+    raw_meta = tip.read(L.git_metadata(table))
+    raw_hist = tip.read(L.git_history(table))
     metadata = parse_metadata(raw_meta, key=L.git_metadata(table)) if raw_meta is not None else None
     if metadata is not None and raw_hist is None:
         # Starting a one-entry history would silently drop every earlier version.
@@ -295,7 +284,22 @@ def _known_snapshot(ctx: ProjectContext, table: str, version: str) -> bytes | No
 
 
 def _undo(ctx: ProjectContext, table: str, data_sha: str, uploaded: bool) -> None:
-    """A push the remote refused: leave git and the store as they were before this write."""
-    ctx.require_repo().fetch_and_reset()
-    if uploaded:
+    """Nothing was recorded: leave git and the store as they were before this write.
+
+    A parquet this write uploaded is deleted unless the remote's tip records that data
+    meanwhile (a concurrent writer of the same data found it and recorded it).
+    """
+    repo = ctx.require_repo()
+    try:
+        repo.fetch_and_reset()
+    except DatomError:
+        pass  # the remote is out of reach (the reason the write failed): judge by the clone
+    if uploaded and not _recorded_on_tip(repo.tree(), table, data_sha):
         ctx.store.delete(L.store_parquet(table, data_sha))
+
+
+def _recorded_on_tip(tip: TreeReader, table: str, data_sha: str) -> bool:
+    try:
+        return any(h.data_sha == data_sha for h in _read_current(tip, table).history)
+    except DatomError:
+        return False
