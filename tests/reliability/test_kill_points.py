@@ -215,7 +215,7 @@ def test_a_reset_killed_mid_way_is_finished_before_the_working_tree_is_judged(
     assert clone.head() == theirs and clone.read("x") == b"theirs"
 
 
-_GIT_STEPS = ["git:commit:journaled", "git:commit:moved", "git:push:objects", "git:push:swapped"]
+_GIT_STEPS = ["git:push:objects", "git:push:swapped", "git:move:journaled", "git:move:moved"]
 
 
 @pytest.mark.slow
