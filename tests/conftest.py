@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
+from datom_core._store import FsspecStore, LocalStore, S3Store, Store
+
 # Subprocesses (CLI, Dagster webserver and daemon, spawned workers) import this checkout's
 # packages, whichever checkout the shared virtualenv was installed from.
 _ROOT = str(Path(__file__).resolve().parents[1])
 os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in (_ROOT, os.environ.get("PYTHONPATH", "")) if p
 )
-
-from datom_core._store import FsspecStore, LocalStore, S3Store, Store
 
 # Dummy credentials for moto, and no route to anything but loopback: no shared AWS
 # config/profile of the machine, no instance-metadata lookups, no proxies.
