@@ -21,27 +21,41 @@ Change one line to get content-addressed, pinned, lineage-aware versions of your
 With no configuration the project lives under ``$DATOM_HOME`` (default ``~/.datom``).
 """
 
+from datom_dagster._annotations import datom_annotations, datom_pin, validate_datom_definitions
+from datom_dagster._change_checks import ROW_COUNT_CHECK_NAME, SCHEMA_CHECK_NAME
 from datom_dagster._checks import DATOM_CHECK_NAME, build_datom_asset_checks
+from datom_dagster._component import DatomComponent
 from datom_dagster._config import (
     DEFAULT_HOME,
     DEFAULT_PROJECT,
-    DatomProjectConfig,
+    DatomProject,
     DatomResource,
     datom_home,
 )
 from datom_dagster._inbox import datom_inbox_assets, datom_inbox_sensor
 from datom_dagster._io_manager import DatomIOManager
 from datom_dagster._naming import TABLE_METADATA_KEY, table_name
+from datom_dagster._storage import DefaultStorage, LocalStorage, S3Storage, UrlStorage
 
 __all__ = [
     "DATOM_CHECK_NAME",
     "DEFAULT_HOME",
+    "ROW_COUNT_CHECK_NAME",
+    "SCHEMA_CHECK_NAME",
     "DEFAULT_PROJECT",
     "TABLE_METADATA_KEY",
+    "DatomComponent",
     "DatomIOManager",
-    "DatomProjectConfig",
+    "DatomProject",
+    "DefaultStorage",
+    "LocalStorage",
+    "S3Storage",
+    "UrlStorage",
     "DatomResource",
     "build_datom_asset_checks",
+    "datom_annotations",
+    "datom_pin",
+    "validate_datom_definitions",
     "datom_home",
     "datom_inbox_assets",
     "datom_inbox_sensor",

@@ -13,7 +13,7 @@ Parents in another datom project are read through the resources named in
 is not reachable makes the check fail with severity WARN rather than ERROR.
 """
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,21 +27,14 @@ from dagster import (
     AssetsDefinition,
     AssetSpec,
     MetadataValue,
-    PartitionsDefinition,
     asset_check,
 )
-from datom_dagster._naming import TABLE_METADATA_KEY, table_name
+from datom_dagster._change_checks import row_count_check, schema_check
+from datom_dagster._targets import Target, stored_tables, targets
 
 __all__ = ["DATOM_CHECK_NAME", "build_datom_asset_checks"]
 
 DATOM_CHECK_NAME = "datom_integrity"
-
-
-@dataclass(frozen=True)
-class _Target:
-    key: AssetKey
-    override: str | None
-    partitions_def: PartitionsDefinition | None
 
 
 @dataclass(frozen=True)
@@ -57,34 +50,35 @@ def build_datom_asset_checks(
     io_manager_key: str = "io_manager",
     other_projects: Sequence[str] = (),
     blocking: bool = False,
+    schema_change: bool = False,
+    row_count_change: float | None = None,
+    change_checks_blocking: bool = False,
 ) -> list[AssetChecksDefinition]:
-    """One :data:`DATOM_CHECK_NAME` check per asset (see the module docstring).
+    """One :data:`DATOM_CHECK_NAME` check per asset (see the module docstring), and the
+    opt-in change checks of :mod:`datom_dagster._change_checks`.
 
     ``io_manager_key`` names the :class:`~datom_dagster.DatomIOManager` that stores the
     assets; ``other_projects`` the resource keys of other datom projects their parents may
     live in. Pass the asset definitions (or specs) rather than bare keys when assets set
     ``datom_table`` metadata or are partitioned, so that their tables can be found.
+    ``schema_change=True`` adds a check that fails when columns were added or removed;
+    ``row_count_change=0.1`` one that fails when the row count moved by more than 10%;
+    ``change_checks_blocking=True`` makes those two block downstream assets.
     """
-    return [_build(t, io_manager_key, tuple(other_projects), blocking) for t in _targets(assets)]
-
-
-def _targets(assets: Iterable[Any]) -> list[_Target]:
-    targets = []
-    for item in assets:
-        if isinstance(item, AssetsDefinition):
-            for key, spec in item.specs_by_key.items():
-                override = (spec.metadata or {}).get(TABLE_METADATA_KEY)
-                targets.append(_Target(key, override, item.partitions_def))
-        elif isinstance(item, AssetSpec):
-            override = (item.metadata or {}).get(TABLE_METADATA_KEY)
-            targets.append(_Target(item.key, override, item.partitions_def))
-        else:
-            targets.append(_Target(AssetKey.from_coercible(item), None, None))
-    return targets
+    checks = []
+    for t in targets(assets):
+        checks.append(_build(t, io_manager_key, tuple(other_projects), blocking))
+        if schema_change:
+            checks.append(schema_check(t, io_manager_key, change_checks_blocking))
+        if row_count_change is not None:
+            checks.append(
+                row_count_check(t, io_manager_key, row_count_change, change_checks_blocking)
+            )
+    return checks
 
 
 def _build(
-    target: _Target, io_manager_key: str, other_projects: tuple[str, ...], blocking: bool
+    target: Target, io_manager_key: str, other_projects: tuple[str, ...], blocking: bool
 ) -> AssetChecksDefinition:
     @asset_check(
         asset=target.key,
@@ -102,22 +96,11 @@ def _build(
         for key in other_projects:
             conn = getattr(context.resources, key).connection()
             conns.setdefault(conn.project_name, conn)
-        tables = _tables(own, target, context)
+        tables = stored_tables(own, target, context)
         findings = [f for t in tables for f in verify_table(conns, own, t)]
         return _result(tables, findings)
 
     return _check
-
-
-def _tables(conn: dc.Connection, target: _Target, context: AssetCheckExecutionContext) -> list[str]:
-    if target.partitions_def is None:
-        return [table_name(target.key, override=target.override)]
-    keys = target.partitions_def.get_partition_keys(dynamic_partitions_store=context.instance)
-    wanted = {
-        table_name(target.key, k, partitions_def=target.partitions_def, override=target.override)
-        for k in keys
-    }
-    return sorted(t.name for t in conn.tables() if t.name in wanted)
 
 
 def verify_table(

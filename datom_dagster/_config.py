@@ -1,8 +1,8 @@
-"""Which datom project a Dagster deployment writes to: :class:`DatomProjectConfig`.
+"""Which datom project a Dagster deployment writes to: :class:`DatomResource`.
 
-The same fields configure :class:`DatomResource` (a connection for asset bodies, ops and
-checks) and :class:`~datom_dagster.DatomIOManager` (which inherits them, so one object
-describes the project and stores into it).
+Configure the project once, as a resource, and hand it to
+:class:`~datom_dagster.DatomIOManager` (``DatomIOManager(datom=resource)``), to checks
+and to the inbox assets: one object describes the project for all of them.
 
 **Zero configuration.** With no field set, the project ``dagster`` lives under the datom
 home, ``$DATOM_HOME`` or :data:`DEFAULT_HOME` (``~/.datom``) when that is unset:
@@ -16,31 +16,45 @@ moment (they serialise on a lock file next to the clone). A clone that already e
 opened as it is; a missing clone of a project the store already holds is cloned from the
 remote.
 
-**Credentials.** ``aws_access_key_id``, ``aws_secret_access_key`` and ``aws_session_token``
-take :class:`dagster.EnvVar` values, so that the run configuration holds the variable's
-name and never its value; they only ever reach the store client, in memory. The git token
-is read by datom from the environment variable named by ``git_token_env``.
+**Storage** is one typed choice (:mod:`datom_dagster._storage`): the default, a local
+directory, S3, or any fsspec URL. S3 credentials take :class:`dagster.EnvVar` values, so
+that the run configuration holds the variable's name and never its value; they only ever
+reach the store client, in memory. The git token is read by datom from the environment
+variable named by ``git_token_env``.
 """
 
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Protocol, runtime_checkable
 
 from pydantic import Field, PrivateAttr
 
 import datom_core as dc
-from dagster import Config, ConfigurableResource
+from dagster import ConfigurableResource
+from datom_dagster._storage import DefaultStorage, Storage
 
-__all__ = ["DEFAULT_HOME", "DEFAULT_PROJECT", "DatomProjectConfig", "DatomResource", "datom_home"]
+__all__ = ["DEFAULT_HOME", "DEFAULT_PROJECT", "DatomProject", "DatomResource", "datom_home"]
 
 DEFAULT_HOME = "~/.datom"
 """The datom home when ``$DATOM_HOME`` is unset."""
 
 DEFAULT_PROJECT = "dagster"
 """The project name when none is configured."""
+
+_CONNECT_ATTEMPTS = 6
+
+
+@runtime_checkable
+class DatomProject(Protocol):
+    """Anything that opens a connection to a datom project (the resource, the IO manager)."""
+
+    def connection(self) -> dc.Connection:
+        """A developer connection to the project."""
+        ...
 
 
 def datom_home(home: str | None = None) -> Path:
@@ -49,8 +63,19 @@ def datom_home(home: str | None = None) -> Path:
     return Path(chosen).expanduser().absolute()
 
 
-class DatomProjectConfig(Config):
-    """Where a datom project lives and how to reach it (see the module docstring)."""
+class DatomResource(ConfigurableResource):
+    """A datom project as a Dagster resource: ``connection()`` gives a developer connection.
+
+    Use it in asset bodies, ops and checks that need datom directly, and give it to the IO
+    manager so that both describe the same project::
+
+        datom = DatomResource(project_name="STUDY_001", storage=S3Storage(bucket="b"))
+        resources = {"datom": datom, "io_manager": DatomIOManager(datom=datom)}
+
+        @asset
+        def report(datom: DatomResource) -> None:
+            print(datom.connection().tables())
+    """
 
     project_name: str = Field(
         default=DEFAULT_PROJECT, description="The datom project (recorded in every version)."
@@ -63,37 +88,15 @@ class DatomProjectConfig(Config):
         default=None,
         description="The project's git clone; default <home>/<project_name>/repo.",
     )
-    store_url: str | None = Field(
-        default=None,
-        description=(
-            "Storage location above datom/: a local path, file:///path, s3://bucket/prefix or "
-            "any fsspec URL. Default: the store recorded in the clone, or "
-            "<home>/<project_name>/store for a new project."
-        ),
+    storage: Storage = Field(
+        default_factory=DefaultStorage,
+        discriminator="kind",
+        description="Where the parquet bytes live: default, local, s3 or url.",
     )
-    bucket: str | None = Field(default=None, description="S3 bucket (instead of store_url).")
-    prefix: str | None = Field(default=None, description="Key prefix inside the S3 bucket.")
-    endpoint_url: str | None = Field(
-        default=None, description="S3-compatible endpoint (MinIO, moto...); default AWS."
-    )
-    region: str | None = Field(default=None, description="S3 region.")
     remote: str | None = Field(
         default=None,
         description="Git remote of the metadata (URL or path); default an embedded bare "
         "repository next to the clone.",
-    )
-    aws_access_key_id: str | None = Field(
-        default=None,
-        repr=False,
-        description="S3 key id; pass EnvVar('...'). Default: the AWS chain.",
-    )
-    aws_secret_access_key: str | None = Field(
-        default=None,
-        repr=False,
-        description="S3 secret; pass EnvVar('...'). Default: the AWS chain.",
-    )
-    aws_session_token: str | None = Field(
-        default=None, repr=False, description="S3 session token; pass EnvVar('...')."
     )
     git_token_env: str = Field(
         default="DATOM_GIT_TOKEN",
@@ -114,29 +117,9 @@ class DatomProjectConfig(Config):
     def _default_store_root(self) -> Path:
         return datom_home(self.home) / self.project_name / "store"
 
-    def _credentials(self) -> dict[str, str]:
-        pairs = {
-            "key": self.aws_access_key_id,
-            "secret": self.aws_secret_access_key,
-            "token": self.aws_session_token,
-        }
-        return {k: v for k, v in pairs.items() if v}
-
     def configured_store(self) -> dc.Store | None:
-        """The store the fields name, or None when they name none (use the clone's)."""
-        if self.store_url and self.bucket:
-            raise dc.StoreError(
-                f"project {self.project_name!r}: set either store_url or bucket, not both"
-            )
-        s3_options: dict[str, Any] = {"endpoint_url": self.endpoint_url, "region": self.region}
-        s3_options = {k: v for k, v in s3_options.items() if v}
-        if self.bucket:
-            return dc.S3Store(self.bucket, self.prefix, **s3_options, **self._credentials())
-        if self.store_url:
-            if self.store_url.lower().startswith(("s3://", "s3a://")):
-                return dc.store_from_url(self.store_url, **s3_options, **self._credentials())
-            return dc.store_from_url(self.store_url)
-        return None
+        """The store ``storage`` names, or None for the default (use the clone's)."""
+        return self.storage.store()
 
     # -- connecting -------------------------------------------------------------------------
 
@@ -160,14 +143,22 @@ class DatomProjectConfig(Config):
             return self._create_or_clone(clone)
 
     def _connect(self, clone: Path) -> dc.Connection:
-        conn = dc.connect(
-            clone,
-            store=self.configured_store(),
-            token_env=self.git_token_env,
-            **self._credentials(),
-        )
+        conn = None
+        for attempt in range(_CONNECT_ATTEMPTS):
+            try:
+                conn = dc.connect(
+                    clone, store=self.configured_store(), token_env=self.git_token_env
+                )
+                break
+            except dc.NotFoundError:
+                # A write in another process may be resetting this shared clone's working
+                # tree (its .datom/project.yaml is briefly absent): try again shortly.
+                if attempt == _CONNECT_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.1 * (attempt + 1))
+        assert conn is not None
         if conn.project_name != self.project_name:
-            raise dc.DatomError(
+            raise dc.ProjectConfigError(
                 f"the clone at {clone} holds project {conn.project_name!r}, but this resource "
                 f"is configured for {self.project_name!r}; fix project_name or clone_path"
             )
@@ -175,7 +166,7 @@ class DatomProjectConfig(Config):
 
     def _create_or_clone(self, clone: Path) -> dc.Connection:
         if clone.exists() and any(clone.iterdir()):
-            raise dc.DatomError(
+            raise dc.ProjectConfigError(
                 f"{clone} exists but is not a datom clone (an interrupted first use?); "
                 "remove it, or point clone_path at an empty or absent directory"
             )
@@ -195,19 +186,11 @@ class DatomProjectConfig(Config):
         return dc.clone(remote, clone, store=store, token_env=self.git_token_env)
 
 
-class DatomResource(ConfigurableResource, DatomProjectConfig):
-    """A datom project as a Dagster resource: ``connection()`` gives a developer connection.
-
-    Use it in asset bodies, ops and checks that need datom directly::
-
-        @asset
-        def report(datom: DatomResource) -> None:
-            print(datom.connection().tables())
-    """
-
-
 def _is_clone(path: Path) -> bool:
-    return (path / ".datom" / "project.yaml").is_file()
+    # Not .datom/project.yaml: another process's write may be resetting the working tree
+    # of a shared clone at this very moment. Clones are only created under the init lock,
+    # so a git directory means creation finished (or failed, which connect reports).
+    return (path / ".git").is_dir()
 
 
 @contextmanager

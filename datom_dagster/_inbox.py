@@ -40,7 +40,8 @@ from dagster import (
     multi_asset,
     sensor,
 )
-from datom_dagster._metadata import materialization_metadata
+from datom_dagster._annotations import plain
+from datom_dagster._metadata import Written, materialization_metadata
 
 __all__ = ["datom_inbox_assets", "datom_inbox_sensor"]
 
@@ -100,26 +101,18 @@ def _result(
     conn: dc.Connection, key: AssetKey, table: str, change: str | None
 ) -> MaterializeResult:
     try:
-        metadata = conn.metadata(table)
+        record = conn.version(table)
     except dc.NotFoundError as e:
         raise Failure(
             description=f"no extract for table {table!r} has been onboarded yet: drop its file "
             "into the inbox first"
         ) from e
-    version = dc.metadata_sha(metadata)
-    written = dc.WriteResult(
-        table,
-        change or "none",
-        version,
-        metadata["data_sha"],
-        metadata.get("parquet_sha", ""),
-        None,
-    )
-    schema_only = conn.read(table, as_="arrow").schema.empty_table()
+    written = Written(table, record.version, change or "none", None, record)
+    schema = conn.read(table, record, as_="arrow").schema
     return MaterializeResult(
         asset_key=key,
-        metadata=materialization_metadata(conn, written, schema_only),
-        data_version=DataVersion(metadata["data_sha"]),
+        metadata=materialization_metadata(conn, written, schema),
+        data_version=DataVersion(record.data_sha),
     )
 
 
@@ -192,9 +185,8 @@ def datom_inbox_sensor(
 
 
 def _table_of(assets: AssetsDefinition, key: AssetKey) -> str:
-    metadata: Mapping[str, Any] = assets.specs_by_key[key].metadata or {}
-    value = metadata.get("datom_table", key.path[-1])
-    return getattr(value, "value", value)
+    metadata: Mapping[str, Any] = assets.get_asset_spec(key).metadata or {}
+    return plain(metadata.get("datom_table", key.path[-1]))
 
 
 def _tables(conn: dc.Connection) -> list[dc.TableInfo]:

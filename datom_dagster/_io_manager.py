@@ -36,13 +36,15 @@ from dagster import (
     InputContext,
     OutputContext,
 )
-from datom_dagster import _data_version as internals
-from datom_dagster._config import DatomProjectConfig
+from datom_dagster import _dagster_internals as internals
+from datom_dagster._annotations import asset_option_problems, input_option_problems, plain
+from datom_dagster._config import DatomResource
 from datom_dagster._lineage import output_parents, record_loaded
-from datom_dagster._metadata import materialization_metadata
-from datom_dagster._naming import TABLE_METADATA_KEY, table_name
+from datom_dagster._metadata import Written, materialization_metadata
+from datom_dagster._naming import KEY_METADATA_KEY, TABLE_METADATA_KEY, table_name
 from datom_dagster._type_handlers import (
     InputSpec,
+    arrow_schema,
     concat,
     from_read,
     input_spec,
@@ -52,29 +54,45 @@ from datom_dagster._type_handlers import (
 
 __all__ = ["DatomIOManager"]
 
-_NO_RETRY = (dc.UnhashableColumnsError, dc.InvalidNameError)
+_NO_RETRY = (dc.UnsupportedInputError, dc.InvalidNameError, dc.InvalidArgumentError)
 
 
-class DatomIOManager(ConfigurableIOManager, DatomProjectConfig):
+class DatomIOManager(ConfigurableIOManager):
     """Stores asset outputs as datom versions and loads inputs from datom.
 
     ``DatomIOManager()`` works with no configuration (a local project under
-    ``$DATOM_HOME``); the fields of :class:`~datom_dagster.DatomProjectConfig` point it at
-    any project. See the module docstring for what it records and how inputs are shaped.
+    ``$DATOM_HOME``); ``DatomIOManager(datom=DatomResource(...))`` points it at any project,
+    the same one the resource gives asset bodies. See the module docstring for what it
+    records and how inputs are shaped.
     """
+
+    datom: DatomResource
+
+    def __init__(self, **data: Any) -> None:
+        # A nested resource cannot have a Dagster default: supply the zero-config project.
+        data.setdefault("datom", DatomResource())
+        super().__init__(**data)
+
+    def connection(self) -> dc.Connection:
+        """The developer connection of the configured project."""
+        return self.datom.connection()
 
     # -- storing ----------------------------------------------------------------------------
 
     def handle_output(self, context: OutputContext, obj: Any) -> None:
         """Write ``obj`` as the new version of the asset's table (one per partition)."""
         label = _asset_label(context)
+        problems = asset_option_problems(context.definition_metadata or {})
+        if problems:  # definitions not checked at load: refuse before anything is written
+            raise Failure(description=f"asset {label}: " + "; ".join(problems), allow_retries=False)
         try:
             tables = _output_tables(context, obj, label)
         except dc.DatomError as e:
             raise Failure(description=str(e), allow_retries=False) from e
         conn = self.connection()
-        parents = output_parents(context, self)
+        loaded = output_parents(context, self)
         names = {pk: self._output_table_name(context, pk) for pk in tables}
+        key = _key_option(context)
         single = len(tables) == 1
         for pk, table in tables.items():
             try:
@@ -82,17 +100,27 @@ class DatomIOManager(ConfigurableIOManager, DatomProjectConfig):
                     names[pk],
                     table,
                     message=_commit_message(context, label, pk),
-                    parents=parents,
+                    parents=[item.ref for item in loaded],
+                    metadata=_custom(context),
                     history_extra=_history_extra(context, label, pk),
                 )
             except _NO_RETRY as e:
                 raise Failure(description=str(e), allow_retries=False) from e
-            metadata = materialization_metadata(conn, result, table)
+            written = Written(
+                result.table, result.version, result.change, result.commit, result.metadata
+            )
+            metadata = materialization_metadata(
+                conn,
+                written,
+                arrow_schema(table),
+                key=key,
+                parent_assets=[item.asset_key for item in loaded],
+            )
             if single:
                 context.add_output_metadata(metadata)
                 internals.set_data_version(context, result.data_sha)
             else:
-                internals.add_partition_metadata(context, pk, metadata)
+                internals.add_partition_metadata(context, str(pk), metadata)
             context.log.info(
                 f"datom: {label}{_partition_note(pk)} -> {result.table} "
                 f"{result.version[:12]} ({result.change})"
@@ -104,7 +132,7 @@ class DatomIOManager(ConfigurableIOManager, DatomProjectConfig):
                 context.asset_key,
                 partition_key,
                 partitions_def=context.asset_partitions_def if partition_key is not None else None,
-                override=(context.definition_metadata or {}).get(TABLE_METADATA_KEY),
+                override=plain((context.definition_metadata or {}).get(TABLE_METADATA_KEY)),
             )
         except dc.InvalidNameError as e:
             raise Failure(description=str(e), allow_retries=False) from e
@@ -114,12 +142,20 @@ class DatomIOManager(ConfigurableIOManager, DatomProjectConfig):
     def load_input(self, context: InputContext) -> Any:
         """The upstream asset's table(s): current versions unless pinned (module docstring)."""
         if not context.has_asset_key:
-            raise dc.DatomError(
+            raise dc.UnsupportedInputError(
                 f"input {context.name!r}: DatomIOManager loads asset inputs only; give the "
                 "upstream output an asset key, or load it with another IO manager"
             )
         label = context.asset_key.to_user_string()
-        options = dict(context.definition_metadata or {})
+        options = {k: plain(v) for k, v in (context.definition_metadata or {}).items()}
+        problems = input_option_problems(options)
+        if problems:
+            raise dc.InvalidArgumentError(f"input {label}: " + "; ".join(problems))
+        if options.get("datom_set"):
+            raise dc.UnsupportedInputError(
+                f"input {label}: pinning through a set (datom_set) needs datom's sets; "
+                "pin the version with datom_version meanwhile"
+            )
         spec = input_spec(_annotation(context), label)
         partitioned = context.has_asset_partitions
         keys: list[str | None] = list(context.asset_partition_keys) if partitioned else [None]
@@ -176,22 +212,34 @@ def _output_tables(context: OutputContext, obj: Any, label: str) -> dict[str | N
         return {keys[0]: output_table(obj, label)}
     if not isinstance(obj, Mapping) or set(map(str, obj)) != set(map(str, keys)):
         got = sorted(map(str, obj)) if isinstance(obj, Mapping) else type(obj).__qualname__
-        raise dc.DatomError(
+        raise dc.InvalidArgumentError(
             f"asset {label}: this step materialises {len(keys)} partition(s) "
             f"({keys[0]} ... {keys[-1]}); return a dict {{partition_key: table}} with one "
             f"table per partition (got {got}). Nothing was written."
         )
     by_key = {str(k): v for k, v in obj.items()}
-    tables = {k: output_table(by_key[str(k)], f"{label} [{k}]") for k in keys}
+    tables: dict[str | None, Any] = {
+        k: output_table(by_key[str(k)], f"{label} [{k}]") for k in keys
+    }
     reports = {k: dc.check_hashable(t) for k, t in tables.items()}
     bad = {k: r for k, r in reports.items() if not r.ok}
     if bad:
         details = "\n".join(f"partition {k}:\n{r}" for k, r in bad.items())
-        raise dc.DatomError(
+        raise dc.UnhashableColumnsError(
             f"asset {label}: datom cannot hash {len(bad)} partition(s); nothing was written. "
             f"Fix each column marked unsupported:\n{details}"
         )
     return tables
+
+
+def _key_option(context: OutputContext) -> list[str] | None:
+    value = plain((context.definition_metadata or {}).get(KEY_METADATA_KEY))
+    return [str(v) for v in value] if value else None
+
+
+def _custom(context: OutputContext) -> dict[str, Any] | None:
+    description = plain((context.definition_metadata or {}).get("datom_description"))
+    return {"description": description} if description else None
 
 
 def _annotation(context: InputContext) -> Any:
@@ -207,7 +255,7 @@ def _pins(version: Any, keys: list[str | None], label: str) -> dict[str | None, 
     if isinstance(version, Mapping):
         return {k: version.get(k) for k in keys}
     if len(keys) > 1:
-        raise dc.DatomError(
+        raise dc.InvalidArgumentError(
             f"input {label}: datom_version pins one version but {len(keys)} partitions are "
             "loaded; give a dict {partition_key: version} instead"
         )
@@ -224,14 +272,14 @@ def _shape(
 ) -> Any:
     if not partitioned:
         if spec.as_dict:
-            raise dc.DatomError(
+            raise dc.InvalidArgumentError(
                 f"input {label}: a dict annotation asks for several partitions, but "
                 f"{label} is not partitioned; annotate the input with a table type"
             )
         return loaded[None]
     if spec.as_dict:
         if concat_requested:
-            raise dc.DatomError(
+            raise dc.InvalidArgumentError(
                 f"input {label}: datom_concat asks for one table but the input is annotated "
                 "as a dict; choose one"
             )

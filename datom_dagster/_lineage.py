@@ -19,8 +19,8 @@ from typing import Any
 
 import datom_core as dc
 from dagster import AssetKey, InputContext, OutputContext
-from datom_dagster import _data_version as internals
-from datom_dagster._config import DatomProjectConfig
+from datom_dagster import _dagster_internals as internals
+from datom_dagster._config import DatomProject
 from datom_dagster._naming import TABLE_METADATA_KEY, table_name
 
 __all__ = ["Loaded", "output_parents", "record_loaded"]
@@ -45,8 +45,9 @@ def record_loaded(context: InputContext, refs: Iterable[dc.ParentRef]) -> None:
     _LOADED.setdefault(step, []).extend(Loaded(context.asset_key, ref) for ref in refs)
 
 
-def output_parents(context: OutputContext, own: DatomProjectConfig) -> list[dc.ParentRef]:
-    """The parents of the version this output is about to become (see the module docstring).
+def output_parents(context: OutputContext, own: DatomProject) -> list[Loaded]:
+    """The parents of the version this output is about to become, each with the asset it
+    was loaded for (see the module docstring).
 
     ``own`` is the IO manager storing the output: it also stores dependencies that are
     not defined in this code location.
@@ -56,15 +57,15 @@ def output_parents(context: OutputContext, own: DatomProjectConfig) -> list[dc.P
     deps = _dep_keys(context)
     if deps is not None:  # a multi-asset output: keep what its own dependencies loaded
         loaded = [item for item in loaded if item.asset_key in deps]
-    parents: dict[tuple[str, str, str], dc.ParentRef] = {}
+    parents: dict[tuple[str, str, str], Loaded] = {}
     for item in loaded:
-        parents.setdefault((item.ref.source, item.ref.table, item.ref.version), item.ref)
+        parents.setdefault((item.ref.source, item.ref.table, item.ref.version), item)
     seen = {item.asset_key for item in loaded}
     for dep in deps or ():
         if dep in seen:
             continue
         for ref in _current_versions(context, dep, own):
-            parents.setdefault((ref.source, ref.table, ref.version), ref)
+            parents.setdefault((ref.source, ref.table, ref.version), Loaded(dep, ref))
     return list(parents.values())
 
 
@@ -76,7 +77,7 @@ def _dep_keys(context: OutputContext) -> list[AssetKey] | None:
 
 
 def _current_versions(
-    context: OutputContext, dep: AssetKey, own: DatomProjectConfig
+    context: OutputContext, dep: AssetKey, own: DatomProject
 ) -> list[dc.ParentRef]:
     """Current versions of an upstream dependency the step did not load."""
     try:
@@ -90,7 +91,7 @@ def _current_versions(
             "it is not recorded as a parent"
         )
         return []
-    if not isinstance(manager, DatomProjectConfig):
+    if not isinstance(manager, DatomProject):
         context.log.debug(f"datom: upstream {dep.to_user_string()} is not stored by datom")
         return []
     conn = manager.connection()

@@ -46,10 +46,13 @@ from collections.abc import Sequence
 import datom_core as dc
 from dagster import AssetKey, MultiPartitionKey, MultiPartitionsDefinition, PartitionsDefinition
 
-__all__ = ["TABLE_METADATA_KEY", "partition_values", "table_name"]
+__all__ = ["KEY_METADATA_KEY", "TABLE_METADATA_KEY", "partition_values", "table_name"]
 
 TABLE_METADATA_KEY = "datom_table"
 """Asset definition metadata key that overrides the base table name."""
+
+KEY_METADATA_KEY = "datom_key"
+"""Asset definition metadata key naming the columns that identify a row."""
 
 _MAX = 128
 _HASH_HEX = 10

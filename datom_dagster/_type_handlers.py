@@ -17,11 +17,10 @@ import pandas as pd
 import pyarrow as pa
 
 import datom_core as dc
-from dagster import TableColumn, TableSchema
 
 __all__ = [
     "InputSpec",
-    "column_schema",
+    "arrow_schema",
     "concat",
     "from_read",
     "input_spec",
@@ -57,22 +56,20 @@ def output_table(obj: Any, asset: str) -> Any:
         if obj is None
         else ""
     )
-    raise dc.DatomError(
+    raise dc.UnsupportedInputError(
         f"asset {asset}: DatomIOManager stores {_SUPPORTED}; the asset returned {got}. "
         f"Return one of those, or use another IO manager for this asset.{hint} "
         "Nothing was written."
     )
 
 
-def column_schema(table: Any) -> TableSchema:
-    """Column names and types as the producing library names them."""
+def arrow_schema(table: Any) -> pa.Schema:
+    """The Arrow schema of an output (what datom stores), without copying its data."""
     if isinstance(table, pd.DataFrame):
-        pairs = [(str(c), str(t)) for c, t in table.dtypes.items()]
-    elif isinstance(table, pa.Table | pa.RecordBatch):
-        pairs = [(f.name, str(f.type)) for f in table.schema]
-    else:  # polars
-        pairs = [(str(c), str(t)) for c, t in table.schema.items()]
-    return TableSchema(columns=[TableColumn(name=n, type=t) for n, t in pairs])
+        return pa.Schema.from_pandas(table, preserve_index=False).remove_metadata()
+    if isinstance(table, pa.Table | pa.RecordBatch):
+        return table.schema
+    return table.head(0).to_arrow().schema  # polars
 
 
 def input_spec(typing_type: Any, asset: str) -> InputSpec:
@@ -94,7 +91,7 @@ def _kind(t: Any, asset: str) -> Kind:
         return "polars"
     if _is_polars_type(t, "LazyFrame"):
         return "polars_lazy"
-    raise dc.DatomError(
+    raise dc.UnsupportedInputError(
         f"input {asset}: DatomIOManager loads tables as pd.DataFrame (the default), "
         f"pl.DataFrame, pl.LazyFrame or pa.Table (or a dict[str, ...] of them for several "
         f"partitions), not {t!r}; change the input's annotation"

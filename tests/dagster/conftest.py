@@ -13,7 +13,17 @@ import pytest
 
 import datom_core as dc
 from dagster import AssetKey, DagsterInstance, instance_for_test
-from datom_dagster import DatomIOManager
+from datom_dagster import DatomIOManager, DatomResource, LocalStorage
+
+# Dagster 1.13 resolves a nested resource given by value (DatomIOManager(datom=...) when
+# the DatomResource is not also a top-level resource) through its own deprecated
+# InitResourceContext.dagster_run; the warning is Dagster's, not the plugin's.
+DAGSTER_NESTED_RESOURCE_WARNING = "ignore:InitResourceContext.dagster_run is deprecated"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        item.add_marker(pytest.mark.filterwarnings(DAGSTER_NESTED_RESOURCE_WARNING))
 
 
 @pytest.fixture
@@ -49,10 +59,15 @@ def io_manager(tmp_path: Path) -> DatomIOManager:
 
 def project_io_manager(tmp_path: Path, project: str, **fields: Any) -> DatomIOManager:
     """A DatomIOManager for project ``project`` with clone and store under ``tmp_path``."""
-    return DatomIOManager(
+    return DatomIOManager(datom=project_resource(tmp_path, project, **fields))
+
+
+def project_resource(tmp_path: Path, project: str, **fields: Any) -> DatomResource:
+    """A DatomResource for project ``project`` with clone and store under ``tmp_path``."""
+    return DatomResource(
         project_name=project,
         clone_path=str(tmp_path / project / "repo"),
-        store_url=str(tmp_path / project / "store"),
+        storage=LocalStorage(path=str(tmp_path / project / "store")),
         **fields,
     )
 
@@ -76,6 +91,21 @@ def latest(instance: DagsterInstance, key: str | AssetKey, partition: str | None
 def meta(materialization: Any, key: str) -> Any:
     """The plain value of one metadata entry."""
     return materialization.metadata[key].value
+
+
+def parents_shown(materialization: Any) -> list[dict[str, str]]:
+    """The rows of the ``datom/parents`` table of a materialization."""
+    return [dict(r.data) for r in materialization.metadata["datom/parents"].value.records]
+
+
+def as_shown(parent: Mapping[str, str]) -> dict[str, str]:
+    """A recorded parent as its ``datom/parents`` row shows it (12-character prefixes)."""
+    return {
+        "table": parent["table"],
+        "version": parent["version"][:12],
+        "data_sha": parent["data_sha"][:12],
+        "project": parent["source"],
+    }
 
 
 def onboard(conn: dc.Connection, name: str, data: pd.DataFrame) -> dc.ParentRef:

@@ -20,7 +20,7 @@ from dagster import (
     define_asset_job,
     multiprocess_executor,
 )
-from datom_dagster import DatomIOManager
+from datom_dagster import DatomIOManager, DatomResource
 
 WIDTH = 8
 
@@ -55,10 +55,12 @@ def combined(**parts: pd.DataFrame) -> pd.DataFrame:
 
 ASSETS = [*PARTS, combined]
 
+_project = DatomResource.configure_at_launch()
+
 defs = Definitions(
     assets=ASSETS,
     jobs=[define_asset_job("all_assets", selection=AssetSelection.all())],
-    resources={"io_manager": DatomIOManager.configure_at_launch()},
+    resources={"datom": _project, "io_manager": DatomIOManager(datom=_project)},
     executor=multiprocess_executor.configured(
         {
             "max_concurrent": WIDTH,

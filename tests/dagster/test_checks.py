@@ -1,6 +1,7 @@
 """The asset check factory: stored bytes match parquet_sha; lineage is the parents' union."""
 
 import pandas as pd
+import pytest
 
 import datom_core as dc
 from dagster import (
@@ -8,11 +9,17 @@ from dagster import (
     AssetExecutionContext,
     AssetSelection,
     AssetSpec,
+    Config,
     StaticPartitionsDefinition,
     asset,
     materialize,
 )
-from datom_dagster import DATOM_CHECK_NAME, build_datom_asset_checks
+from datom_dagster import (
+    DATOM_CHECK_NAME,
+    ROW_COUNT_CHECK_NAME,
+    SCHEMA_CHECK_NAME,
+    build_datom_asset_checks,
+)
 
 from .conftest import onboard, project_io_manager
 
@@ -112,7 +119,73 @@ def test_partitioned_assets_check_every_stored_partition(instance, io_manager):
     materialize([parts], instance=instance, resources=resources, partition_key="p2")
     evaluation = _run_checks(instance, [parts], checks, resources)["parts"]
     assert evaluation.passed and evaluation.metadata["datom/tables_checked"].value == 2
-    assert {t.name for t in dc.connect(io_manager.project_clone_path()).tables()} == {
+    assert {t.name for t in dc.connect(io_manager.datom.project_clone_path()).tables()} == {
         "parts(p1)",
         "parts(p2)",
     }
+
+
+class Shape(Config):
+    rows: int = 10
+    extra: bool = False
+
+
+@asset
+def cohort(config: Shape) -> pd.DataFrame:
+    frame = pd.DataFrame({"id": range(config.rows)})
+    return frame.assign(extra=1) if config.extra else frame
+
+
+@asset
+def after_cohort(cohort: pd.DataFrame) -> pd.DataFrame:
+    return cohort.head(1)
+
+
+def _cohort_run(instance, io_manager, checks, rows: int, extra: bool = False):
+    result = materialize(
+        [cohort, after_cohort, *checks],
+        instance=instance,
+        resources={"io_manager": io_manager},
+        run_config={"ops": {"cohort": {"config": {"rows": rows, "extra": extra}}}},
+        raise_on_error=False,
+    )
+    return result, {e.check_name: e for e in result.get_asset_check_evaluations()}
+
+
+def test_opt_in_change_checks_pass_fail_and_block(instance, io_manager):
+    checks = build_datom_asset_checks(
+        [cohort], schema_change=True, row_count_change=0.2, change_checks_blocking=True
+    )
+    assert {spec.name for check in checks for spec in check.check_specs} == {
+        DATOM_CHECK_NAME,
+        SCHEMA_CHECK_NAME,
+        ROW_COUNT_CHECK_NAME,
+    }
+    _, first = _cohort_run(instance, io_manager, checks, 10)
+    assert all(e.passed for e in first.values())  # a first version passes
+
+    _, within = _cohort_run(instance, io_manager, checks, 12)  # +20%: allowed
+    assert within[ROW_COUNT_CHECK_NAME].passed and within[SCHEMA_CHECK_NAME].passed
+
+    result, beyond = _cohort_run(instance, io_manager, checks, 20, extra=True)
+    row_count, schema = beyond[ROW_COUNT_CHECK_NAME], beyond[SCHEMA_CHECK_NAME]
+    assert not row_count.passed and row_count.severity == AssetCheckSeverity.ERROR
+    assert row_count.metadata["datom/rows_before"].value == 12
+    assert row_count.metadata["datom/rows_after"].value == 20
+    assert "rows 12 -> 20" in row_count.description
+    assert not schema.passed and "columns added ['extra']" in schema.description
+    # Blocking: the downstream asset was not materialized in that run.
+    done = {e.asset_key.path[-1] for e in result.get_asset_materialization_events()}
+    assert done == {"cohort"}
+
+
+def test_change_checks_warn_unless_blocking(instance, io_manager):
+    checks = build_datom_asset_checks([cohort], schema_change=True, row_count_change=0.0)
+    _cohort_run(instance, io_manager, checks, 5)
+    result, shrunk = _cohort_run(instance, io_manager, checks, 4)
+    assert not shrunk[ROW_COUNT_CHECK_NAME].passed
+    assert shrunk[ROW_COUNT_CHECK_NAME].severity == AssetCheckSeverity.WARN
+    done = {e.asset_key.path[-1] for e in result.get_asset_materialization_events()}
+    assert done == {"cohort", "after_cohort"}
+    with pytest.raises(dc.InvalidArgumentError, match="row_count_change must be a fraction"):
+        build_datom_asset_checks([cohort], row_count_change=-1)

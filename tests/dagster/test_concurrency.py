@@ -26,12 +26,15 @@ from .conftest import latest, meta
 
 def test_multiprocess_executor_writes_every_version_once(fresh_instance, tmp_path):
     # The project does not exist yet: the concurrent steps also race to create it.
-    config = {"clone_path": str(tmp_path / "repo"), "store_url": str(tmp_path / "store")}
+    config = {
+        "clone_path": str(tmp_path / "repo"),
+        "storage": {"local": {"path": str(tmp_path / "store")}},
+    }
     barrier = tmp_path / "barrier"
     barrier.mkdir()
     parts = [f"part_{i}" for i in range(defs_multiprocess.WIDTH)]
     run_config = {
-        "resources": {"io_manager": {"config": config}},
+        "resources": {"datom": {"config": config}},
         "ops": {p: {"config": {"directory": str(barrier)}} for p in parts},
     }
     with execute_job(

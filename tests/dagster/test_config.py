@@ -9,7 +9,7 @@ import pytest
 
 import datom_core as dc
 from dagster import EnvVar, asset, materialize
-from datom_dagster import DatomIOManager, DatomResource
+from datom_dagster import DatomIOManager, DatomResource, LocalStorage, S3Storage
 
 from .conftest import latest, meta
 
@@ -32,27 +32,32 @@ def test_s3_store_with_envvar_credentials_never_leaks_them(
 ):
     monkeypatch.setenv("STUDY_AWS_KEY_ID", KEY_ID)
     monkeypatch.setenv("STUDY_AWS_SECRET", SECRET)
-    fields = {
-        "project_name": "s3study",
-        "clone_path": str(tmp_path / "repo"),
-        "bucket": s3_bucket,
-        "prefix": "team",
-        "endpoint_url": s3_endpoint,
-        "aws_access_key_id": EnvVar("STUDY_AWS_KEY_ID"),
-        "aws_secret_access_key": EnvVar("STUDY_AWS_SECRET"),
+    fields = {"project_name": "s3study", "clone_path": str(tmp_path / "repo")}
+    storage = {"bucket": s3_bucket, "prefix": "team", "endpoint_url": s3_endpoint}
+    # Configured in Python with EnvVar (the asset body's resource), and at launch with
+    # {"env": ...} in the run config (the IO manager's project).
+    in_python = S3Storage(
+        **storage,
+        aws_access_key_id=EnvVar("STUDY_AWS_KEY_ID"),
+        aws_secret_access_key=EnvVar("STUDY_AWS_SECRET"),
+    )
+    launch_storage = {
+        **storage,
+        "aws_access_key_id": {"env": "STUDY_AWS_KEY_ID"},
+        "aws_secret_access_key": {"env": "STUDY_AWS_SECRET"},
     }
-    # Configured in Python with EnvVar, and at launch with {"env": ...} in the run config.
-    launch = {**fields, "aws_access_key_id": {"env": "STUDY_AWS_KEY_ID"}}
-    launch["aws_secret_access_key"] = {"env": "STUDY_AWS_SECRET"}
+    at_launch = DatomResource.configure_at_launch()
     resources = {
-        "io_manager": DatomIOManager.configure_at_launch(),
-        "datom": DatomResource(**fields),
+        "project": at_launch,
+        "io_manager": DatomIOManager(datom=at_launch),
+        "datom": DatomResource(**fields, storage=in_python),
     }
+    launch = {**fields, "storage": {"s3": launch_storage}}
     result = materialize(
         [measures, uses_resource],
         instance=fresh_instance,
         resources=resources,
-        run_config={"resources": {"io_manager": {"config": launch}}},
+        run_config={"resources": {"project": {"config": launch}}},
     )
     assert result.success
 
@@ -95,12 +100,15 @@ def _text(path: Path) -> str:
 
 
 def test_a_lost_clone_is_recloned_from_its_remote(tmp_path):
-    fields = {"clone_path": str(tmp_path / "repo"), "store_url": str(tmp_path / "store")}
-    first = DatomIOManager(**fields).connection()
+    fields = {
+        "clone_path": str(tmp_path / "repo"),
+        "storage": LocalStorage(path=str(tmp_path / "store")),
+    }
+    first = DatomIOManager(datom=DatomResource(**fields)).connection()
     written = first.write("t", pd.DataFrame({"a": [1]}))
     shutil.rmtree(tmp_path / "repo")
 
-    again = DatomIOManager(**fields).connection()
+    again = DatomResource(**fields).connection()
     assert again.resolve("t") == written.version and again.path == tmp_path / "repo"
     assert again.write("t", pd.DataFrame({"a": [1]})).change == "none"
 
@@ -108,7 +116,9 @@ def test_a_lost_clone_is_recloned_from_its_remote(tmp_path):
 def test_a_half_made_clone_is_reported_not_overwritten(tmp_path):
     (tmp_path / "repo").mkdir()
     (tmp_path / "repo" / "notes.txt").write_text("mine")
-    iom = DatomIOManager(clone_path=str(tmp_path / "repo"), store_url=str(tmp_path / "store"))
-    with pytest.raises(dc.DatomError, match="is not a datom clone"):
+    iom = DatomResource(
+        clone_path=str(tmp_path / "repo"), storage=LocalStorage(path=str(tmp_path / "store"))
+    )
+    with pytest.raises(dc.ProjectConfigError, match="is not a datom clone"):
         iom.connection()
     assert (tmp_path / "repo" / "notes.txt").read_text() == "mine"

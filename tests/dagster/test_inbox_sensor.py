@@ -39,7 +39,7 @@ def project(tmp_path: Path) -> dict:
         "resource": resource,
         "conn": conn,
         "inbox": conn.path / "input_files",
-        "io": DatomIOManager(home=str(tmp_path / "datom"), project_name="STUDY_001"),
+        "io": DatomIOManager(datom=resource),
     }
 
 

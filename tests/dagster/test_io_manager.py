@@ -21,7 +21,7 @@ from dagster import (
     build_output_context,
     materialize,
 )
-from datom_dagster import DatomIOManager, datom_home
+from datom_dagster import DatomIOManager, DatomResource, UrlStorage, datom_home
 
 from .conftest import latest, meta
 
@@ -188,15 +188,19 @@ def test_hand_built_contexts_work_without_a_step(io_manager):
 
 def test_a_clone_of_another_project_is_refused(tmp_path, io_manager):
     io_manager.connection()
-    other = DatomIOManager(project_name="other", clone_path=io_manager.clone_path)
-    with pytest.raises(dc.DatomError, match="holds project 'study'"):
+    other = DatomResource(project_name="other", clone_path=io_manager.datom.clone_path)
+    with pytest.raises(dc.ProjectConfigError, match="holds project 'study'"):
         other.connection()
 
 
-def test_store_url_and_bucket_are_exclusive(tmp_path: Path):
-    iom = DatomIOManager(clone_path=str(tmp_path / "r"), store_url=str(tmp_path), bucket="b")
-    with pytest.raises(dc.StoreError, match="either store_url or bucket"):
-        iom.connection()
+def test_storage_is_one_choice(tmp_path: Path):
+    # Two locations cannot both be given: the storage is one variant, chosen by its kind.
+    with pytest.raises(Exception, match="exactly one key"):
+        DatomResource(storage={"s3": {"bucket": "b"}, "local": {"path": str(tmp_path)}})
+    assert DatomResource(storage={"s3": {"bucket": "b"}}).storage.bucket == "b"
+    url = DatomResource(storage=UrlStorage(url=f"file://{tmp_path}/s"))
+    assert url.configured_store().url == f"file://{tmp_path}/s/datom"
+    assert DatomResource().configured_store() is None
 
 
 @asset(metadata={"datom_table": "Adverse events (AE)"})

@@ -11,7 +11,7 @@ from dagster._utils.test.data_versions import get_stale_status_resolver
 import datom_core as dc
 from dagster import AssetIn, AssetKey, AssetSpec, Config, asset, materialize
 
-from .conftest import latest, meta, onboard, project_io_manager
+from .conftest import as_shown, latest, meta, onboard, parents_shown, project_io_manager
 
 
 class RawConfig(Config):
@@ -74,10 +74,10 @@ def test_identical_rerun_changes_nothing_and_a_new_input_flows_down(fresh_instan
         assert event.tags[DATA_VERSION_IS_USER_PROVIDED_TAG] == "true"
         assert meta(event, "datom/change") == "full"
         assert meta(event, "datom/version") == conn.resolve(key)
-    assert meta(first["clean"], "datom/parents") == [_parent(conn, "raw")]
-    assert meta(first["report"], "datom/parents") == [_parent(conn, "clean")]
+    assert parents_shown(first["clean"]) == [as_shown(_parent(conn, "raw"))]
+    assert parents_shown(first["report"]) == [as_shown(_parent(conn, "clean"))]
     # Not loaded, still a parent: at its current version.
-    assert meta(first["audit"], "datom/parents") == [_parent(conn, "clean")]
+    assert parents_shown(first["audit"]) == [as_shown(_parent(conn, "clean"))]
 
     second = _run(inst, io_manager, [1, 2, 3])
     for key in KEYS:
@@ -101,16 +101,18 @@ def test_identical_rerun_changes_nothing_and_a_new_input_flows_down(fresh_instan
     for key in KEYS[:3]:
         assert meta(third[key], "datom/version") != meta(first[key], "datom/version")
         assert len(conn.history(key)) == 2
-    assert meta(third["clean"], "datom/parents") == [
-        {
-            "source": "study",
-            "table": "raw",
-            "version": meta(changed["raw"], "datom/version"),
-            "data_sha": meta(changed["raw"], "datom/data_sha"),
-        }
+    assert parents_shown(third["clean"]) == [
+        as_shown(
+            {
+                "source": "study",
+                "table": "raw",
+                "version": meta(changed["raw"], "datom/version"),
+                "data_sha": meta(changed["raw"], "datom/data_sha"),
+            }
+        )
     ]
-    assert meta(third["report"], "datom/parents") == [_parent(conn, "clean")]
-    assert meta(third["audit"], "datom/parents") == [_parent(conn, "clean")]
+    assert parents_shown(third["report"]) == [as_shown(_parent(conn, "clean"))]
+    assert parents_shown(third["audit"]) == [as_shown(_parent(conn, "clean"))]
     # audit's own data did not change: a new version over the same data, nothing uploaded.
     assert meta(third["audit"], "datom/change") == "metadata_only"
     assert all(_status(inst, k) == StaleStatus.FRESH for k in KEYS)
@@ -135,8 +137,8 @@ def test_pinning_an_old_upstream_version_records_it_as_parent(instance, io_manag
         resources={"io_manager": io_manager},
         selection=["pinned_report"],
     )
-    [parent] = meta(latest(instance, "pinned_report"), "datom/parents")
-    assert parent["table"] == "clean" and parent["version"] == old
+    [parent] = parents_shown(latest(instance, "pinned_report"))
+    assert parent["table"] == "clean" and parent["version"] == old[:12]
     assert conn.metadata("pinned_report")["parents"][0]["version"] == old
 
 
@@ -165,13 +167,15 @@ def test_upstream_in_another_project_is_recorded_with_its_source(instance, tmp_p
 
     lineage = [{"project": "vendor", "table": "dm", "version_sha": imported.data_sha}]
     event = latest(instance, "enriched")
-    assert meta(event, "datom/parents") == [
-        {
-            "source": "vendor",
-            "table": "dm",
-            "version": imported.version,
-            "data_sha": imported.data_sha,
-        }
+    assert parents_shown(event) == [
+        as_shown(
+            {
+                "source": "vendor",
+                "table": "dm",
+                "version": imported.version,
+                "data_sha": imported.data_sha,
+            }
+        )
     ]
     assert meta(event, "datom/source_lineage") == lineage
     # The lineage is derived by datom itself, and follows through unloaded dependencies.

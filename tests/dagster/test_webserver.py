@@ -15,7 +15,7 @@ import datom_core as dc
 from dagster import AssetKey, materialize
 from datom_dagster._metadata import DATOM_KEYS, STANDARD_KEYS
 
-from .conftest import dagster_process, latest
+from .conftest import as_shown, dagster_process, latest
 from .defs_webserver import ASSETS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -35,6 +35,9 @@ query Latest($keys: [AssetKeyInput!]) {
         ... on JsonMetadataEntry { jsonString }
         ... on UrlMetadataEntry { url }
         ... on TableSchemaMetadataEntry { schema { columns { name type } } }
+        ... on TableMetadataEntry { table { records } }
+        ... on MarkdownMetadataEntry { mdStr }
+        ... on AssetMetadataEntry { assetKey { path } }
       }
     }
   }
@@ -48,17 +51,25 @@ def _plain(entry: dict) -> object:
         return json.loads(entry["jsonString"])
     if "schema" in entry:
         return [(c["name"], c["type"]) for c in entry["schema"]["columns"]]
-    for field in ("text", "intValue", "url"):
+    if "table" in entry:
+        return [json.loads(r) for r in entry["table"]["records"]]
+    if "assetKey" in entry:
+        return entry["assetKey"]["path"]
+    for field in ("text", "intValue", "url", "mdStr"):
         if field in entry:
             return entry[field]
     raise AssertionError(f"unexpected metadata entry {entry}")
 
 
 def _event_plain(value: object) -> object:
-    from dagster import TableSchema
+    from dagster import AssetKey, TableMetadataValue, TableSchema
 
     if isinstance(value, TableSchema):
         return [(c.name, c.type) for c in value.columns]
+    if isinstance(value, TableMetadataValue):
+        return [dict(r.data) for r in value.records]
+    if isinstance(value, AssetKey):
+        return list(value.path)
     return value
 
 
@@ -112,9 +123,13 @@ def _query_when_loaded(url: str, keys: list[str], log: Path) -> list[dict]:
 
 def test_materialization_metadata_in_the_instance_and_the_ui(fresh_instance, webserver, tmp_path):
     clone = tmp_path / "project" / "repo"
-    from datom_dagster import DatomIOManager
+    from datom_dagster import DatomIOManager, DatomResource, LocalStorage
 
-    io = DatomIOManager(clone_path=str(clone), store_url=str(tmp_path / "project" / "store"))
+    io = DatomIOManager(
+        datom=DatomResource(
+            clone_path=str(clone), storage=LocalStorage(path=str(tmp_path / "project" / "store"))
+        )
+    )
     assert materialize(ASSETS, instance=fresh_instance, resources={"io_manager": io}).success
     conn = dc.connect(clone)
 
@@ -130,11 +145,18 @@ def test_materialization_metadata_in_the_instance_and_the_ui(fresh_instance, web
     assert value["datom/change"] == "full"
     assert value["datom/table"] == "derived" and value["datom/project"] == "dagster"
     assert value["datom/commit"] == conn.repo.log()[0].id
-    assert value["datom/parents"] == current["parents"]
-    assert value["datom/parents"][0]["version"] == conn.resolve("source")
+    assert value["datom/parents"] == [as_shown(p) for p in current["parents"]]
+    assert value["datom/parents"][0]["version"] == conn.resolve("source")[:12]
+    assert value["datom/parent/source"] == ["source"]  # a link to the upstream asset
+    assert value["datom/rows_after"] == 3 and "datom/rows_before" not in value
+    assert "first version" in value["datom/changes"]
     assert value["datom/source_lineage"] == []
     assert value["dagster/row_count"] == 3
-    assert value["dagster/column_schema"] == [("id", "int64"), ("name", "str"), ("double", "int64")]
+    assert value["dagster/column_schema"] == [
+        ("id", "int64"),
+        ("name", "string"),
+        ("double", "int64"),
+    ]
     uri = value["dagster/uri"]
     assert uri.startswith(conn.store.url) and uri.endswith(
         f"/derived/{current['data_sha']}.parquet"

@@ -1,21 +1,32 @@
-"""The parts of the plugin that lean on Dagster internals, isolated here.
+"""Every use the plugin makes of Dagster's non-public API, fenced in this one module.
 
-Dagster has no public way for an IO manager to set the data version of the
-materialization it is storing. It does read a per-step cache of data versions while it
-builds that materialization: ``_store_output`` calls ``handle_output`` first, then
-``_get_output_asset_events`` takes ``output.data_version or
-step_context.get_data_version(asset_key)`` and records it as a user-provided data version
-(tags ``dagster/data_version`` and ``dagster/data_version_is_user_provided``). So putting
-the table's ``data_sha`` in that cache from ``handle_output`` makes it the data version:
-an identical result keeps downstream assets fresh, a changed one marks them stale.
+Each entry was checked against Dagster 1.13's public API; these remain because no public
+way exists. ``tests/dagster/test_dagster_internals.py`` has one test per entry, run on a
+real instance, so a Dagster upgrade that changes one fails there first, by name.
 
-This relies on ``OutputContext.step_context`` (long-standing, not ``@public``),
-``StepExecutionContext.set_data_version`` and that ordering. The integration tests check
-the recorded tag after a real run, so a Dagster upgrade that breaks it fails loudly.
+1. ``OutputContext.step_context`` / ``InputContext.step_context`` (:func:`step_context_or_none`):
+   the step's execution context, shared by the inputs and outputs of one step. Lineage is
+   recorded against it (public contexts expose no step identity on inputs).
+2. ``StepExecutionContext.set_data_version`` (:func:`set_data_version`): Dagster has no
+   public way for an IO manager to set the data version of the materialization it stores.
+   ``_store_output`` calls ``handle_output`` first, then takes ``output.data_version or
+   step_context.get_data_version(asset_key)`` as a user-provided data version, so putting
+   the table's ``data_sha`` there makes it the data version.
+3. ``StepExecutionContext.add_asset_metadata(partition_key=...)``
+   (:func:`add_partition_metadata`): ``OutputContext.add_output_metadata`` applies to every
+   partition of a multi-partition step; this scopes metadata to one partition.
+4. ``job_def.asset_layer.has/get(...)`` (:func:`dep_io_manager`, :func:`dep_metadata`,
+   :func:`dep_partitions_def`): the IO manager, definition metadata and partitions of an
+   upstream dependency the step did not load (``deps=[...]``); ``OutputContext.asset_spec``
+   gives the dependency's key only.
+5. ``asset_layer.get_node_input_name`` and ``asset_partitions_subset_for_input``
+   (:func:`dep_partition_keys`): the partitions of such a dependency, through its mapping.
 
-Also here, for the same reason: per-partition materialization metadata
-(``StepExecutionContext.add_asset_metadata``) and the step's resources and asset layer,
-used to resolve upstream dependencies that the step did not load.
+**Known limitation** (no public or private way around it): Dagster keeps one data version
+per asset per step, so a single run that materialises several partitions records the
+same (Dagster-computed) data version on each; each partition's ``datom/data_sha`` is
+still in its own metadata. Run one partition per run (the default backfill policy) to
+get ``data_sha`` as each partition's data version.
 """
 
 from collections.abc import Mapping
@@ -30,6 +41,7 @@ from dagster import (
 )
 
 __all__ = [
+    "DATA_VERSION_TAG",
     "add_partition_metadata",
     "dep_io_manager",
     "dep_metadata",
@@ -38,6 +50,10 @@ __all__ = [
     "set_data_version",
     "step_context_or_none",
 ]
+
+
+DATA_VERSION_TAG = "dagster/data_version"
+"""The tag under which Dagster records a materialization's data version."""
 
 
 def step_context_or_none(context: OutputContext | InputContext) -> Any | None:

@@ -1,0 +1,203 @@
+"""``DatomComponent``: a datom project in a ``dg`` project, configured in YAML.
+
+``dg scaffold defs datom_dagster.DatomComponent my_study`` writes ``defs/my_study/defs.yaml``;
+a complete one reads::
+
+    type: datom_dagster.DatomComponent
+    attributes:
+      project: STUDY_001
+      store:                      # omitted: the zero-configuration local project
+        kind: s3                  # local (path), s3 (bucket, prefix...) or url (url)
+        bucket: my-bucket
+        prefix: studies/s001
+        aws_access_key_id_env: AWS_ACCESS_KEY_ID          # names of variables, never values
+        aws_secret_access_key_env: AWS_SECRET_ACCESS_KEY
+      remote: https://github.com/team/s001-metadata.git   # token: $DATOM_GIT_TOKEN
+      inbox:
+        tables: [dm, ex, lb, ae]
+        sensor: running           # running, stopped or none
+      checks:
+        assets: [adsl, adae]
+        schema_change: true
+        row_count_change: 0.2
+        blocking: false
+
+It defines the ``datom`` resource (:class:`~datom_dagster.DatomResource`), the
+``io_manager`` (:class:`~datom_dagster.DatomIOManager` on that project), the inbox
+assets and sensor, and the checks; the keys are configurable. Its definitions are checked
+with :func:`~datom_dagster.validate_datom_definitions` when they load.
+"""
+
+from typing import Literal
+
+from pydantic import Field
+
+import dagster as dg
+import datom_core as dc
+from dagster import DefaultSensorStatus, EnvVar
+from datom_dagster._annotations import validate_datom_definitions
+from datom_dagster._checks import build_datom_asset_checks
+from datom_dagster._config import DatomResource
+from datom_dagster._inbox import datom_inbox_assets, datom_inbox_sensor
+from datom_dagster._io_manager import DatomIOManager
+from datom_dagster._storage import DefaultStorage, LocalStorage, S3Storage, Storage, UrlStorage
+
+__all__ = ["DatomComponent", "DatomComponentScaffolder"]
+
+
+class StoreModel(dg.Model):
+    """Where the parquet bytes live (one kind; credentials by environment variable name)."""
+
+    kind: Literal["local", "s3", "url"]
+    path: str | None = None
+    url: str | None = None
+    bucket: str | None = None
+    prefix: str | None = None
+    endpoint_url: str | None = None
+    region: str | None = None
+    aws_access_key_id_env: str | None = None
+    aws_secret_access_key_env: str | None = None
+    aws_session_token_env: str | None = None
+
+    def storage(self) -> Storage:
+        """The typed storage choice this describes."""
+        if self.kind == "local":
+            return LocalStorage(path=_required(self.path, "path", "local"))
+        if self.kind == "url":
+            return UrlStorage(url=_required(self.url, "url", "url"))
+        return S3Storage(
+            bucket=_required(self.bucket, "bucket", "s3"),
+            prefix=self.prefix,
+            endpoint_url=self.endpoint_url,
+            region=self.region,
+            aws_access_key_id=_env(self.aws_access_key_id_env),
+            aws_secret_access_key=_env(self.aws_secret_access_key_env),
+            aws_session_token=_env(self.aws_session_token_env),
+        )
+
+
+class InboxModel(dg.Model):
+    """The raw tables onboarded from file drops, and the sensor that watches for them."""
+
+    tables: list[str]
+    path: str | None = None
+    sensor: Literal["running", "stopped", "none"] = "running"
+    minimum_interval_seconds: int = 30
+    group_name: str = "raw"
+    sensor_name: str | None = None  # default <project>_inbox_sensor
+    op_name: str | None = None  # default onboard_<project>
+
+
+class ChecksModel(dg.Model):
+    """Checks on chosen assets: integrity and lineage always; change checks on request."""
+
+    assets: list[str]
+    schema_change: bool = False
+    row_count_change: float | None = None
+    blocking: bool = False
+
+
+class DatomComponentScaffolder(dg.Scaffolder):
+    """``dg scaffold defs datom_dagster.DatomComponent <name>``: a working local project."""
+
+    def scaffold(self, request: dg.ScaffoldRequest) -> None:
+        """Write ``defs.yaml`` for a zero-configuration project named after the folder."""
+        name = _identifier(request.target_path.name).upper() or "STUDY"
+        dg.scaffold_component(
+            request,
+            {
+                "project": name,
+                "inbox": {"tables": ["dm"], "sensor": "stopped"},
+                "checks": {"assets": ["dm"], "schema_change": True},
+            },
+        )
+
+
+@dg.scaffold_with(DatomComponentScaffolder)
+class DatomComponent(dg.Component, dg.Model, dg.Resolvable):
+    """A datom project: resource, IO manager, inbox assets and sensor, and checks."""
+
+    project: str = Field(description="The datom project name (recorded in every version).")
+    home: str | None = Field(default=None, description="Datom home (default $DATOM_HOME).")
+    clone_path: str | None = Field(default=None, description="The project's git clone.")
+    store: StoreModel | None = Field(default=None, description="Where the parquet bytes live.")
+    remote: str | None = Field(default=None, description="Git remote of the metadata.")
+    inbox: InboxModel | None = Field(default=None, description="File drops to onboard.")
+    checks: ChecksModel | None = Field(default=None, description="Checks for chosen assets.")
+    resource_key: str = Field(default="datom", description="Key of the DatomResource.")
+    io_manager_key: str = Field(default="io_manager", description="Key of the IO manager.")
+
+    def resource(self) -> DatomResource:
+        """The project as a resource."""
+        storage: Storage = self.store.storage() if self.store else DefaultStorage()
+        return DatomResource(
+            project_name=self.project,
+            home=self.home,
+            clone_path=self.clone_path,
+            storage=storage,
+            remote=self.remote,
+        )
+
+    def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
+        """The component's definitions, checked as they load."""
+        datom = self.resource()
+        assets: list[dg.AssetsDefinition] = []
+        sensors: list[dg.SensorDefinition] = []
+        if self.inbox is not None:
+            raw = datom_inbox_assets(
+                self.inbox.tables,
+                resource_key=self.resource_key,
+                inbox=self.inbox.path,
+                group_name=self.inbox.group_name,
+                name=self.inbox.op_name or f"onboard_{_identifier(self.project)}",
+            )
+            assets.append(raw)
+            if self.inbox.sensor != "none":
+                status = (
+                    DefaultSensorStatus.RUNNING
+                    if self.inbox.sensor == "running"
+                    else DefaultSensorStatus.STOPPED
+                )
+                sensors.append(
+                    datom_inbox_sensor(
+                        raw,
+                        resource_key=self.resource_key,
+                        inbox=self.inbox.path,
+                        name=self.inbox.sensor_name or f"{_identifier(self.project)}_inbox_sensor",
+                        minimum_interval_seconds=self.inbox.minimum_interval_seconds,
+                        default_status=status,
+                    )
+                )
+        checks = []
+        if self.checks is not None:
+            checks = build_datom_asset_checks(
+                self.checks.assets,
+                io_manager_key=self.io_manager_key,
+                schema_change=self.checks.schema_change,
+                row_count_change=self.checks.row_count_change,
+                change_checks_blocking=self.checks.blocking,
+            )
+        defs = dg.Definitions(
+            assets=assets,
+            asset_checks=checks,
+            sensors=sensors,
+            resources={
+                self.resource_key: datom,
+                self.io_manager_key: DatomIOManager(datom=datom),
+            },
+        )
+        return validate_datom_definitions(defs)
+
+
+def _identifier(text: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in text).strip("_")
+
+
+def _required(value: str | None, field: str, kind: str) -> str:
+    if not value:
+        raise dc.StoreError(f"DatomComponent: a store of kind {kind!r} needs {field!r}")
+    return value
+
+
+def _env(name: str | None) -> str | None:
+    return EnvVar(name) if name else None

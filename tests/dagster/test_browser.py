@@ -1,0 +1,115 @@
+"""A reviewer's view: the demo's asset page in a real browser explains the version.
+
+Runs ``make demo``'s story into a temporary folder, starts ``dagster-webserver`` on
+loopback over the demo's instance (``workspace.yaml``, as the demo tells users to), opens
+``adsl``'s events page in headless Chromium (Debian's ``chromium``, driven by Playwright)
+and checks that the version, its data_sha, the parents table and the change summary are
+on the page. The screenshot stays in the test's tmp dir (``adsl.png``).
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import datom_core as dc
+
+from .conftest import dagster_process
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_until_served(url: str, log: Path) -> None:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback only
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with opener.open(url, timeout=5):
+                return
+        except OSError:
+            assert time.monotonic() < deadline, f"webserver never answered:\n{log.read_text()}"
+            time.sleep(0.5)
+
+
+def test_the_asset_page_explains_the_version(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    demo = tmp_path / "demo"
+    env = {**os.environ, "DATOM_DEMO_DIR": str(demo), "DAGSTER_DISABLE_TELEMETRY": "1"}
+    run = subprocess.run(
+        [sys.executable, "-m", "example_project.demo"],
+        env=env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    conn = dc.connect(demo / "datom" / "STUDY_001" / "repo")
+    version, recorded = conn.resolve("adsl"), conn.metadata("adsl")
+
+    port = _free_port()
+    server_env = {
+        **env,
+        "DAGSTER_HOME": str(demo / "dagster"),
+        "DATOM_HOME": str(demo / "datom"),
+        "NO_PROXY": "127.0.0.1",
+    }
+    command = [
+        str(Path(sys.executable).parent / "dagster-webserver"),
+        *("-h", "127.0.0.1", "-p", str(port), "-w", str(REPO_ROOT / "workspace.yaml")),
+    ]
+    log = tmp_path / "webserver.log"
+    base = f"http://127.0.0.1:{port}"
+    assert Path(CHROMIUM).exists(), "install Debian's chromium: apt-get install chromium"
+    with dagster_process(command, server_env, log):
+        _wait_until_served(f"{base}/server_info", log)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 2200})
+                page.goto(f"{base}/assets/adsl?view=events", timeout=120_000)
+                page.get_by_text("datom/parents").first.wait_for(timeout=120_000)
+                skip = page.get_by_role("button", name="Skip")
+                if skip.count():  # the community sign-up dialog of a fresh instance
+                    skip.first.click()
+                page.get_by_text(version).first.wait_for(timeout=60_000)
+                page.screenshot(path=str(tmp_path / "adsl.png"), full_page=True)
+                text = page.inner_text("body")
+            finally:
+                browser.close()
+
+    assert (tmp_path / "adsl.png").stat().st_size > 10_000
+    assert version in text and recorded["data_sha"] in text
+    for parent in recorded["parents"]:  # the parents table: one row per parent
+        row = "\t".join(
+            [parent["table"], parent["version"][:12], parent["data_sha"][:12], parent["source"]]
+        )
+        assert row in text, f"parent row {row!r} not on the page"
+    assert "datom/changes" in text and f"adsl: unchanged, version {version[:12]}" in text
+    assert "columns added: none" in text
+    assert "datom/parent/dm" in text and "datom/parent/ex" in text  # links to the upstreams
