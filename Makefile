@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo lint typecheck format bench clean
+.PHONY: test demo lint typecheck format bench clean rdatom
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,7 +24,18 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format datom_core datom_dagster example_project tests benchmarks
 
 test: lint
-	$(PY) -m pytest -n 2 -q
+	$(PY) -m pytest -n 2 --dist loadgroup -q
+
+# The real R datom (0.2.0 and 0.1.1) for the cross-language tests (tests/rdatom/): Debian's
+# R through apt-get (needs root), then the R packages into $(RDATOM_LIB). Idempotent; a
+# second run takes seconds. Without it `make test` skips those tests and says why.
+RDATOM_SRC ?= $(CURDIR)/../shared/rdatom
+RDATOM_LIB ?= $(or $(TMPDIR),/tmp)/datom-rdatom-lib
+export RDATOM_LIB
+
+rdatom: $(STAMP)
+	@test -x $(RDATOM_SRC)/setup.sh || { echo "no R datom sources at $(RDATOM_SRC): set RDATOM_SRC"; exit 1; }
+	ARROW_SHIM_PYTHON=$(abspath $(PY)) $(RDATOM_SRC)/setup.sh
 
 demo: $(STAMP)
 	$(PY) -m example_project.demo

@@ -14,16 +14,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 from datom_core._arrow import OutputKind
-from datom_core._errors import DatomError, InvalidArgumentError, InvalidNameError
+from datom_core._errors import DatomError, InvalidArgumentError
 from datom_core._git import MetadataRepo
 from datom_core._names import validate_project_name, validate_table_name, validate_version
 from datom_core._onboard import ScanRow, SyncRow, scan_inbox, sync
 from datom_core._project import _layout as L
 from datom_core._project._context import ProjectContext, Role
 from datom_core._project._diff import TableDiff, diff_versions, previous_version
-from datom_core._project._lineage import lineage
+from datom_core._project._lineage import checked_parent, lineage
+from datom_core._project._mirror import newest_commit_of
 from datom_core._project._model import ParentRef, TableMetadata
-from datom_core._project._parse import parse_metadata
 from datom_core._project._read import (
     list_tables,
     read_history,
@@ -41,6 +41,7 @@ from datom_core._project._records import (
     WriteResult,
 )
 from datom_core._project._validate import validate
+from datom_core._project._verify import Verify
 from datom_core._project._write import WriteRequest, write_table
 from datom_core._sets._methods import SetMethods
 from datom_core._store import Store
@@ -138,7 +139,7 @@ class Connection(SetMethods):
         refs = []
         for p in parents:
             if isinstance(p, ParentRef):
-                refs.append(_checked_parent(p))
+                refs.append(checked_parent(p))
             elif isinstance(p, str):
                 refs.append(self.parent(p))
             elif isinstance(p, Mapping) and "table" in p:
@@ -167,16 +168,18 @@ class Connection(SetMethods):
         version: str | TableMetadata | None = None,
         columns: Sequence[str] | None = None,
         as_: OutputKind = "pandas",
+        verify: Verify = "bytes",
     ) -> Any:
         """The data of a version (current by default) as pandas, ``"arrow"`` or ``"polars"``.
 
         ``version``: an id, a unique prefix, or a record from :meth:`version`.
+        ``verify="content"`` also re-hashes the table against ``data_sha`` (bytes: parquet_sha).
         """
         if columns is not None and (isinstance(columns, str) or not isinstance(columns, Sequence)):
             raise InvalidArgumentError(f"columns= must be a list of column names, not {columns!r}")
         if as_ not in ("pandas", "arrow", "polars"):
             raise InvalidArgumentError(f'as_= must be "pandas", "arrow" or "polars", not {as_!r}')
-        return read_table(self._ctx, name, version, columns, as_)
+        return read_table(self._ctx, name, version, columns, as_, verify)
 
     def metadata(self, name: str, version: str | TableMetadata | None = None) -> TableMetadata:
         """The metadata record of a version (current by default), verified (as :meth:`version`)."""
@@ -250,13 +253,7 @@ class Connection(SetMethods):
         The newest commit of ``<name>/metadata.json`` whose document is that version; None
         when git has no such commit (a reader has no git: :class:`ReadOnlyError`).
         """
-        wanted = self.resolve(name, version)
-        path = L.git_metadata(validate_table_name(name))
-        for commit in self.repo.log(path):
-            raw = self.repo.read_at(commit.id, path)
-            if raw is not None and parse_metadata(raw, key=path).version == wanted:
-                return commit.id
-        return None
+        return newest_commit_of(self.repo, validate_table_name(name), self.resolve(name, version))
 
     def store_manifest(self) -> dict[str, Any]:
         """The manifest as mirrored in the store."""
@@ -288,9 +285,15 @@ class Connection(SetMethods):
             inbox_files=files,
         )
 
-    def validate(self, fix: bool = False, *, verify_data: bool = True) -> ValidationReport:
-        """Compare repo and store; with ``fix=True`` repair from git what can be repaired."""
-        return validate(self._ctx, fix=fix, verify_data=verify_data)
+    def validate(
+        self, fix: bool = False, *, verify_data: bool | Verify = True, grace_s: float = 3600
+    ) -> ValidationReport:
+        """Compare repo and store (fetching first); ``fix=True`` repairs what git can restore.
+
+        ``verify_data``: ``"bytes"`` (or True), ``"content"`` (re-hash each table) or False.
+        Killed writers' temp objects older than ``grace_s`` seconds are reported (and fixed).
+        """
+        return validate(self._ctx, fix=fix, verify_data=verify_data, grace_s=grace_s)
 
     # -- onboarding ------------------------------------------------------------------------
 
@@ -331,15 +334,3 @@ class Connection(SetMethods):
             tables=tables,
             storage_options=storage_options,
         )
-
-
-def _checked_parent(p: ParentRef) -> ParentRef:
-    validate_table_name(p.table)
-    validate_project_name(p.source)
-    for value in (p.version, p.data_sha):
-        validate_version(value)
-        if len(value) != 64:
-            raise InvalidNameError(
-                f"parent {p.table!r}: {value!r} is not a full SHA-256 (64 hex characters)"
-            )
-    return p

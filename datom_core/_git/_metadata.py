@@ -274,13 +274,15 @@ class MetadataRepo(RepoCore):
             if len(self._made) > 64:
                 self._made.clear()
             self._made[new.id] = new.objects
-            self._sync(r, new.changes)
+            self._journal(new.changes)
             moved = gi.swap_ref(r, branch, parent, new.id)
             if not moved:
+                self._recover(r)
                 raise GitError(
                     f"The branch of {self.path} moved while committing: another process wrote "
                     "to this clone without MetadataRepo.lock()."
                 )
+            self._sync(r, new.changes)
             return new.id.decode()
 
     def push(self) -> None:

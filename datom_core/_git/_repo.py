@@ -20,7 +20,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -162,11 +162,18 @@ class RepoCore:
         reader = TreeReader(r.object_store, gi.head(r))
         self._sync(r, {p: _blob_id(reader.read(p.decode())) for p in paths if p})
 
+    def _journal(self, paths: Iterable[bytes]) -> None:
+        """Record the paths about to change, before the branch moves: a writer killed
+        between moving the branch and rewriting the files (or before either) leaves the
+        list for :meth:`_recover`, which makes those paths hold HEAD's bytes again."""
+        listed = b"".join(p + b"\n" for p in paths)
+        if listed:
+            gi.write_file_atomic(self.controldir / _JOURNAL, listed)
+
     def _sync(self, r: Repo, changes: Mapping[bytes, bytes | None]) -> None:
         """Make the working tree and index hold ``path -> blob`` (None: no file)."""
         journal = self.controldir / _JOURNAL
-        if changes:
-            gi.write_file_atomic(journal, b"\n".join(changes) + b"\n")
+        self._journal(changes)
         for path, sha in changes.items():
             target = self.path / os.fsdecode(path)
             if sha is None:
@@ -197,11 +204,13 @@ class RepoCore:
         old = gi.get_ref(r, branch)
         if old == target:
             return
-        self._sync(r, changed_paths(r.object_store, old, target))
+        changes = changed_paths(r.object_store, old, target)
+        self._journal(changes)
         if target is None:
             gi.drop_ref(r, branch)
         else:
             gi.set_ref(r, branch, target)
+        self._sync(r, changes)
 
     def _store_local(self, r: Repo, objects: Sequence[ShaFile]) -> None:
         self._loose += add_objects(r, objects)

@@ -20,6 +20,7 @@ from datom_core._project import _layout as L
 from datom_core._project._context import ProjectContext
 from datom_core._project._parse import parse_project_config
 from datom_core._project._records import Change
+from datom_core._project._recover import converge_tables, finish_interrupted
 from datom_core._project._write import WriteRequest, write_table
 
 __all__ = ["SyncRow", "SyncStatus", "sync"]
@@ -72,6 +73,8 @@ def sync(
     repo = ctx.require_repo()  # a reader connection fails here, before any work
     _refuse_product_mode(repo.read(L.PROJECT_YAML))
     cache = ShaCache.in_clone(repo.path)
+    # An interrupted earlier write is finished first, so that its file is not "unchanged".
+    finish_interrupted(ctx)
     if rows is None:
         rows = scan_inbox(ctx, path, storage_options=storage_options, cache=cache, defer_new=True)
     todo = [_as_scan_row(r) for r in rows]
@@ -80,6 +83,7 @@ def sync(
         todo = [r for r in todo if r.name in wanted]
     if not continue_on_error:
         _refuse_failed(todo)
+    converge_tables(ctx, [r.name for r in todo if r.status == "unchanged"])
     results = []
     try:
         for row in todo:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from datom_core._errors import DatomError, InvalidArgumentError
+from datom_core._errors import DatomError, InvalidArgumentError, InvalidNameError
+from datom_core._names import validate_project_name, validate_table_name, validate_version
 from datom_core._project._context import ProjectContext
-from datom_core._project._model import SourceRef
+from datom_core._project._model import ParentRef, SourceRef
 from datom_core._project._read import version_of
 from datom_core._project._records import LineageNode
 
-__all__ = ["lineage"]
+__all__ = ["checked_parent", "lineage"]
 
 
 def lineage(
@@ -46,3 +47,16 @@ def _node(
     node = LineageNode(ctx.project_name, table, full, metadata.data_sha, tuple(parents))
     seen[(table, full)] = node
     return node
+
+
+def checked_parent(p: ParentRef) -> ParentRef:
+    """``p`` if its names and full SHA-256 ids are valid, else :class:`InvalidNameError`."""
+    validate_table_name(p.table)
+    validate_project_name(p.source)
+    for value in (p.version, p.data_sha):
+        validate_version(value)
+        if len(value) != 64:
+            raise InvalidNameError(
+                f"parent {p.table!r}: {value!r} is not a full SHA-256 (64 hex characters)"
+            )
+    return p

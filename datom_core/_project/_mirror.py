@@ -32,6 +32,7 @@ __all__ = [
     "commits_by_version",
     "converge_mirror",
     "mirror_table",
+    "newest_commit_of",
     "history_agrees",
     "store_history",
     "without_commit_sha",
@@ -72,6 +73,16 @@ def commits_by_version(repo: MetadataRepo, table: str) -> dict[str, str]:
         except (DatomError, AttributeError, TypeError):
             continue
     return found
+
+
+def newest_commit_of(repo: MetadataRepo, table: str, version: str) -> str | None:
+    """The newest commit of ``<table>/metadata.json`` whose document is ``version``."""
+    path = L.git_metadata(table)
+    for commit in repo.log(path):
+        raw = repo.read_at(commit.id, path)
+        if raw is not None and parse_metadata(raw, key=path).version == version:
+            return commit.id
+    return None
 
 
 def store_history(

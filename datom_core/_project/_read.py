@@ -25,6 +25,7 @@ from datom_core._project._model import HistoryEntry, Manifest, TableMetadata
 from datom_core._project._parquet import read_verified, without_footer_key
 from datom_core._project._parse import parse_history, parse_manifest, parse_metadata
 from datom_core._project._records import TableInfo, VersionInfo
+from datom_core._project._verify import Verify, check_content, check_verify
 
 __all__ = [
     "history_entries",
@@ -202,11 +203,15 @@ def read_table(
     version: str | TableMetadata | None = None,
     columns: Sequence[str] | None = None,
     as_: OutputKind = "pandas",
+    verify: Verify = "bytes",
 ) -> Any:
     """The data of a version, verified against its ``parquet_sha`` before it is parsed.
 
     ``version`` may be a record from :func:`version_of` (then only the data is read).
+    ``verify="content"`` also re-hashes the whole decoded table against ``data_sha``
+    (``_verify``): a read pinned to a version id is then tamper-evident end to end.
     """
+    check_verify(verify)
     metadata = version if isinstance(version, TableMetadata) else version_of(ctx, table, version)
     if columns is not None:
         missing = [c for c in columns if c not in metadata.colnames]
@@ -216,8 +221,12 @@ def read_table(
                 f"{list(metadata.colnames)}"
             )
     key = L.store_parquet(table, metadata.data_sha)
-    arrow = read_verified(ctx.store, key, metadata.parquet_sha, columns=columns)
-    return from_arrow(without_footer_key(arrow), as_)
+    if verify == "bytes":
+        arrow = read_verified(ctx.store, key, metadata.parquet_sha, columns=columns)
+        return from_arrow(without_footer_key(arrow), as_)
+    arrow = without_footer_key(read_verified(ctx.store, key, metadata.parquet_sha))
+    check_content(table, metadata, key, arrow)
+    return from_arrow(arrow.select(list(columns)) if columns is not None else arrow, as_)
 
 
 def _unknown_table(ctx: ProjectContext, table: str) -> NotFoundError:

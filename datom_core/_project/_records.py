@@ -144,7 +144,10 @@ class ProjectStatus:
 class Problem:
     """One finding of :meth:`Connection.validate`."""
 
-    kind: str  # missing_parquet, parquet_mismatch, missing_mirror, stale_mirror, missing_snapshot, manifest_drift, ...
+    # missing_parquet, parquet_mismatch, content_mismatch, missing_mirror, stale_mirror,
+    # missing_snapshot, altered_snapshot, forged_snapshot, corrupt_git_document,
+    # manifest_drift, temp_object
+    kind: str
     table: str | None
     key: str
     detail: str
@@ -157,6 +160,8 @@ class ValidationReport:
     """The outcome of :meth:`Connection.validate`; ``ok`` when nothing (left) is wrong."""
 
     problems: tuple[Problem, ...]
+    fetched: bool = False  # whether the clone caught up with its remote first
+    remote: str = ""  # what was fetched, or why it could not be
 
     @property
     def ok(self) -> bool:
@@ -164,8 +169,8 @@ class ValidationReport:
 
     def __str__(self) -> str:
         if not self.problems:
-            return "ok: repo and store agree"
-        lines = []
+            return "ok: repo and store agree" + (f" ({self.remote})" if self.remote else "")
+        lines = [self.remote] if self.remote else []
         for p in self.problems:
             state = "fixed" if p.fixed else ("fixable" if p.fixable else "NOT fixable")
             lines.append(f"{p.kind:<18} {p.key:<60} {state}: {p.detail}")

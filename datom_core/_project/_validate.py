@@ -1,11 +1,15 @@
 """``validate``: compare the git repository (the source of truth) with the store.
 
-Finds missing or altered parquet objects, missing or stale mirrors and snapshots, and
-manifest drift. The store's history is compared with git's modulo ``commit_sha`` (only
-the store records it). With ``fix=True`` it repairs what git can restore: mirrors,
-snapshots (from the git history of each ``metadata.json``) and the manifest, keeping
-every ``commit_sha`` the store recorded. Data that is gone or altered cannot be
-recreated from git; those problems stay unfixed and are reported.
+The clone first catches up with its remote (a fix resets to it; a plain check only
+fast-forwards) and the report says whether it could. Finds damaged git documents,
+missing or altered parquet objects (``_audit``: by bytes, or by content), missing or stale
+mirrors, snapshots that differ from the document git recorded for their version (even
+one that still certifies itself), manifest drift, and temp objects of killed writers.
+The store's history is compared with git's modulo ``commit_sha`` (only the store records
+it). With ``fix=True`` it repairs what git can restore: mirrors, snapshots, the manifest,
+a ``version_history.json`` removed from git, keeping every ``commit_sha`` the store
+recorded, and removes old temp objects. Data that is gone or altered cannot be recreated
+from git; those problems stay unfixed and are reported.
 """
 
 from __future__ import annotations
@@ -13,8 +17,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from datom_core._errors import DatomError, NotFoundError
+from datom_core._errors import DatomError, GitError, NotFoundError
 from datom_core._project import _layout as L
+from datom_core._project._audit import (
+    RecordedDocuments,
+    check_data,
+    check_snapshots,
+    check_temp_objects,
+    restore_document,
+)
 from datom_core._project._build import updated_manifest
 from datom_core._project._context import ProjectContext
 from datom_core._project._documents import manifest_entry
@@ -23,70 +34,131 @@ from datom_core._project._mirror import history_agrees, store_history
 from datom_core._project._model import HistoryEntry, TableMetadata
 from datom_core._project._parse import convert_manifest_v1, load_json, parse_history, parse_metadata
 from datom_core._project._records import Problem, ValidationReport
+from datom_core._project._verify import Verify, check_verify
 
 __all__ = ["validate"]
 
 _Docs = dict[str, tuple[TableMetadata, tuple[HistoryEntry, ...]]]
 
 
-def validate(ctx: ProjectContext, *, fix: bool, verify_data: bool) -> ValidationReport:
+def validate(
+    ctx: ProjectContext, *, fix: bool, verify_data: bool | Verify, grace_s: float = 3600
+) -> ValidationReport:
     repo = ctx.require_repo()
+    verify: Verify | None = (
+        check_verify(verify_data)
+        if isinstance(verify_data, str)
+        else "bytes"
+        if verify_data
+        else None
+    )
     with repo.lock():
+        fetched, remote = _catch_up(ctx, fix)
         if fix:
-            repo.fetch_and_reset()
             check_write_door(repo, None)
         problems: list[Problem] = []
-        docs = _table_docs(ctx, problems)
+        docs = _table_docs(ctx, problems, fix)
         for table, (_metadata, history) in docs.items():
-            problems += _check_data(ctx, table, history, verify_data)
+            recorded = RecordedDocuments(ctx, table)
+            problems += check_data(ctx, table, history, recorded, verify)
             problems += _check_mirror(ctx, table, fix)
-            problems += _check_snapshots(ctx, table, history, fix)
-        damaged = {p.table for p in problems if p.kind == "corrupt_git_document" and p.table}
+            problems += check_snapshots(ctx, table, history, recorded, fix)
+        damaged = {
+            p.table
+            for p in problems
+            if p.kind == "corrupt_git_document" and p.table and not p.fixed
+        }
         problems += _check_manifest(ctx, docs, fix, damaged)
-    return ValidationReport(tuple(problems))
+        problems += check_temp_objects(ctx, grace_s, fix)
+    return ValidationReport(tuple(problems), fetched, remote)
 
 
-def _table_docs(ctx: ProjectContext, problems: list[Problem]) -> _Docs:
+def _catch_up(ctx: ProjectContext, fix: bool) -> tuple[bool, str]:
+    """Bring the clone up to its remote first, so that the store is judged against the
+    newest history: a fix resets to it; a plain check only fast-forwards (it never drops
+    local work). Returns what was done, for the report."""
+    repo = ctx.require_repo()
+    try:
+        if fix:
+            repo.fetch_and_reset()
+        else:
+            repo.pull()
+    except GitError as e:
+        return False, f"compared with the clone as last fetched: could not catch up ({e})"
+    return True, f"fetched {repo.remote_url} first"
+
+
+def _table_docs(ctx: ProjectContext, problems: list[Problem], fix: bool) -> _Docs:
     repo = ctx.require_repo()
     docs = {}
     for child in sorted(repo.path.iterdir()):
-        meta_path, hist_path = L.git_metadata(child.name), L.git_history(child.name)
         if (
             not child.is_dir()
             or child.name.startswith(".")
             or not (child / "metadata.json").exists()
         ):
             continue
-        try:
-            metadata = parse_metadata(repo.read(meta_path) or b"", key=meta_path)
-            history = parse_history(repo.read(hist_path) or b"[]", key=hist_path)
-        except DatomError as e:
-            problems.append(
-                Problem("corrupt_git_document", child.name, meta_path, str(e), fixable=False)
-            )
-            continue
-        docs[child.name] = (metadata, history)
+        found = _documents(ctx, child.name, problems, fix)
+        if found is not None:
+            docs[child.name] = found
     return docs
 
 
-def _check_data(
-    ctx: ProjectContext, table: str, history: tuple[HistoryEntry, ...], verify: bool
-) -> list[Problem]:
-    problems, checked = [], set()
-    for entry in history:
-        key = L.store_parquet(table, entry.data_sha)
-        if key in checked:
-            continue
-        checked.add(key)
-        if not ctx.store.exists(key):
-            detail = f"version {entry.version} pins it"
-            problems.append(Problem("missing_parquet", table, key, detail, fixable=False))
-        elif verify and entry.parquet_sha:
-            actual = ctx.store.sha256(key)
-            if actual != entry.parquet_sha:
-                detail = f"expected {entry.parquet_sha}, actual {actual}"
-                problems.append(Problem("parquet_mismatch", table, key, detail, fixable=False))
-    return problems
+def _documents(
+    ctx: ProjectContext, table: str, problems: list[Problem], fix: bool
+) -> tuple[TableMetadata, tuple[HistoryEntry, ...]] | None:
+    """The table's two git documents, each restored from git's last good copy (with the
+    fix) when it is missing or of the wrong shape; None while either stays damaged."""
+    repo = ctx.require_repo()
+    meta_path, hist_path = L.git_metadata(table), L.git_history(table)
+    metadata, history = (
+        _parsed(repo.read(meta_path), meta_path),
+        _parsed(repo.read(hist_path), hist_path),
+    )
+    if metadata is None and isinstance(history, tuple):
+        versions = {h.version for h in history}
+        problem, raw = restore_document(
+            ctx, table, meta_path, lambda d: _version_of(d, meta_path) in versions, fix
+        )
+        problems.append(problem)
+        metadata = _parsed(raw, meta_path) if raw is not None else None
+    elif isinstance(metadata, TableMetadata) and history is None:
+        current = metadata.version
+        problem, raw = restore_document(
+            ctx, table, hist_path, lambda d: current in _versions_in(d, hist_path), fix
+        )
+        problems.append(problem)
+        history = _parsed(raw, hist_path) if raw is not None else None
+    elif metadata is None or history is None:
+        detail = "neither metadata.json nor version_history.json is readable in git"
+        problems.append(Problem("corrupt_git_document", table, meta_path, detail, fixable=False))
+    if isinstance(metadata, TableMetadata) and isinstance(history, tuple):
+        return metadata, history
+    return None
+
+
+def _parsed(raw: bytes | None, key: str) -> Any:
+    """The parsed document, or None if it is missing or does not parse."""
+    if raw is None:
+        return None
+    try:
+        return (
+            parse_history(raw, key=key)
+            if key.endswith("version_history.json")
+            else parse_metadata(raw, key=key)
+        )
+    except DatomError:
+        return None
+
+
+def _version_of(raw: bytes, key: str) -> str | None:
+    metadata = _parsed(raw, key)
+    return metadata.version if isinstance(metadata, TableMetadata) else None
+
+
+def _versions_in(raw: bytes, key: str) -> set[str]:
+    history = _parsed(raw, key)
+    return {h.version for h in history} if isinstance(history, tuple) else set()
 
 
 def _check_mirror(ctx: ProjectContext, table: str, fix: bool) -> list[Problem]:
@@ -110,51 +182,6 @@ def _check_mirror(ctx: ProjectContext, table: str, fix: bool) -> list[Problem]:
 def _mirror_problem(table: str | None, key: str, stored: bytes | None, fix: bool) -> Problem:
     kind = "missing_mirror" if stored is None else "stale_mirror"
     return Problem(kind, table, key, "differs from git's copy", fixable=True, fixed=fix)
-
-
-def _check_snapshots(
-    ctx: ProjectContext, table: str, history: tuple[HistoryEntry, ...], fix: bool
-) -> list[Problem]:
-    problems: list[Problem] = []
-    from_git: dict[str, bytes] | None = None
-    for entry in history:
-        key = L.store_snapshot(table, entry.version)
-        stored = _stored(ctx, key)
-        if stored is not None and _certifies(stored, entry.version):
-            continue
-        kind = "missing_snapshot" if stored is None else "altered_snapshot"
-        fixed = False
-        if fix:
-            from_git = from_git if from_git is not None else _snapshots_from_git(ctx, table)
-            if entry.version in from_git:
-                ctx.store.write_bytes(key, from_git[entry.version])
-                fixed = True
-        detail = f"snapshot of version {entry.version}"
-        problems.append(Problem(kind, table, key, detail, fixable=True, fixed=fixed))
-    return problems
-
-
-def _certifies(raw: bytes, version: str) -> bool:
-    try:
-        return parse_metadata(raw, key="snapshot").version == version
-    except DatomError:
-        return False
-
-
-def _snapshots_from_git(ctx: ProjectContext, table: str) -> dict[str, bytes]:
-    """Every version's metadata bytes, recovered from the git history of ``metadata.json``."""
-    repo = ctx.require_repo()
-    found: dict[str, bytes] = {}
-    path = L.git_metadata(table)
-    for commit in repo.log(path):
-        raw = repo.read_at(commit.id, path)
-        if raw is None:
-            continue
-        try:
-            found.setdefault(parse_metadata(raw, key=path).version, raw)
-        except DatomError:
-            continue
-    return found
 
 
 def _recorded_manifest(raw: bytes | None) -> Mapping[str, Any] | None:

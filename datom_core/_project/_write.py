@@ -28,7 +28,7 @@ from datom_core._errors import DatomError, GitError, IntegrityError, PushRejecte
 from datom_core._git import MetadataRepo
 from datom_core._identity import prepare_table
 from datom_core._identity._cv1 import TableHash, hash_arrow_table
-from datom_core._names import validate_table_name
+from datom_core._names import check_no_case_twin, validate_table_name
 from datom_core._project import _layout as L
 from datom_core._project._build import MANIFEST_MOVED, TableUpdate, manifest_is_v1
 from datom_core._project._context import HasContext, ProjectContext
@@ -130,6 +130,8 @@ def _attempt(
     """One try on top of the freshly fetched remote state; None when the push lost a race."""
     repo = ctx.require_repo()
     current = _read_current(repo, req.table)
+    if current.metadata is None:  # a new table: one folder per name on every filesystem
+        check_no_case_twin(req.table, (p.name for p in repo.path.iterdir() if p.is_dir()))
     draft = parse_metadata(_metadata(ctx, req, table, th, None, None), key="draft")
     if current.metadata is not None and current.metadata.version == draft.version:
         commit = converge_mirror(ctx, req.table).commit  # recorded in the store's history
@@ -235,6 +237,17 @@ def _read_current(repo: MetadataRepo, table: str) -> _Current:
     raw_meta = repo.read(L.git_metadata(table))
     raw_hist = repo.read(L.git_history(table))
     metadata = parse_metadata(raw_meta, key=L.git_metadata(table)) if raw_meta is not None else None
+    if metadata is not None and raw_hist is None:
+        # Starting a one-entry history would silently drop every earlier version.
+        raise IntegrityError(
+            f"table {table!r}: {L.git_history(table)} is missing from the clone while "
+            f"{L.git_metadata(table)} exists; nothing was written. Restore it from git "
+            "(git checkout / git revert of the commit that removed it) or from the store "
+            "(validate(fix=True) / datom validate --fix), then write again",
+            key=L.git_history(table),
+            expected="a version history",
+            actual="no file",
+        )
     history = parse_history(raw_hist, key=L.git_history(table)) if raw_hist is not None else ()
     return _Current(metadata, history)
 

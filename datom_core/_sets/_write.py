@@ -165,7 +165,6 @@ def _plan(
     M.write_door(repo, name)
     current = _load(repo.read(M.git_metadata(name)), M.git_metadata(name))
     payload = normalise_payload(members, tags, name=name, project=project)
-    check_parents(member_stores(project, ctx.store, members), name, payload["members"])
     data_sha = hash_set(payload)
     count = len(payload["members"])
     history = list(_load(repo.read(M.git_history(name)), M.git_history(name)) or [])
@@ -175,6 +174,9 @@ def _plan(
         return SetPlan(name, "none", data_sha, version, str(current.get("document_sha", "")),
                      count, raw, repo.read(M.git_metadata(name)) or b"", history,
                      repo.read(M.MANIFEST) or b"", False, "")  # fmt: skip
+    # After the `none` case: an identical rewrite of a set R accepted (R checks only its
+    # own project's members) records nothing, so there is nothing to refuse.
+    check_parents(member_stores(project, ctx.store, members), name, payload["members"])
     body, doc_sha, upload = _payload_bytes(ctx.store, name, data_sha, payload, history)
     metadata = set_metadata(
         data_sha=data_sha, document_sha=doc_sha, project=project, datom_version=datom_version

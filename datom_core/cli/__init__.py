@@ -21,11 +21,13 @@ traceback. Exit codes:
 
 ====  ==========================================================================
 0     ok
-1     a finding: ``validate`` found problems, ``check-hashable`` refused columns,
+1     a finding: ``validate`` found problems, ``check-hashable`` refused the file,
       ``sync`` could not onboard a file (``diff`` exits 0 whatever it finds)
-2     usage error (click's), including a malformed table name or version
+2     usage error (one line), including a malformed table name or version, or a
+      ``--repo`` that is not a clone
 3     not found (:class:`~datom_core.NotFoundError`: table, version, column, file)
-4     integrity error (:class:`~datom_core.IntegrityError`: bytes do not match their hash)
+4     integrity error (:class:`~datom_core.IntegrityError`: stored bytes, or the decoded
+      table with ``--verify content``, do not match their hash; a wrong-shape document)
 5     any other :class:`~datom_core.DatomError` (store, git, read-only, onboarding...)
 70    internal error (a bug; rerun with ``--debug`` and report the traceback)
 130   interrupted (Ctrl-C)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -65,6 +66,31 @@ def json_option(command: F) -> F:
 class DatomGroup(click.Group):
     """A group that turns datom errors into one stderr line and a meaningful exit code."""
 
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Click's own errors (usage, bad option) on one line too, exit code unchanged."""
+        run = super().main
+        if not standalone_mode:
+            return run(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = run(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.Abort:
+            report_error(KeyboardInterrupt(), debug=False)
+            sys.exit(exit_code_for(KeyboardInterrupt()))
+        except click.exceptions.NoArgsIsHelpError as e:
+            e.show()  # the help itself, as asked for
+            sys.exit(e.exit_code)
+        except click.ClickException as e:
+            click.echo(f"datom: error: {_one_line(e)}", err=True)
+            sys.exit(e.exit_code)
+        sys.exit(code if isinstance(code, int) else 0)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -74,6 +100,14 @@ class DatomGroup(click.Group):
             state = ctx.find_object(AppState)
             report_error(e, debug=bool(state and state.debug))
             ctx.exit(exit_code_for(e))
+
+
+def _one_line(error: click.ClickException) -> str:
+    message = " ".join(error.format_message().split())
+    where = getattr(error, "ctx", None)
+    if isinstance(error, click.UsageError) and where is not None:
+        message += f" (usage: {where.command_path} --help)"
+    return message
 
 
 @click.group(

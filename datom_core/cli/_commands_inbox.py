@@ -14,6 +14,7 @@ from datom_core import (
     SUPPORTED_FORMATS,
     HashabilityReport,
     NotFoundError,
+    OnboardingError,
     SyncRow,
     check_hashable,
 )
@@ -142,13 +143,28 @@ def check_hashable_command(state: AppState, file: Path, fmt: str | None) -> None
     """
     if not file.is_file():
         raise NotFoundError(f"file {str(file)!r} does not exist; check the path")
-    report = check_hashable(read_file(file, format=fmt))
+    known = fmt is not None or file.suffix.lower().lstrip(".") in SUPPORTED_FORMATS
+    try:
+        data = read_file(file, format=fmt)
+    except OnboardingError as e:
+        if not known:
+            raise  # not a format datom onboards: a usage problem, not a finding
+        _refused_file(state, file, e)  # e.g. duplicate or empty column names
+        raise click.exceptions.Exit(EXIT_FINDING) from e
+    report = check_hashable(data)
     if state.json:
         emit_json({"file": str(file), "ok": report.ok, **to_jsonable(report)})
     else:
         _print_hashability(state, file, report)
     if not report.ok:
         raise click.exceptions.Exit(EXIT_FINDING)
+
+
+def _refused_file(state: AppState, file: Path, error: OnboardingError) -> None:
+    if state.json:
+        emit_json({"file": str(file), "ok": False, "columns": [], "error": str(error)})
+    else:
+        state.out.print(f"{file.name} cannot be versioned: {error}", soft_wrap=True)
 
 
 def _print_hashability(state: AppState, file: Path, report: HashabilityReport) -> None:

@@ -65,7 +65,7 @@ def init_command(
     --store the data goes to a local store at PATH.store. Both sit next to PATH.
     --mode product --set NAME makes a product repo that holds the set NAME.
     """
-    store = make_store(store_url or str(default_store_path(path)), state.options)
+    store = make_store(_one_store(store_url, state) or str(default_store_path(path)), state.options)
     conn = init_repo(path, project_name, store, remote, mode=mode, set=set_name)
     _print_status(state, conn.status(), conn, f"Initialised project {project_name} in {path}")
 
@@ -87,9 +87,18 @@ def clone_command(state: AppState, remote: str, path: Path, store_url: str | Non
 
     REMOTE is the project's git remote; a token, if needed, comes from DATOM_GIT_TOKEN.
     """
+    store_url = _one_store(store_url, state)
     store = make_store(store_url, state.options) if store_url else None
     conn = clone(remote, path, store)
     _print_status(state, conn.status(), conn, f"Cloned project {conn.project_name} into {path}")
+
+
+def _one_store(own: str | None, state: AppState) -> str | None:
+    """The store given to the command, or the global ``--store`` (``DATOM_STORE``)."""
+    shared = state.options.store
+    if own and shared and own != shared:
+        raise click.UsageError(f"two stores given: --store {shared} (global) and --store {own}")
+    return own or shared
 
 
 @click.command("status")
@@ -147,7 +156,8 @@ def validate_command(state: AppState, fix: bool, no_verify_data: bool) -> None:
     """
     report = state.connection().validate(fix=fix, verify_data=not no_verify_data)
     if state.json:
-        emit_json({"ok": report.ok, **to_jsonable(report)})
+        found = {"ok": report.ok, "problems": to_jsonable(report)["problems"]}
+        emit_json(found if report.fetched else {**found, "fetched": False, "remote": report.remote})
     else:
         _print_report(state, report)
     if not report.ok:
@@ -155,6 +165,8 @@ def validate_command(state: AppState, fix: bool, no_verify_data: bool) -> None:
 
 
 def _print_report(state: AppState, report: ValidationReport) -> None:
+    if not report.fetched:
+        state.err.print(report.remote)
     if not report.problems:
         state.out.print("ok: repo and store agree")
         return

@@ -138,6 +138,13 @@ def _ref(project: str, here: str, table: str, sha: str) -> str:
 )
 @click.option("--columns", metavar="A,B", help="Only these columns, comma-separated.")
 @click.option("--force", "-f", is_flag=True, help="Overwrite FILE if it exists.")
+@click.option(
+    "--verify",
+    type=click.Choice(["bytes", "content"]),
+    default="bytes",
+    show_default=True,
+    help="content: also re-hash the table against the version's data_sha (exit 4 if not).",
+)
 @json_option
 @pass_state
 def read_command(
@@ -149,10 +156,14 @@ def read_command(
     out: Path,
     columns: str | None,
     force: bool,
+    verify: str,
 ) -> None:
     """Download a version of TABLE into a file.
 
-    The bytes are verified against their recorded hash before they are written.
+    The bytes are verified against their recorded hash before they are written; with
+    --verify content the decoded table is also re-hashed against the version's data_sha,
+    which the version id covers (a swapped parquet whose parquet_sha was edited to match
+    fails here).
     """
     fmt = export_format(out)
     if fmt is None:
@@ -167,7 +178,7 @@ def read_command(
     table, full = _what_to_read(conn, table, version, set_spec, member)
     with tracker(state.err, state.progress) as progress:
         progress.phase(f"downloading {table}")
-        data = conn.read(table, full, columns=wanted, as_="arrow")
+        data = conn.read(table, full, columns=wanted, as_="arrow", verify=verify)  # type: ignore[arg-type]
         write_export(data, out, fmt, progress)
     if state.json:
         emit_json(

@@ -57,7 +57,14 @@ def open_connection(options: ConnectionOptions) -> Connection:
     """
     store = make_store(options.store, options) if options.store else None
     if options.repo is not None:
-        conn = connect(find_clone(options.repo) or options.repo, store=store)
+        clone = find_clone(options.repo) if options.repo.is_dir() else None
+        if clone is None:
+            what = "is not a datom clone" if options.repo.is_dir() else "does not exist"
+            raise click.UsageError(
+                f"--repo {options.repo} {what} (no {_PROJECT_YAML} in it or above); pass the "
+                "path of a clone (datom init / datom clone make one)"
+            )
+        conn = connect(clone, store=store)
         _check_project(conn, options.project)
         return conn
     if store is not None and options.project:

@@ -36,11 +36,12 @@ Exit codes:
 
 \b
   0   ok
-  1   a finding: validate found problems, check-hashable refused columns,
+  1   a finding: validate found problems, check-hashable refused the file,
       sync could not onboard a file
   2   usage error (bad option or argument, malformed table name or version)
   3   not found (table, version, column, project or file)
-  4   integrity error (stored bytes do not match their recorded hash)
+  4   integrity error (stored bytes, or the table with --verify content, do not
+      match their recorded hash; a document of the wrong shape)
   5   any other datom error (store, git, read-only connection, onboarding...)
   70  internal error (a bug: please report it with the --debug output)
   130 interrupted
