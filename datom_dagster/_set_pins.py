@@ -27,7 +27,7 @@ import datom_core as dc
 from dagster import InputContext
 from datom_dagster import _dagster_internals as internals
 from datom_dagster._annotations import plain
-from datom_dagster._config import DatomResource
+from datom_dagster._config import DatomResource, datom_home
 
 __all__ = [
     "AS_OF_SET_TAG", "SetPin", "open_pinned_set", "parse_set_pin", "register_product",
@@ -86,6 +86,18 @@ def set_pin_of(context: InputContext, options: Mapping[str, Any]) -> SetPin | No
     step = internals.step_context_or_none(context)
     tag = step.run_tags.get(AS_OF_SET_TAG) if step is not None else None
     return parse_set_pin(tag) if tag else None
+
+
+def run_set_versions(context: Any, conn: dc.Connection, manager: Any) -> dict[str, str] | None:
+    """In a run tagged :data:`AS_OF_SET_TAG`: table -> version the set pins for the tables of
+    ``conn``'s project (``manager``: the IO manager or resource of that project); else None."""
+    step = internals.step_context_or_none(context)
+    tag = step.run_tags.get(AS_OF_SET_TAG) if step is not None else None
+    if not tag:
+        return None
+    home = datom_home(getattr(getattr(manager, "datom", manager), "home", None))
+    cut = open_pinned_set(parse_set_pin(tag), conn, home)
+    return {m.name: m.version for m in cut.members if m.project == conn.project_name}
 
 
 def open_pinned_set(pin: SetPin, own: dc.Connection, home: Path) -> dc.SetVersion:

@@ -174,6 +174,15 @@ def test_a_run_as_of_the_cut_reproduces_its_outputs(
     assert as_of.data_sha == study.version("summary", pinned["summary"]).data_sha
     assert {(p.table, p.version) for p in as_of.parents} == expected
 
+    # A dependency the step does not load is recorded at the cut's version too.
+    @asset(deps=[sites, visits])
+    def noted() -> pd.DataFrame:
+        return pd.DataFrame({"note": ["as of the lock"]})
+
+    assert materialize([visits, sites, noted], instance=instance, resources=setup["resources"],
+                       selection=[noted.key], tags={AS_OF_SET_TAG: pin}).success  # fmt: skip
+    assert {(p.table, p.version) for p in study.version("noted").parents} == expected
+
 
 def test_an_input_the_cut_does_not_list_fails_naming_the_set(
     setup: dict[str, Any], instance: DagsterInstance
