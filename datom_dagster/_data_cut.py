@@ -92,9 +92,9 @@ def datom_data_cut(
     def _cut(context: AssetExecutionContext) -> MaterializeResult:
         src = source_connection(context, source)
         members = cut_members(src, chosen, context)
-        conn = product_connection(product, name)
         message = f"dagster: data cut {name} (run {context.run.run_id})"
         try:
+            conn = product_connection(product, name)
             result = conn.write_set([m for m, _, _ in members], tags=labels, message=message)
         except dc.InconsistentParentsError as e:
             raise Failure(

@@ -240,3 +240,24 @@ def test_bad_cut_definitions_are_refused() -> None:
     with pytest.raises(dc.InvalidArgumentError, match="select at least one asset"):
         datom_data_cut(CUT, [])
     assert datom_data_cut(CUT, [AssetKey("visits")]).key == AssetKey(["datom_cut", "month_3_lock"])
+
+
+def test_a_cut_of_an_unmaterialized_asset_or_into_a_data_repo_is_refused(
+    setup: dict[str, Any], instance: DagsterInstance, tmp_path: Path
+) -> None:
+    @asset
+    def never() -> pd.DataFrame:
+        return pd.DataFrame({"x": [1]})
+
+    cut = datom_data_cut("Early cut", [sites, never], project=setup["product"])
+    result = materialize([cut, sites, never], instance=instance, resources=setup["resources"],
+                         selection=[cut.key], raise_on_error=False)  # fmt: skip
+    assert "never has no datom table" in _failure(result)
+    # An ordinary data repo cannot hold a set: the cut says so, and writes nothing.
+    plain = DatomResource(project_name="PLAIN", home=str(tmp_path / "home"))
+    head = plain.connection().repo.head()
+    cut = datom_data_cut("Plain cut", [sites], project=plain)
+    result = materialize([cut, sites], instance=instance, resources=setup["resources"],
+                         selection=[cut.key], raise_on_error=False)  # fmt: skip
+    assert "product repo" in _failure(result)
+    assert plain.connection().repo.head() == head
