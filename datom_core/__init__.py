@@ -22,7 +22,7 @@ and ``parquet_sha`` (the stored bytes), byte-compatible with the R package ``dat
 * Errors: :class:`DatomError` and its subclasses (see ``datom_core._errors``).
 """
 
-from datom_core._connection import Connection, clone, connect, init_repo
+from datom_core._connection import Connection
 from datom_core._errors import (
     AmbiguousVersionError,
     DatomError,
@@ -55,6 +55,7 @@ from datom_core._names import validate_table_name, validate_version
 from datom_core._onboard import ScanRow, SyncRow
 from datom_core._onboard._readers import SUPPORTED_FORMATS, detect_format
 from datom_core._onboard._readers import read_file as read_extract
+from datom_core._open import clone, connect, init_repo
 from datom_core._project._context import ProjectContext
 from datom_core._project._diff import TableDiff
 from datom_core._project._model import (

@@ -1,4 +1,4 @@
-"""The connection facade: ``init_repo``, ``connect``, ``clone`` and :class:`Connection`.
+"""The connection facade, :class:`Connection` (opened by :mod:`datom_core._open`).
 
 A **developer** connection has a git clone and a store: it can write. A **reader**
 connection has only the store and a project name: it lists, reads, shows history and
@@ -40,7 +40,6 @@ from datom_core._project._records import (
     VersionInfo,
     WriteResult,
 )
-from datom_core._project._setup import clone_project, init_project, open_developer, open_reader
 from datom_core._project._validate import validate
 from datom_core._project._verify import Verify
 from datom_core._project._write import WriteRequest, write_table
@@ -48,7 +47,7 @@ from datom_core._sets._methods import SetMethods
 from datom_core._store import Store
 from datom_core._version import DATOM_VERSION
 
-__all__ = ["Connection", "clone", "connect", "init_repo"]
+__all__ = ["Connection"]
 
 
 class Connection(SetMethods):
@@ -335,57 +334,3 @@ class Connection(SetMethods):
             tables=tables,
             storage_options=storage_options,
         )
-
-
-def init_repo(
-    path: str | os.PathLike[str],
-    project_name: str,
-    store: Store,
-    remote: str | os.PathLike[str] | None = None,
-    *,
-    token_env: str = "DATOM_GIT_TOKEN",
-) -> Connection:
-    """Create a project: a git clone at ``path`` pushed to ``remote``, and its store mirror.
-
-    ``remote=None`` is the embedded default: a bare repository next to ``path``
-    (``<path>.remote.git``), no server and no account needed.
-    """
-    return Connection._of(init_project(path, project_name, store, remote, token_env=token_env))
-
-
-def connect(
-    path: str | os.PathLike[str] | None = None,
-    *,
-    store: Store | None = None,
-    project_name: str | None = None,
-    token_env: str = "DATOM_GIT_TOKEN",
-    **credentials: Any,
-) -> Connection:
-    """Open a project.
-
-    * ``connect(path)``: a developer connection from an existing clone; the store comes from
-      ``.datom/project.yaml`` (credentials from the environment or ``credentials``), or
-      ``store=`` overrides it.
-    * ``connect(store=..., project_name=...)``: a reader connection, from the store alone.
-    """
-    if path is None:
-        if store is None or project_name is None:
-            raise InvalidArgumentError(
-                "a reader connection needs store= and project_name=; a developer one needs a clone path"
-            )
-        return Connection._of(open_reader(store, project_name))
-    repo = MetadataRepo.open(path, token_env=token_env)
-    return Connection._of(open_developer(repo, store, credentials))
-
-
-def clone(
-    remote: str | os.PathLike[str],
-    path: str | os.PathLike[str],
-    store: Store | None = None,
-    *,
-    token_env: str = "DATOM_GIT_TOKEN",
-    **credentials: Any,
-) -> Connection:
-    """Join a project as a second developer: clone its metadata remote into ``path``."""
-    ctx = clone_project(remote, path, store, token_env=token_env, credentials=credentials)
-    return Connection._of(ctx)

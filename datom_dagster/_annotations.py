@@ -54,7 +54,8 @@ INPUT_OPTIONS = (
     "datom_concat",
     "allow_missing_partitions",
 )
-_SET_PIN = re.compile(r"[^/@\s]+/[^/@\s]+(@[0-9a-f]{6,64})?")
+# A set name may hold spaces ("STUDY-001 DB lock"), never at either end.
+_SET_PIN = re.compile(r"[^/@\s]+/[^/@\s](?:[^/@]*[^/@\s])?(@[0-9a-f]{6,64})?")
 
 
 def datom_annotations(

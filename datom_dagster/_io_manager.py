@@ -16,6 +16,8 @@ Loading (``load_input``): the current version by default. Input metadata
 
 * ``datom_version``: a version id or unique prefix to pin (for several partitions, a dict
   ``{partition_key: version}``);
+* ``datom_set``: ``"<project>/<set>[@<version>]"``, the versions a set (a data cut) pins;
+  the run tag ``datom/as_of_set`` pins every input of a run so (:mod:`datom_dagster._set_pins`);
 * ``columns``: the columns to read;
 * ``datom_concat``: ``True`` to get several partitions as one concatenated table;
 * ``allow_missing_partitions``: ``True`` to skip partitions that were never stored.
@@ -38,10 +40,11 @@ from dagster import (
 )
 from datom_dagster import _dagster_internals as internals
 from datom_dagster._annotations import asset_option_problems, input_option_problems, plain
-from datom_dagster._config import DatomResource
+from datom_dagster._config import DatomResource, datom_home
 from datom_dagster._lineage import output_parents, record_loaded
 from datom_dagster._metadata import Written, materialization_metadata
 from datom_dagster._naming import KEY_METADATA_KEY, TABLE_METADATA_KEY, table_name
+from datom_dagster._set_pins import open_pinned_set, set_pin_of, set_pins
 from datom_dagster._type_handlers import (
     InputSpec,
     arrow_schema,
@@ -151,11 +154,6 @@ class DatomIOManager(ConfigurableIOManager):
         problems = input_option_problems(options)
         if problems:
             raise dc.InvalidArgumentError(f"input {label}: " + "; ".join(problems))
-        if options.get("datom_set"):
-            raise dc.UnsupportedInputError(
-                f"input {label}: pinning through a set (datom_set) needs datom's sets; "
-                "pin the version with datom_version meanwhile"
-            )
         spec = input_spec(_annotation(context), label)
         partitioned = context.has_asset_partitions
         keys: list[str | None] = list(context.asset_partition_keys) if partitioned else [None]
@@ -165,15 +163,25 @@ class DatomIOManager(ConfigurableIOManager):
             (upstream.definition_metadata or {}).get(TABLE_METADATA_KEY) if upstream else None
         )
         conn = self.connection()
-        loaded: dict[str | None, Any] = {}
-        refs = []
-        for pk in keys:
-            name = table_name(
+        names = {
+            pk: table_name(
                 context.asset_key,
                 pk,
                 partitions_def=context.asset_partitions_def if partitioned else None,
                 override=override,
             )
+            for pk in keys
+        }
+        several = len(keys) > 1
+        set_pin = None if "datom_version" in options else set_pin_of(context, options)
+        if set_pin is not None:  # as of a set: the versions (and partitions) it lists
+            cut = open_pinned_set(set_pin, conn, datom_home(self.datom.home))
+            pins = set_pins(cut, conn.project_name, names, label)
+            keys = [pk for pk in keys if pk in pins]
+        loaded: dict[str | None, Any] = {}
+        refs = []
+        for pk in keys:
+            name = names[pk]
             try:
                 # Resolved once: the record serves the read and the parent (2 store reads).
                 version = conn.version(name, pins.get(pk))
@@ -188,7 +196,6 @@ class DatomIOManager(ConfigurableIOManager):
             refs.append(conn.parent(name, version))
             context.log.debug(f"datom: loaded {name} {version.version[:12]} for {label}")
         record_loaded(context, refs)
-        several = len(keys) > 1
         return _shape(loaded, spec, several, partitioned, bool(options.get("datom_concat")), label)
 
 

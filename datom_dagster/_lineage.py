@@ -4,7 +4,8 @@ Every version ``load_input`` hands to a step is recorded against that step (exac
 including an older version pinned through ``datom_version``, and versions of another
 datom project, whose ``source`` is that project). ``handle_output`` turns them into the
 ``parents`` of the version it writes. Upstream dependencies the step did not load
-(``deps=[...]``) are recorded at their current version, in the project of the IO manager
+(``deps=[...]``) are recorded at their current version (in a run as of a set, the
+run tag ``datom/as_of_set``: at the version the set pins), in the project of the IO manager
 that stores them. The ``source_lineage`` that datom derives from the parents follows.
 
 The record lives in a weak dictionary keyed by the step's execution context, which the
@@ -22,6 +23,7 @@ from dagster import AssetKey, InputContext, OutputContext
 from datom_dagster import _dagster_internals as internals
 from datom_dagster._config import DatomProject
 from datom_dagster._naming import TABLE_METADATA_KEY, table_name
+from datom_dagster._set_pins import run_set_versions
 
 __all__ = ["Loaded", "output_parents", "record_loaded"]
 
@@ -95,11 +97,14 @@ def _current_versions(
         context.log.debug(f"datom: upstream {dep.to_user_string()} is not stored by datom")
         return []
     conn = manager.connection()
+    as_of = run_set_versions(context, conn, manager)  # a run as of a set: its versions
     refs, missing = [], []
     for key in keys or ():
         name = table_name(dep, key, partitions_def=partitions_def, override=override)
+        if as_of is not None and name not in as_of:
+            continue  # the set leaves this partition out, as load_input does
         try:
-            refs.append(conn.parent(name))
+            refs.append(conn.parent(name, as_of.get(name) if as_of else None))
         except dc.NotFoundError:
             missing.append(name)
     if missing:

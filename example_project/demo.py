@@ -3,8 +3,11 @@
 A local store and a local bare git remote under ``.demo/`` (no server, no account). Month
 by month, the EDC extracts are dropped into the inbox; the inbox sensor requests one
 onboarding run per new or changed file; the ``derive`` job rebuilds the analysis tables.
-Then everything runs again to show that nothing changed, and the results are printed:
-tables and versions, the history of ``dm``, the lineage of ``adae``, and ``validate``.
+Month 3 is locked as the data cut ``STUDY-001 DB lock`` (one set version pinning every
+table); after month 4's extracts arrive, a re-derivation pinned to the cut reproduces the
+locked ``adsl``/``adae`` versions, then month 4 is derived as usual. Then everything runs
+again to show that nothing changed, and the results are printed: tables and versions, the
+history of ``dm``, the lineage of ``adae``, and ``validate``.
 """
 
 import os
@@ -18,6 +21,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 MONTHS = (1, 2, 3)
+LOCKED_MONTH = 3
 QUIET = {
     "loggers": {"console": {"config": {"log_level": "WARNING"}}}
 }  # the story, not Dagster's debug log
@@ -42,12 +46,17 @@ def main(argv: list[str] | None = None) -> int:
     conn = defs.resources["datom"].connection()
     story = _Story(defs, instance)
     console.rule(f"[bold]STUDY-001 on datom[/] — project {PROJECT}, store {conn.store.url}")
-    for month in MONTHS:
+    locked: dict = {}  # the lock's materialization metadata, once month 3 is derived
+    for month in (*MONTHS, LOCKED_MONTH + 1):
         console.rule(f"Month {month} cut-off")
         files = drop_month(month, conn.path / "input_files")
         console.print("dropped " + ", ".join(p.name for p in files))
         story.onboard()
+        if month > LOCKED_MONTH:
+            _rederive_as_of(story, locked, conn)
         story.derive()
+        if month == LOCKED_MONTH:
+            locked = story.lock()
 
     console.rule("Run everything again: nothing may change")
     before = {t.name: t.current_version for t in conn.tables()}
@@ -62,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     _show_tables(conn)
     _show_history(conn, "dm")
     _show_lineage(conn, "adae")
+    story.check_lock()
     report = conn.validate()
     console.print(f"validate: [green]{report}[/]" if report.ok else f"validate: [red]{report}[/]")
     console.print(
@@ -82,6 +92,7 @@ class _Story:
         self.defs, self.instance = defs, instance
         self.sensor = defs.resolve_sensor_def("datom_inbox_sensor")
         self.cursor: str | None = None
+        self.versions: dict[str, str] = {}
 
     def onboard(self) -> int:
         from dagster import build_sensor_context
@@ -110,20 +121,83 @@ class _Story:
             console.print(f"  sensor: {result.skip_reason.skip_message}")
         return len(result.run_requests)
 
-    def derive(self) -> dict[str, str]:
+    def lock(self) -> dict:
+        """Materialize the ``STUDY-001 DB lock`` cut; its materialization's metadata."""
+        from example_project.defs.cut import db_lock
+
+        run = self.defs.resolve_implicit_global_asset_job_def().execute_in_process(
+            instance=self.instance, asset_selection=[db_lock.key], run_config=QUIET
+        )
+        meta = _metadata(run, db_lock.key)
+        console.rule(f"Database lock: month {LOCKED_MONTH} is the cut '{meta['datom/set']}'")
+        console.print(
+            f"  cut {meta['datom/set']!r} version={meta['datom/set_version']} "
+            f"members={meta['datom/member_count']} change={meta['datom/change']}"
+        )
+        table = Table(
+            title=f"Members of {meta['datom/set']!r} (project {meta['datom/set_project']})"
+        )
+        for column in ("table", "version"):
+            table.add_column(column)
+        for record in meta["datom/members"].records:
+            table.add_row(record.data["table"], record.data["version"][:12])
+        console.print(table)
+        return meta
+
+    def check_lock(self) -> None:
+        """Run the lock's check: every locked version still resolves and matches its bytes."""
+        from dagster import AssetSelection, materialize
+        from example_project.defs.cut import db_lock, db_lock_check
+
+        run = materialize(
+            [db_lock, db_lock_check],
+            instance=self.instance,
+            resources={"io_manager": self.defs.resources["io_manager"]},
+            selection=AssetSelection.checks(db_lock_check),
+            run_config=QUIET,
+        )
+        [evaluation] = run.get_asset_check_evaluations()
+        checked = evaluation.metadata["datom/members_checked"].value
+        verdict = "[green]passed[/]" if evaluation.passed else "[red]failed[/]"
+        console.print(f"lock check: {verdict} ({checked} locked versions resolve and verify)")
+
+    def derive(self, tags: dict[str, str] | None = None) -> dict[str, str]:
         run = self.defs.resolve_job_def("derive").execute_in_process(
-            instance=self.instance, run_config=QUIET
+            instance=self.instance, run_config=QUIET, tags=tags
         )
         changes = {}
+        self.versions = {}
         for event in run.get_asset_materialization_events():
             mat = event.step_materialization_data.materialization
             meta = {k: v.value for k, v in mat.metadata.items()}
             name = mat.asset_key.to_user_string()
             changes[name] = meta["datom/change"]
+            self.versions[name] = meta["datom/version"]
             console.print(
                 f"  derived   {name:<11} change={meta['datom/change']:<13} version={meta['datom/version'][:12]} rows={meta['dagster/row_count']}"
             )
         return changes
+
+
+def _rederive_as_of(story: _Story, locked: dict, conn) -> None:
+    """Re-derive with every input pinned to the lock: the locked outputs come back."""
+    from datom_dagster import AS_OF_SET_TAG
+
+    pin = locked["datom/as_of_set"].split("=", 1)[1]
+    console.rule(f"Re-derive as of the lock ({AS_OF_SET_TAG}={pin})")
+    changes = story.derive(tags={AS_OF_SET_TAG: pin})
+    cut = {r.data["table"]: r.data["version"] for r in locked["datom/members"].records}
+    for name in ("adsl", "adae"):
+        assert story.versions[name] == cut[name], f"{name} as of the lock is not the locked version"
+        assert changes[name] == "none", f"{name} as of the lock changed"
+        parents = {p.table: p.version for p in conn.version(name).parents}
+        assert all(cut[t] == v for t, v in parents.items()), f"{name}: parents not the lock's"
+    console.print(
+        f"[green]proof:[/] as of {locked['datom/set']!r}@{locked['datom/set_version'][:12]}, "
+        f"adsl={story.versions['adsl'][:12]} and adae={story.versions['adae'][:12]} are the locked "
+        "versions (change=none), built from the locked inputs, although month "
+        f"{LOCKED_MONTH + 1}'s extracts are onboarded"
+    )
 
 
 def _metadata(run, key) -> dict:

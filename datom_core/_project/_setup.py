@@ -17,7 +17,7 @@ from datom_core._errors import (
     ProjectExistsError,
 )
 from datom_core._git import MetadataRepo
-from datom_core._names import validate_project_name
+from datom_core._names import validate_project_name, validate_table_name
 from datom_core._project import _layout as L
 from datom_core._project._config import r_project_yaml
 from datom_core._project._context import ProjectContext
@@ -26,7 +26,7 @@ from datom_core._project._parse import parse_project_config
 from datom_core._project._read import read_manifest
 from datom_core._store import Store, store_from_description
 
-__all__ = ["clone_project", "init_project", "open_developer", "open_reader"]
+__all__ = ["clone_project", "init_project", "open_developer", "open_reader", "product_fields"]
 
 
 def init_project(
@@ -36,9 +36,15 @@ def init_project(
     remote: str | os.PathLike[str] | None,
     *,
     token_env: str,
+    mode: str | None = None,
+    set_name: str | None = None,
 ) -> ProjectContext:
-    """A new project: a clone at ``path`` pushed to ``remote``, and its store mirror."""
+    """A new project: a clone at ``path`` pushed to ``remote``, and its store mirror.
+
+    ``mode="product"`` with ``set_name`` makes a product repo, which holds that one set.
+    """
     validate_project_name(project_name)
+    product = product_fields(mode, set_name)
     if not isinstance(store, Store):
         raise InvalidArgumentError(
             f"store= must be a datom Store (LocalStore, S3Store...), not {store!r}"
@@ -61,7 +67,9 @@ def init_project(
         )
     manifest = dump(assemble_manifest(project_name, {}))
     files = {
-        L.PROJECT_YAML: r_project_yaml(project_name, store.describe(), repo.remote_url),
+        L.PROJECT_YAML: r_project_yaml(
+            project_name, store.describe(), repo.remote_url, extra=product
+        ),
         L.MANIFEST: manifest,
         ".gitignore": L.GITIGNORE.encode(),
     }
@@ -70,6 +78,28 @@ def init_project(
     (repo.path / L.INBOX).mkdir(exist_ok=True)
     store.write_bytes(L.STORE_MANIFEST, manifest)
     return ProjectContext(project_name, store, repo)
+
+
+def product_fields(mode: str | None, set_name: str | None) -> dict[str, str]:
+    """The ``mode``/``set`` keys of a new project.yaml (written last, as R does), checked
+    together as R's ``datom_init_repo`` does: each means nothing without the other."""
+    if mode is None:
+        if set_name is not None:
+            raise InvalidArgumentError(
+                f'set={set_name!r} was given without mode="product": only a product repo owns '
+                "a set. Pass both, or neither."
+            )
+        return {}
+    if mode != "product":
+        raise InvalidArgumentError(
+            f'mode= must be "product", or None for an ordinary data repo; got {mode!r}'
+        )
+    if not isinstance(set_name, str) or not set_name:
+        raise InvalidArgumentError(
+            'a mode="product" repo must name the set it owns: pass set="<name>" '
+            "(one repo holds one set)"
+        )
+    return {"mode": mode, "set": validate_table_name(set_name)}
 
 
 def open_reader(store: Store, project_name: str) -> ProjectContext:

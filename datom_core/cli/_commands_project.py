@@ -42,18 +42,31 @@ def default_store_path(clone_path: Path) -> Path:
     metavar="URL",
     help="Git remote for the metadata (empty). Default: a bare repository at PATH.remote.git",
 )
+@click.option(
+    "--mode",
+    type=click.Choice(["product"]),
+    help="product: a repo that builds and holds one set (needs --set); default: a data repo.",
+)
+@click.option("--set", "set_name", metavar="NAME", help="The set a --mode product repo holds.")
 @json_option
 @pass_state
 def init_command(
-    state: AppState, path: Path, project_name: str, store_url: str | None, remote: str | None
+    state: AppState,
+    path: Path,
+    project_name: str,
+    store_url: str | None,
+    remote: str | None,
+    mode: str | None,
+    set_name: str | None,
 ) -> None:
     """Create a project: a clone at PATH.
 
     Without --remote the git remote is a bare repository at PATH.remote.git; without
     --store the data goes to a local store at PATH.store. Both sit next to PATH.
+    --mode product --set NAME makes a product repo that holds the set NAME.
     """
     store = make_store(_one_store(store_url, state) or str(default_store_path(path)), state.options)
-    conn = init_repo(path, project_name, store, remote)
+    conn = init_repo(path, project_name, store, remote, mode=mode, set=set_name)
     _print_status(state, conn.status(), conn, f"Initialised project {project_name} in {path}")
 
 

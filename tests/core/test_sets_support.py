@@ -28,17 +28,25 @@ def new_product(
     mode: str | None = "product",
     store: dc.Store | None = None,
 ) -> dc.Connection:
-    """A project whose project.yaml declares ``mode: product`` and ``set: <set_name>``."""
-    conn = dc.init_repo(tmp_path / "repo", project, store or dc.LocalStore(tmp_path / "store"))
-    config = yaml.safe_load(conn.repo.read(".datom/project.yaml") or b"")
-    if mode is not None:
-        config["mode"] = mode
-        config["set"] = set_name
-    conn.repo.commit(
-        {".datom/project.yaml": yaml.safe_dump(config, sort_keys=False).encode()},
-        "Declare a product repo",
+    """A project whose project.yaml declares ``mode: product`` and ``set: <set_name>``
+    (``mode=None``: an ordinary data repo; another mode is edited into the file, since
+    ``init_repo`` refuses to write one)."""
+    product = mode == "product"
+    conn = dc.init_repo(
+        tmp_path / "repo",
+        project,
+        store or dc.LocalStore(tmp_path / "store"),
+        mode="product" if product else None,
+        set=set_name if product else None,
     )
-    conn.repo.push()
+    if mode is not None and not product:
+        config = yaml.safe_load(conn.repo.read(".datom/project.yaml") or b"")
+        config.update({"mode": mode, "set": set_name})
+        conn.repo.commit(
+            {".datom/project.yaml": yaml.safe_dump(config, sort_keys=False).encode()},
+            "Declare another mode",
+        )
+        conn.repo.push()
     return conn
 
 

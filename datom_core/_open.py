@@ -1,0 +1,76 @@
+"""Opening a project: ``init_repo`` (create), ``connect`` (open a clone, or a store as a
+reader) and ``clone`` (join), each returning a :class:`Connection`."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from datom_core._connection import Connection
+from datom_core._errors import InvalidArgumentError
+from datom_core._git import MetadataRepo
+from datom_core._project._setup import clone_project, init_project, open_developer, open_reader
+from datom_core._store import Store
+
+__all__ = ["clone", "connect", "init_repo"]
+
+
+def init_repo(
+    path: str | os.PathLike[str],
+    project_name: str,
+    store: Store,
+    remote: str | os.PathLike[str] | None = None,
+    *,
+    token_env: str = "DATOM_GIT_TOKEN",
+    mode: str | None = None,
+    set: str | None = None,  # noqa: A002  (R's argument name)
+) -> Connection:
+    """Create a project: a git clone at ``path`` pushed to ``remote``, and its store mirror.
+
+    ``remote=None`` is the embedded default: a bare repository next to ``path``
+    (``<path>.remote.git``), no server and no account needed. ``mode="product"`` with
+    ``set="<name>"`` makes a product repo: it holds that one set
+    (:meth:`Connection.write_set`) and refuses file onboarding.
+    """
+    ctx = init_project(
+        path, project_name, store, remote, token_env=token_env, mode=mode, set_name=set
+    )
+    return Connection._of(ctx)
+
+
+def connect(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    store: Store | None = None,
+    project_name: str | None = None,
+    token_env: str = "DATOM_GIT_TOKEN",
+    **credentials: Any,
+) -> Connection:
+    """Open a project.
+
+    * ``connect(path)``: a developer connection from an existing clone; the store comes from
+      ``.datom/project.yaml`` (credentials from the environment or ``credentials``), or
+      ``store=`` overrides it.
+    * ``connect(store=..., project_name=...)``: a reader connection, from the store alone.
+    """
+    if path is None:
+        if store is None or project_name is None:
+            raise InvalidArgumentError(
+                "a reader connection needs store= and project_name=; a developer one needs a clone path"
+            )
+        return Connection._of(open_reader(store, project_name))
+    repo = MetadataRepo.open(path, token_env=token_env)
+    return Connection._of(open_developer(repo, store, credentials))
+
+
+def clone(
+    remote: str | os.PathLike[str],
+    path: str | os.PathLike[str],
+    store: Store | None = None,
+    *,
+    token_env: str = "DATOM_GIT_TOKEN",
+    **credentials: Any,
+) -> Connection:
+    """Join a project as a second developer: clone its metadata remote into ``path``."""
+    ctx = clone_project(remote, path, store, token_env=token_env, credentials=credentials)
+    return Connection._of(ctx)
