@@ -49,10 +49,13 @@ def src(tmp_path_factory: pytest.TempPathFactory) -> Project:
 
 def member_specs(src: Project) -> list[dict[str, Any]]:
     first_lb = next(v for t, _, v in src.steps if t == "lb")
+    adsl = dict((t, v) for t, _, v in src.steps)["adsl"]
+    # dm at the version adsl was built from: a set refuses to pin an output beside an input
+    # it was not built from (SETS.md; R checks this only for its own project's members).
+    dm = next(p.version for p in src.py_reader().version("adsl", adsl).parents if p.table == "dm")
     return [
-        {"name": "dm", "version": dict((t, v) for t, _, v in src.steps)["dm"],
-         "tags": {"type": "input"}},
-        {"name": "adsl", "version": dict((t, v) for t, _, v in src.steps)["adsl"],
+        {"name": "dm", "version": dm, "tags": {"type": "input"}},
+        {"name": "adsl", "version": adsl,
          "tags": {"type": "output", "domain": ["safety", "efficacy"]}},
         {"name": "lb", "version": first_lb},
     ]  # fmt: skip
