@@ -9,16 +9,14 @@ format-2 ``metadata_sha`` over the identity allowlist, which for a set is
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from datom_core._identity._canonical import canonical_json
+from datom_core._identity._canonical import metadata_sha
 from datom_core._sets._sv1 import HASH_ALGO
 from datom_core._version import WRITTEN_BY
 
 __all__ = [
-    "IDENTITY_KEYS",
     "SCHEMA_VERSION",
     "WRITTEN_BY",
     "history_entry",
@@ -32,22 +30,6 @@ __all__ = [
 SCHEMA_VERSION = 2
 
 
-#: FORMAT2.md §1: the keys that make a version (anything else never moves one).
-IDENTITY_KEYS = (
-    "colnames",
-    "custom",
-    "data_sha",
-    "hash_algo",
-    "kind",
-    "ncol",
-    "nrow",
-    "original_file_sha",
-    "parents",
-    "source_lineage",
-    "table_type",
-)
-
-
 def utc_now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -55,8 +37,7 @@ def utc_now() -> str:
 def set_version(metadata: Mapping[str, Any]) -> str:
     """The version id (format-2 ``metadata_sha``) of an artifact's metadata document."""
 
-    identity = {k: metadata[k] for k in IDENTITY_KEYS if k in metadata}
-    return hashlib.sha256(canonical_json(identity).encode("utf-8")).hexdigest()
+    return metadata_sha(metadata)
 
 
 def set_metadata(

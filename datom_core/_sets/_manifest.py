@@ -22,6 +22,7 @@ from datom_core._sets._documents import set_version
 from datom_core._sets._errors import ArtifactKindError
 
 __all__ = [
+    "parsed_document",
     "MANIFEST",
     "PROJECT_YAML",
     "STORE_MANIFEST",
@@ -63,7 +64,8 @@ def set_version_of(metadata: Mapping[str, Any]) -> str:
     return set_version(metadata)
 
 
-def _parsed(raw: bytes | None, key: str) -> Any:
+def parsed_document(raw: bytes | None, key: str) -> Any:
+    """A clone document as JSON (None when absent); :class:`IntegrityError` when it is not JSON."""
     if raw is None:
         return None
     try:
@@ -78,7 +80,7 @@ def _parsed(raw: bytes | None, key: str) -> Any:
 
 def write_door(repo: MetadataRepo, name: str) -> None:
     """Refuse a set write this build cannot account for, before anything is hashed."""
-    current = _parsed(repo.read(git_metadata(name)), git_metadata(name))
+    current = parsed_document(repo.read(git_metadata(name)), git_metadata(name))
     found = current.get("kind", "table") if isinstance(current, Mapping) else "set"
     if found != "set":
         raise ArtifactKindError(

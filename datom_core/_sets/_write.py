@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 import time
 import warnings
@@ -137,19 +136,6 @@ def _unpack(
     return x.members, x.tag_json() if tags is None else tags, x.name
 
 
-def _load(raw: bytes | None, key: str) -> Any:
-    if raw is None:
-        return None
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise IntegrityError(
-            f"{key} in the clone is not valid JSON ({e}); restore it from git "
-            "(validate(fix=True)) before writing",
-            key=key,
-        ) from e
-
-
 def _plan(
     ctx: SetContext,
     repo: MetadataRepo,
@@ -163,11 +149,11 @@ def _plan(
     project = ctx.project_name
     name = declared_set(repo, project, name)
     M.write_door(repo, name)
-    current = _load(repo.read(M.git_metadata(name)), M.git_metadata(name))
+    current = M.parsed_document(repo.read(M.git_metadata(name)), M.git_metadata(name))
     payload = normalise_payload(members, tags, name=name, project=project)
     data_sha = hash_set(payload)
     count = len(payload["members"])
-    history = list(_load(repo.read(M.git_history(name)), M.git_history(name)) or [])
+    history = list(M.parsed_document(repo.read(M.git_history(name)), M.git_history(name)) or [])
     if current is not None and current.get("data_sha") == data_sha:
         version = set_version(current)
         raw = repo.read(M.git_payload(name)) or b""
