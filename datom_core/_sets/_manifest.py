@@ -8,15 +8,13 @@ file and the remedy; a name that holds a table stops it with :class:`ArtifactKin
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from datom_core._errors import IntegrityError
 from datom_core._git import MetadataRepo
 from datom_core._project import _layout as L
 from datom_core._project._build import manifest_is_v1, updated_manifest
-from datom_core._project._documents import dump
+from datom_core._project._documents import dump, load
 from datom_core._project._door import check_project_config, check_write_door
 from datom_core._sets._documents import set_version
 from datom_core._sets._errors import ArtifactKindError
@@ -66,16 +64,7 @@ def set_version_of(metadata: Mapping[str, Any]) -> str:
 
 def parsed_document(raw: bytes | None, key: str) -> Any:
     """A clone document as JSON (None when absent); :class:`IntegrityError` when it is not JSON."""
-    if raw is None:
-        return None
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise IntegrityError(
-            f"{key} in the clone is not valid JSON ({e}); restore it from git "
-            "(validate(fix=True)) before writing",
-            key=key,
-        ) from e
+    return None if raw is None else load(raw, key=key)
 
 
 def write_door(repo: MetadataRepo, name: str) -> None:

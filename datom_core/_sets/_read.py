@@ -9,13 +9,13 @@ read reports exactly what was cited.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from datom_core._errors import AmbiguousVersionError, FormatError, IntegrityError, NotFoundError
 from datom_core._identity._canonical import metadata_sha
 from datom_core._names import validate_table_name, validate_version
+from datom_core._project._documents import load
 from datom_core._sets import _manifest as M
 from datom_core._sets._errors import (
     ArtifactKindError,
@@ -44,14 +44,7 @@ def read_json(store: Any, key: str) -> Any:
         raw = store.read_bytes(key)
     except NotFoundError:
         return None
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise IntegrityError(
-            f"{key} in {store.url} is not valid JSON ({e}); repair it from git: "
-            "validate(fix=True) / datom validate --fix",
-            key=key,
-        ) from e
+    return load(raw, key=key)
 
 
 def _check_schema(doc: Any, key: str) -> None:

@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from datom_core._errors import DatomError, IntegrityError, NotFoundError, StoreError
-from datom_core._store._paths import TEMP_NAME, check_source, validate_key
+from datom_core._store._paths import TEMP_NAME, check_source, split_source, validate_key
 
 __all__ = ["CHUNK_SIZE", "Store", "uninitialised_buffer"]
 
@@ -265,11 +265,7 @@ class Store:
         ``mode="create"``; how atomic that is depends on the filesystem.
         """
         path = self._path(key)
-        if isinstance(data, str | os.PathLike):
-            source: str | None = check_source(data, key)
-            payload = b""
-        else:
-            source, payload = None, bytes(data)
+        source, payload = split_source(data, key)
         if self.exists(key):
             return False
         with self._translated("write", key):

@@ -17,6 +17,7 @@ __all__ = [
     "TEMP_MARKER",
     "TEMP_NAME",
     "check_source",
+    "split_source",
     "normalise_prefix",
     "refuse_userinfo",
     "validate_key",
@@ -97,3 +98,11 @@ def refuse_userinfo(url: str) -> None:
             "store URL must not embed credentials (user:password@); pass them as options "
             "or through the environment"
         )
+
+
+def split_source(data: bytes | str | os.PathLike[str], key: str) -> tuple[str | None, bytes]:
+    """``put_if_absent``'s two kinds of input: a local file to copy (its checked path and
+    no bytes) or the bytes themselves (no path)."""
+    if isinstance(data, str | os.PathLike):
+        return check_source(data, key), b""
+    return None, bytes(data)

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from datom_core._errors import InvalidNameError, StoreError
 from datom_core._store._base import CHUNK_SIZE, Store, uninitialised_buffer
-from datom_core._store._paths import check_source, normalise_prefix
+from datom_core._store._paths import normalise_prefix, split_source
 
 __all__ = ["S3Store"]
 
@@ -168,11 +168,7 @@ class S3Store(Store):
         S3-compatible servers) cannot be detected and have that same window.
         """
         path = self._path(key)
-        if isinstance(data, str | os.PathLike):
-            source: str | None = check_source(data, key)
-            payload = b""
-        else:
-            source, payload = None, bytes(data)
+        source, payload = split_source(data, key)
         if self.exists(key):
             return False
 

@@ -21,18 +21,10 @@ import pandas as pd
 import pytest
 
 import datom_core as dc
+from tests.core.test_project_crash import STEPS
 
 TABLES = ("dm", "ae", "lb")
-CHECKPOINTS = [
-    "hashed",
-    "uploaded",
-    "committed",
-    "pushed",
-    "mirror:snapshot",
-    "mirror:history",
-    "mirror:metadata",
-    "mirrored",
-]
+CHECKPOINTS = STEPS  # the write protocol's step boundaries, as the write crash test
 RANDOM_KILLS = 24  # with the 8 checkpoints: 32 kills in all
 
 _SYNC = textwrap.dedent(
