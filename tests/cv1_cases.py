@@ -1,15 +1,34 @@
-"""Build the conformance vectors of ``fixtures/cv1_tables.json`` as Arrow tables."""
+"""Build the conformance vectors of ``fixtures/cv1_tables.json`` as Arrow tables, and pick
+the ``chr`` values encoder (compiled or the Arrow fallback) a test runs with."""
 
 from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pytest
+
+from datom_core._identity import _chr
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+ENCODERS = ("compiled", "arrow")
+"""The two ``chr`` values encoders, which must write the same bytes."""
+
+
+@contextmanager
+def chr_encoder(kind: str) -> Iterator[None]:
+    """Encode string values with ``kind`` (one of :data:`ENCODERS`) inside the block."""
+    if kind == "compiled" and _chr._chrenc is None:
+        pytest.skip("the compiled chr encoder is not built here (no C compiler at install)")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_chr, "compiled", _chr._chrenc if kind == "compiled" else None)
+        yield
 
 
 def load_cases(name: str) -> list[dict]:

@@ -1,15 +1,20 @@
 """The cv1 ``chr`` payload: a mask byte per row, then every value NUL-terminated.
 
 Nothing here pays per value in Python. A column is cut into slices bounded in rows and in
-bytes; a slice's mask is its validity bitmap unpacked by numpy, and its values payload is
-one Arrow ``binary_join`` of the whole slice with the NUL as separator (the terminator of
-the last value is added after it), which writes exactly the payload bytes into one buffer.
-Dictionary and ``string_view`` slices are decoded to offset strings one slice at a time.
+bytes; a slice's mask is its validity bitmap unpacked by numpy. Its values payload comes
+from the compiled encoder ``_chrenc`` (one pass over the offsets, about a nanosecond per
+value, without the GIL) when it was built, else from one Arrow ``binary_join`` of the
+whole slice with the NUL as separator (the terminator of the last value is added after
+it): the same bytes at about 9 ns per value. Setting the environment variable
+``DATOM_CV1_PURE=1`` before datom is imported forces the Arrow path. Dictionary and
+``string_view`` slices are decoded to offset strings one slice at a time.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from types import ModuleType
 
 import numpy as np
 import pyarrow as pa
@@ -17,12 +22,25 @@ import pyarrow.compute as pc
 
 from datom_core._identity._pipeline import SLICE_ROWS, Payload, Sha, feed
 
+try:
+    from datom_core._identity import _chrenc
+except ImportError:  # installed without a C compiler: the Arrow path encodes alone
+    _chrenc = None  # type: ignore[assignment]
+
 __all__ = ["has_nul", "is_chr", "update_chr"]
 
 SLICE_BYTES = 8 << 20
 """Value bytes encoded per step (at least one row): a slice's payload stays this small."""
 
 _NUL = b"\0"
+
+PURE_ENV = "DATOM_CV1_PURE"
+"""The environment variable that, set to ``1``, makes the Arrow path encode all strings."""
+
+compiled: ModuleType | None = None if os.environ.get(PURE_ENV, "") not in ("", "0") else _chrenc
+"""The compiled values encoder in use, or None for the Arrow path."""
+
+_PAD = 16  # the compiled encoder copies short values as 16-byte blocks
 
 
 def is_chr(t: pa.DataType) -> bool:
@@ -141,13 +159,29 @@ def _values_payload(arr: pa.Array) -> Payload:
     n = len(arr)
     if n == 0:
         return ()
-    arr = _without_nulls(_as_offset_strings(arr))
+    arr = _as_offset_strings(arr)
+    if compiled is not None:
+        return (_compiled_values(compiled, arr),)
+    arr = _without_nulls(arr)
     fixed = _fixed_width_payload(arr)
     if fixed is not None:
         return (fixed,)
     one_list = pa.ListArray.from_arrays(pa.array([0, n], pa.int32()), arr)
     joined = pc.binary_join(one_list, pa.scalar("\0", arr.type))[0].as_buffer()
     return (_NUL,) if joined is None else (joined, _NUL)
+
+
+def _compiled_values(encoder: ModuleType, arr: pa.Array) -> np.ndarray:
+    """The values payload of an offset-string slice, written by the compiled encoder."""
+    offsets = _offsets(arr)
+    n = len(arr)
+    # The bytes of null slots are skipped, so this bounds the payload from above.
+    out = np.empty(int(offsets[-1]) - int(offsets[0]) + n + _PAD, dtype=np.uint8)
+    validity, value_offsets, data = arr.buffers()
+    wide = pa.types.is_large_string(arr.type)
+    bitmap = validity if arr.null_count else None
+    written = encoder.values(out, value_offsets, data or b"", bitmap, arr.offset, n, wide)
+    return out[:written]
 
 
 def _fixed_width_payload(arr: pa.Array) -> np.ndarray | None:

@@ -2,13 +2,15 @@
 
 Every digest is checked against a reference encoder written straight from IDENTITY.md (one
 mask byte per row, then each value's UTF-8 bytes and a NUL), value by value in Python, so
-the vectorised encoder is judged by the specification, not by itself.
+the vectorised encoder is judged by the specification, not by itself. Every test runs
+twice: with the compiled values encoder and with the Arrow fallback.
 """
 
 from __future__ import annotations
 
 import hashlib
 import struct
+from collections.abc import Iterator
 
 import hypothesis.strategies as st
 import numpy as np
@@ -21,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 import datom_core
 from datom_core import UnhashableColumnsError
 from datom_core._identity import _chr
+from tests.cv1_cases import ENCODERS, chr_encoder
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -29,6 +32,13 @@ SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[Healt
 _char = st.characters(blacklist_characters="\0", blacklist_categories=("Cs",))
 _value = st.one_of(st.none(), st.just(""), st.text(_char, max_size=6), st.text(_char, max_size=40))
 _values = st.lists(_value, max_size=30)
+
+
+@pytest.fixture(autouse=True, scope="module", params=ENCODERS)
+def encoder(request: pytest.FixtureRequest) -> Iterator[str]:
+    with chr_encoder(request.param):
+        yield request.param
+
 
 LAYOUTS = (
     "string",
