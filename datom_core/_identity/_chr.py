@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from types import ModuleType
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -43,6 +44,13 @@ compiled: ModuleType | None = None if os.environ.get(PURE_ENV, "") not in ("", "
 _PAD = 16  # the compiled encoder copies short values as 16-byte blocks
 
 
+class _Part(NamedTuple):
+    """A slice of a column, with a bound on the value bytes of its present rows."""
+
+    arr: pa.Array
+    nbytes: int
+
+
 def is_chr(t: pa.DataType) -> bool:
     """Whether values of type ``t`` are encoded as ``chr`` (UTF-8 strings)."""
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
@@ -61,9 +69,9 @@ def has_nul(column: pa.ChunkedArray) -> bool:
         if pa.types.is_dictionary(chunk.type):
             if not _offsets_have_nul(_as_offset_strings(chunk.dictionary)):
                 continue  # the common case: no level holds a NUL, used or not
-            chunk = chunk.dictionary_decode()
+            chunk = _as_offset_strings(chunk)
         if pa.types.is_string_view(chunk.type):
-            if any(_offsets_have_nul(_as_offset_strings(p)) for p in _byte_slices(chunk)):
+            if any(_offsets_have_nul(_as_offset_strings(p.arr)) for p in _byte_slices(chunk)):
                 return True
         elif _offsets_have_nul(chunk):
             return True
@@ -86,7 +94,7 @@ def _offsets_have_nul(arr: pa.Array) -> bool:
 # -- slicing --------------------------------------------------------------------------
 
 
-def _byte_slices(chunk: pa.Array) -> Iterator[pa.Array]:
+def _byte_slices(chunk: pa.Array) -> Iterator[_Part]:
     """Zero-copy slices of ``chunk`` with at most SLICE_ROWS rows and about SLICE_BYTES bytes."""
     n = len(chunk)
     ends = _value_ends(chunk)
@@ -96,7 +104,7 @@ def _byte_slices(chunk: pa.Array) -> Iterator[pa.Array]:
         if ends[stop] - ends[start] > SLICE_BYTES:
             limit = ends[start] + SLICE_BYTES
             stop = max(start + 1, int(np.searchsorted(ends, limit, side="right")) - 1)
-        yield chunk.slice(start, stop - start)
+        yield _Part(chunk.slice(start, stop - start), int(ends[stop] - ends[start]))
         start = stop
 
 
@@ -110,10 +118,12 @@ def _value_ends(chunk: pa.Array) -> np.ndarray:
         views = np.frombuffer(chunk.buffers()[1], np.int32)
         lengths = views[4 * chunk.offset : 4 * (chunk.offset + len(chunk)) : 4]
     else:  # a dictionary of strings: the lengths of the levels each row points at
-        levels = pc.binary_length(chunk.dictionary).fill_null(0)
-        level_lengths = levels.to_numpy(zero_copy_only=False)
-        indices = chunk.indices.fill_null(0).to_numpy(zero_copy_only=False)
-        lengths = np.take(level_lengths, indices, mode="clip") if len(level_lengths) else indices
+        levels = pc.binary_length(_as_offset_strings(chunk.dictionary)).fill_null(0)
+        level_lengths = levels.to_numpy(zero_copy_only=False).astype(np.int64)
+        if not len(level_lengths):  # then every row is missing
+            return np.zeros(len(chunk) + 1, dtype=np.int64)
+        # A null row's index is undefined: clipped into range, it still bounds its 0 bytes.
+        lengths = np.take(level_lengths, _indices(chunk.indices), mode="clip")
     ends = np.zeros(len(chunk) + 1, dtype=np.int64)
     np.cumsum(np.maximum(lengths, 0), out=ends[1:])
     return ends
@@ -129,6 +139,9 @@ def _offsets(arr: pa.Array) -> np.ndarray:
 def _as_offset_strings(arr: pa.Array) -> pa.Array:
     """``arr`` as ``string`` or ``large_string`` (decoding dictionaries and views)."""
     if pa.types.is_dictionary(arr.type):
+        if pa.types.is_string_view(arr.type.value_type):  # Arrow cannot take from views
+            levels = _as_offset_strings(arr.dictionary)
+            arr = pa.DictionaryArray.from_arrays(arr.indices, levels)
         arr = arr.dictionary_decode()
     if pa.types.is_string_view(arr.type):
         arr = arr.cast(pa.large_string())
@@ -148,21 +161,21 @@ def _missing_bytes(arr: pa.Array) -> np.ndarray:
     return np.bitwise_xor(valid, 1, out=valid)
 
 
-def _mask_payload(arr: pa.Array) -> Payload:
+def _mask_payload(part: _Part) -> Payload:
+    arr = part.arr
     if pa.types.is_dictionary(arr.type) and arr.dictionary.null_count:
-        arr = arr.dictionary_decode()  # a level may itself be missing
+        arr = _as_offset_strings(arr)  # a level may itself be missing
     return (_missing_bytes(arr),)
 
 
-def _values_payload(arr: pa.Array) -> Payload:
+def _values_payload(part: _Part) -> Payload:
     """Every value's UTF-8 bytes followed by one NUL; a missing value is just the NUL."""
-    n = len(arr)
+    n = len(part.arr)
     if n == 0:
         return ()
-    arr = _as_offset_strings(arr)
     if compiled is not None:
-        return (_compiled_values(compiled, arr),)
-    arr = _without_nulls(arr)
+        return (_compiled_values(compiled, part.arr, part.nbytes),)
+    arr = _without_nulls(_as_offset_strings(part.arr))
     fixed = _fixed_width_payload(arr)
     if fixed is not None:
         return (fixed,)
@@ -171,17 +184,34 @@ def _values_payload(arr: pa.Array) -> Payload:
     return (_NUL,) if joined is None else (joined, _NUL)
 
 
-def _compiled_values(encoder: ModuleType, arr: pa.Array) -> np.ndarray:
-    """The values payload of an offset-string slice, written by the compiled encoder."""
-    offsets = _offsets(arr)
-    n = len(arr)
-    # The bytes of null slots are skipped, so this bounds the payload from above.
-    out = np.empty(int(offsets[-1]) - int(offsets[0]) + n + _PAD, dtype=np.uint8)
-    validity, value_offsets, data = arr.buffers()
+def _compiled_values(encoder: ModuleType, arr: pa.Array, nbytes: int) -> np.ndarray:
+    """The values payload of a slice whose present values hold at most ``nbytes`` bytes."""
+    out = np.empty(nbytes + len(arr) + _PAD, dtype=np.uint8)
+    indices = None
+    if pa.types.is_dictionary(arr.type) and _is_plain_dictionary(arr.dictionary):
+        indices = _indices(arr.indices)
+        bits = arr.indices  # the rows' validity is the indices'
+        arr = arr.dictionary
+    else:
+        arr = bits = _as_offset_strings(arr)
+    validity = bits.buffers()[0] if bits.null_count else None
+    _, _, data = arr.buffers()
     wide = pa.types.is_large_string(arr.type)
-    bitmap = validity if arr.null_count else None
-    written = encoder.values(out, value_offsets, data or b"", bitmap, arr.offset, n, wide)
-    return out[:written]
+    args = (_offsets(arr), data or b"", wide, validity, bits.offset, indices)
+    return out[: encoder.values(out, *args)]
+
+
+def _is_plain_dictionary(levels: pa.Array) -> bool:
+    """Whether the encoder can read ``levels`` in place (offset strings, none missing)."""
+    offset_strings = pa.types.is_string(levels.type) or pa.types.is_large_string(levels.type)
+    return offset_strings and len(levels) > 0 and levels.null_count == 0
+
+
+def _indices(indices: pa.Array) -> np.ndarray:
+    """The dictionary indices of a slice as int64 (whatever they hold under null rows)."""
+    dtype = np.dtype(indices.type.to_pandas_dtype())
+    raw = np.frombuffer(indices.buffers()[1], dtype=dtype, count=indices.offset + len(indices))
+    return raw[indices.offset :].astype(np.int64)
 
 
 def _fixed_width_payload(arr: pa.Array) -> np.ndarray | None:

@@ -1,5 +1,12 @@
 from typing import Any
 
 def values(
-    out: Any, offsets: Any, data: Any, validity: Any | None, start: int, count: int, wide: bool, /
+    out: Any,
+    offsets: Any,
+    data: Any,
+    wide: bool,
+    validity: Any | None,
+    bit_offset: int,
+    indices: Any | None,
+    /,
 ) -> int: ...

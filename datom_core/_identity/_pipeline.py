@@ -12,7 +12,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import pyarrow as pa
 
@@ -22,6 +22,8 @@ SLICE_ROWS = 1 << 17
 """Rows encoded per step: bounds the temporary buffers and keeps them in cache."""
 
 _WINDOW = 3  # slices encoded ahead of the hash
+
+_Part = TypeVar("_Part")
 
 Payload = Sequence[Any]
 """The pieces (buffer-protocol objects) a slice contributes to the digest, in order."""
@@ -47,7 +49,7 @@ def _encoder_pool() -> ThreadPoolExecutor:
         return _pool
 
 
-def feed(h: Sha, parts: Iterable[pa.Array], payload: Callable[[pa.Array], Payload]) -> None:
+def feed(h: Sha, parts: Iterable[_Part], payload: Callable[[_Part], Payload]) -> None:
     """Hash ``payload(part)`` for every part, in order, encoding the next parts meanwhile."""
     pool = _encoder_pool()
     pending: deque[Future[Payload]] = deque()

@@ -42,6 +42,8 @@ _HOSTILE_VALUES: dict[str, Values] = {
     "block_edges": ["a" * 15, "b" * 16, "c" * 17, None, "d" * 32, "e" * 33, "", "f" * 1000],
     "mostly_missing": [None, None, "USUBJID-0001", None, None, None, None, None, "Y", None],
     "codes": ["AE", "CM", "DM", "AE", None, "EX", "LB", "AE", "VS", "", None, "MH"] * 11,
+    # More data than the encoder pads on its stack: the last values end flush with it.
+    "large_data_short_tail": ["ü" * 3000, "ab", None, "c", "", "d" * 15, "e"],
 }
 
 _char = st.characters(exclude_characters="\0", exclude_categories=["Cs"])
@@ -73,13 +75,31 @@ def _sliced(values: Values, arrow_type: pa.DataType, head: int) -> pa.Array:
     return whole.slice(head, len(values))
 
 
-def _dictionary(values: Values, null_level: bool) -> pa.Array:
-    levels = ["unused level", *sorted({v for v in values if v is not None})]
+_INT8, _STRING = pa.int8(), pa.string()
+
+
+def _dictionary(
+    values: Values,
+    null_level: bool = False,
+    index_type: pa.DataType = _INT8,
+    level_type: pa.DataType = _STRING,
+    stale: int | None = None,
+) -> pa.Array:
+    """A dictionary array with an unused level (and a missing one with ``null_level``), the
+    levels themselves a slice of a longer array, and ``stale`` as the index of null rows."""
+    levels: Values = ["unused level", *sorted({v for v in values if v is not None})]
     if null_level:
-        levels.append(None)  # type: ignore[arg-type]
+        levels.append(None)
     missing = len(levels) - 1 if null_level else None
     codes = [missing if v is None else levels.index(v) for v in values]
-    return pa.DictionaryArray.from_arrays(pa.array(codes, pa.int8()), pa.array(levels))
+    dictionary = pa.array(["before", *levels, "after"], level_type).slice(1, len(levels))
+    indices = pa.array(codes, index_type)
+    if stale is not None and indices.null_count:
+        raw = np.array([stale if c is None else c for c in codes], index_type.to_pandas_dtype())
+        indices = pa.Array.from_buffers(
+            index_type, len(codes), [indices.buffers()[0], pa.py_buffer(raw)]
+        )
+    return pa.DictionaryArray.from_arrays(indices, dictionary)
 
 
 LAYOUTS: dict[str, Callable[[Values], pa.Array]] = {
@@ -95,8 +115,15 @@ LAYOUTS: dict[str, Callable[[Values], pa.Array]] = {
     "sliced_by_9": lambda v: _sliced(v, pa.string(), 9),
     "sliced_large_string": lambda v: _sliced(v, pa.large_string(), 5),
     "sliced_string_view": lambda v: _sliced(v, pa.string_view(), 7),
-    "dictionary": lambda v: _dictionary(v, null_level=False),
+    "dictionary": _dictionary,
     "dictionary_null_level": lambda v: _dictionary(v, null_level=True),
+    "dictionary_uint32": lambda v: _dictionary(v, index_type=pa.uint32()),
+    "dictionary_int64_large_levels": lambda v: _dictionary(
+        v, index_type=pa.int64(), level_type=pa.large_string()
+    ),
+    "dictionary_view_levels": lambda v: _dictionary(v, level_type=pa.string_view()),
+    "dictionary_stale_indices": lambda v: _dictionary(v, index_type=pa.int16(), stale=-3),
+    "dictionary_stale_past_the_levels": lambda v: _dictionary(v, stale=120),
     "sliced_dictionary": lambda v: pa.array(["z", *v, "z"]).dictionary_encode().slice(1, len(v)),
 }
 
@@ -172,37 +199,56 @@ def _compiled() -> Any:
 
 
 def test_the_compiled_encoder_refuses_malformed_input() -> None:
-    """Offsets out of order or past the data, short buffers: an error, never a stray read."""
+    """Offsets out of order or past the data, indices out of range, short buffers: an error,
+    never a stray read."""
     values = _compiled().values
     data, out = b"abcdefgh", np.empty(64, np.uint8)
     ok = np.array([0, 2, 5, 8], np.int32)
-    assert values(out, ok, data, None, 0, 3, False) == 11
+    assert values(out, ok, data, False, None, 0, None) == 11
     assert bytes(out[:11]) == b"ab\0cde\0fgh\0"
-    assert values(out, ok.astype(np.int64), data, None, 1, 2, True) == 8
+    assert values(out, ok[1:].astype(np.int64), data, True, None, 0, None) == 8
+    assert values(out, ok, data, False, None, 0, np.array([2, 0, 2], np.int64)) == 11
+    assert bytes(out[:11]) == b"fgh\0ab\0fgh\0"
     bad = [
-        (out, np.array([0, 2, 9], np.int32), data, None, 0, 2, False),  # past the data
-        (out, np.array([0, 5, 2], np.int32), data, None, 0, 2, False),  # decreasing
-        (out, np.array([-1, 2], np.int32), data, None, 0, 1, False),  # negative
-        (out, ok, data, None, 0, 4, False),  # more rows than offsets
-        (out, ok, data, None, -1, 2, False),
-        (out, ok, data, b"", 0, 3, False),  # a validity bitmap too short
-        (np.empty(12, np.uint8), ok, data, None, 0, 3, False),  # no room for the block copy
-        (out, ok, data, None, 0, 2, True),  # 32-bit offsets read as 64-bit: too few
+        (out, np.array([0, 2, 9], np.int32), data, False, None, 0, None),  # past the data
+        (out, np.array([0, 5, 2], np.int32), data, False, None, 0, None),  # decreasing
+        (out, np.array([-1, 2], np.int32), data, False, None, 0, None),  # negative
+        (out, ok, data, True, None, 0, None),  # 32-bit offsets read as 64-bit
+        (out, ok[:3].tobytes() + b"x", data, False, None, 0, None),  # not whole offsets
+        (out, np.array([], np.int32), data, False, None, 0, None),  # no offsets at all
+        (out, ok, data, False, b"", 0, None),  # a validity bitmap too short
+        (out, ok, data, False, b"\xff", 6, None),  # ... for its bit offset
+        (out, ok, data, False, b"\xff", -1, None),
+        (np.empty(12, np.uint8), ok, data, False, None, 0, None),  # no room for the block
+        (out, ok, data, False, None, 0, np.array([0, 3], np.int64)),  # index past the values
+        (out, ok, data, False, None, 0, np.array([-1], np.int64)),  # negative index
+        (out, ok, data, False, None, 0, b"1234567"),  # not whole int64 indices
     ]
     for args in bad:
         with pytest.raises(ValueError, match="malformed"):
             values(*args)
     with pytest.raises(TypeError):
-        values(b"read-only", ok, data, None, 0, 3, False)
+        values(b"read-only", ok, data, False, None, 0, None)
 
 
-def test_offsets_under_null_slots_are_never_positions() -> None:
-    """A null slot contributes its NUL whatever its offsets say (they are not read)."""
+def test_what_null_slots_hold_is_never_used() -> None:
+    """A missing row contributes its NUL whatever its offsets or its index say."""
     values = _compiled().values
     out = np.empty(64, np.uint8)
     offsets = np.array([-7, 0, 1, 1000], np.int32)  # rows 0 and 2 are null, pointing nowhere
-    assert values(out, offsets, b"ab", bytes([0b010]), 0, 3, False) == 4
+    assert values(out, offsets, b"ab", False, bytes([0b010]), 0, None) == 4
     assert bytes(out[:4]) == b"\0a\0\0"
+    levels = np.array([0, 1, 3], np.int32)
+    stale = np.array([1, -5, 99, 0], np.int64)  # rows 1 and 2 are null, with stale indices
+    assert values(out, levels, b"abc", False, bytes([0b1001 << 3]), 3, stale) == 7
+    assert bytes(out[:7]) == b"bc\0\0\0a\0"
+
+
+@pytest.mark.parametrize("layout", [k for k in LAYOUTS if "stale" not in k])
+def test_a_present_nul_is_refused(encoder: str, layout: str) -> None:
+    column = pa.chunked_array([LAYOUTS[layout](["ok", None, "bad\0value", "x"])])
+    with pytest.raises(datom_core.UnhashableColumnsError, match="NUL"):
+        datom_core.hash_table(pa.table({"s": column}))
 
 
 class _Recording:
@@ -253,14 +299,17 @@ def test_the_environment_variable_forces_the_arrow_path(setting: str) -> None:
 
 
 def _installed_from_this_checkout() -> bool:
-    try:
-        url = json.loads(
-            importlib.metadata.distribution("datom").read_text("direct_url.json") or ""
-        )
-    except (importlib.metadata.PackageNotFoundError, json.JSONDecodeError):
-        return False
-    root = Path(__file__).resolve().parents[2]
-    return bool(url.get("url") == root.as_uri())
+    # Several "datom" distributions can be visible (the checkout's own egg-info among them):
+    # the installed one records where it was installed from.
+    root = Path(__file__).resolve().parents[2].as_uri()
+    for dist in importlib.metadata.distributions(name="datom"):
+        try:
+            url = json.loads(dist.read_text("direct_url.json") or "{}").get("url")
+        except json.JSONDecodeError:
+            continue
+        if url == root:
+            return True
+    return False
 
 
 def _can_compile() -> bool:
