@@ -7,7 +7,8 @@ time and in CPU time (all threads: the work done, which other load barely change
 <= 1.5). Tables of 1,000,000 rows: numeric (4 x float64), mixed (float64, int64, one
 string column, date), one short-string column (with a float64 and a date) and the
 string-heavy shape of clinical data (4 short-string columns of 3-12 bytes, 10% missing,
-with a float64 and a date; target <= 1.5). Run: ``python benchmarks/bench_hash.py``.
+with a float64 and a date; target <= 1.5). Run: ``python benchmarks/bench_hash.py``;
+``DATOM_CV1_PURE=1`` measures the Arrow fallback of the compiled string encoder.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pyarrow.compute as pc
 sys.path.insert(0, str(Path(__file__).parent))
 import datom_core  # noqa: E402
 from _measure import peak_rss, ratio_of  # noqa: E402
+from datom_core._identity import _chr  # noqa: E402
 
 ROWS = 1_000_000
 REPEAT = 11
@@ -114,6 +116,7 @@ def main() -> None:
         f"{REPEAT}. time: wall clock (threads on {os.cpu_count()} cores); cpu: CPU time of all "
         "threads (the work, steady under other load)"
     )
+    print("chr values encoder:", "compiled" if _chr.compiled else "Arrow (the fallback)")
     report("numeric (4 x f64)", numeric_table(), 2.0)
     report("mixed (f64,i64,str,date)", mixed_table(), 2.0)
     report("one short string (str,f64,date)", string_table(string_columns=1), 1.5)
