@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: test test-fast test-slow demo lint typecheck format bench clean rdatom
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py datom_core/_identity/_chrenc.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'

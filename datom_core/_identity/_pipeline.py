@@ -7,6 +7,7 @@ on large buffers). Only a few slices are in flight at once, so memory stays boun
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections import deque
@@ -51,9 +52,17 @@ def _encoder_pool() -> ThreadPoolExecutor:
 
 def feed(h: Sha, parts: Iterable[_Part], payload: Callable[[_Part], Payload]) -> None:
     """Hash ``payload(part)`` for every part, in order, encoding the next parts meanwhile."""
+    parts = iter(parts)
+    first = next(parts, None)
+    if first is None:
+        return
+    second = next(parts, None)
+    if second is None:  # one slice: nothing to overlap, so no thread hand-off
+        _update(h, payload(first))
+        return
     pool = _encoder_pool()
     pending: deque[Future[Payload]] = deque()
-    for part in parts:
+    for part in itertools.chain((first, second), parts):
         pending.append(pool.submit(payload, part))
         if len(pending) >= _WINDOW:
             _update(h, pending.popleft().result())
