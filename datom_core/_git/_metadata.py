@@ -269,7 +269,7 @@ class MetadataRepo(RepoCore):
                     "to this clone without MetadataRepo.lock()."
                 )
             checkpoint("git:commit:moved")
-            self._sync(r, new.changes)
+            self._sync(r, new.changes, journaled=True)
             return new.id.decode()
 
     def push(self) -> None:

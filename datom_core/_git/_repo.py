@@ -180,10 +180,14 @@ class RepoCore:
         if listed:
             gi.write_file_atomic(self.controldir / _JOURNAL, listed)
 
-    def _sync(self, r: Repo, changes: Mapping[bytes, bytes | None]) -> None:
-        """Make the working tree and index hold ``path -> blob`` (None: no file)."""
+    def _sync(
+        self, r: Repo, changes: Mapping[bytes, bytes | None], journaled: bool = False
+    ) -> None:
+        """Make the working tree and index hold ``path -> blob`` (None: no file);
+        ``journaled``: the caller already listed these paths in the journal."""
         journal = self.controldir / _JOURNAL
-        self._journal(changes)
+        if not journaled:
+            self._journal(changes)
         for path, sha in changes.items():
             target = self.path / os.fsdecode(path)
             if sha is None:
@@ -222,7 +226,7 @@ class RepoCore:
         else:
             gi.set_ref(r, branch, target)
         checkpoint("git:move:moved")
-        self._sync(r, changes)
+        self._sync(r, changes, journaled=True)
 
     def _store_local(
         self, r: Repo, objects: Sequence[ShaFile], pushed_to: Transport | None = None

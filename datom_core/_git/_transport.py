@@ -267,7 +267,11 @@ class LocalTransport(Transport):
         """Every ``REMOTE_CHECK_EVERY`` pushes of this handle, compact the remote (best
         called holding the writers' turn, outside any read of the remote)."""
         if self._pushes >= maint.REMOTE_CHECK_EVERY:
-            if maint.compact_remote(self.path, self._open, self._loose, wait=0.2):
+            with self._access.shared():
+                idle = not maint.may_need_compaction(self._open(), self._loose)
+            if idle:  # nothing to do: no wait for the readers while holding the turn
+                self._pushes = 0
+            elif maint.compact_remote(self.path, self._open, self._loose, wait=0.2):
                 self._pushes = 0
                 if self._loose > maint.LOOSE_BUDGET:  # counted (and packed if many)
                     self._loose = 0
