@@ -56,10 +56,19 @@ def check_relpath(relpath: str) -> None:
 
 
 def write_file_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with exactly ``data``; a crash leaves the old or the new file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Replace ``path`` with exactly ``data``; a crash leaves the old or the new file.
+
+    Not fsynced: these are the clone's working-tree files and journal, which mirror
+    objects git already holds (a power cut may leave a file stale; the next sync rewrites
+    what differs from HEAD). Folders are made only when the first try finds one missing.
+    """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    try:
+        fd = os.open(tmp, flags, 0o666)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, flags, 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -151,7 +160,11 @@ def unstale(fn: Callable[[], T]) -> T:
 
 
 def set_ref(r: Repo, name: bytes, sha: bytes) -> None:
-    """Point ``name`` at ``sha`` (under the clone lock)."""
+    """Point ``name`` at ``sha`` (under the clone lock); nothing is written when it already
+    does. dulwich fsyncs the ref file: in a clone that guards against a power cut leaving
+    an empty ref (a fetch repairs a stale one, not a missing one)."""
+    if get_ref(r, name) == sha:
+        return
     refs: Any = r.refs
     unstale(lambda: refs.__setitem__(name, sha))
 

@@ -36,6 +36,7 @@ __all__ = [
     "compact",
     "compact_remote",
     "find_stale_locks",
+    "may_need_compaction",
     "RemoteAccess",
 ]
 
@@ -77,6 +78,15 @@ def compact(r: Repo, loose_added: int | None = None) -> tuple[int, int]:
     if packed or merged:
         log.info("compacted %s: %d loose objects packed, %d packs merged", r.path, packed, merged)
     return packed, merged
+
+
+def may_need_compaction(r: Repo, loose_added: int | None) -> bool:
+    """Whether :func:`compact` could have work (without counting loose objects): checked
+    before waiting for a local remote's exclusive lock, which readers delay."""
+    store = r.object_store
+    if not isinstance(store, DiskObjectStore):
+        return False
+    return loose_added is None or loose_added > LOOSE_BUDGET or len(store.packs) > PACK_BUDGET
 
 
 @contextmanager

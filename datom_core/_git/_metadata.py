@@ -28,15 +28,15 @@ from collections.abc import Mapping
 from contextlib import closing
 from pathlib import Path
 
-from dulwich.object_store import tree_lookup_path
-from dulwich.objects import Blob, ObjectID, ShaFile
+from dulwich.objects import ObjectID, ShaFile
 from dulwich.repo import Repo
 
 from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _internals as gi
 from . import _maintenance as maint
-from ._objects import build_commit, changed_paths, commits_between, objects_to_send
+from ._history import PathHistory
+from ._objects import TreeReader, build_commit, objects_to_send
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, normalize_remote
 from ._repo import RepoCore, _now
 from ._types import Author, CommitInfo, commit_info
@@ -59,7 +59,7 @@ class MetadataRepo(RepoCore):
         credentials: GitCredentials | None = None,
     ) -> None:
         super().__init__(Path(path).absolute(), token_env, credentials)
-        self._touched: tuple[bytes, dict[bytes, bytes]] | None = None
+        self._history = PathHistory()
         self._made: dict[bytes, list[ShaFile]] = {}  # objects of commits made, until pushed
 
     def __repr__(self) -> str:
@@ -173,19 +173,13 @@ class MetadataRepo(RepoCore):
         """The bytes of ``relpath`` in ``commit`` (full hex id), or ``None`` if absent there."""
         gi.check_relpath(relpath)
         r = self._open()
-        tree = gi.commit_object(r, commit).tree
-        try:
-            _mode, sha = tree_lookup_path(r.__getitem__, tree, relpath.encode())
-        except KeyError:
-            return None
-        blob = r[sha]
-        return blob.as_raw_string() if isinstance(blob, Blob) else None
+        return TreeReader(r.object_store, gi.commit_object(r, commit).id).read(relpath)
 
     def log(self, relpath: str | None = None, max_entries: int | None = None) -> list[CommitInfo]:
         """Commits reachable from HEAD, newest first; only those changing ``relpath`` if given.
 
-        This walks the history; for "the newest commit of this file" use
-        :meth:`last_commit_touching`, which is cached.
+        A file's commits come from an index kept up to date as HEAD moves (see
+        :mod:`._history`): the cost is what is returned, not the length of the history.
         """
         if relpath is not None:
             gi.check_relpath(relpath)
@@ -194,6 +188,11 @@ class MetadataRepo(RepoCore):
         if head is None:
             return []
         paths = [relpath.encode()] if relpath is not None else None
+        index = self._history.at(r, head) if paths is not None else None
+        known = index.commits(paths[0]) if index is not None and paths and index.linear else None
+        if known is not None:
+            newest_first = known[::-1][:max_entries]
+            return [commit_info(gi.commit_object(r, c.decode())) for c in newest_first]
         walker = r.get_walker(include=[ObjectID(head)], paths=paths, max_entries=max_entries)
         return [commit_info(entry.commit) for entry in walker]
 
@@ -209,22 +208,7 @@ class MetadataRepo(RepoCore):
         head = gi.head(r)
         if head is None:
             return None
-        cached_head, newest = self._touched if self._touched else (None, {})
-        if cached_head != head:
-            chain = commits_between(r.object_store, head, cached_head) if cached_head else None
-            if chain is None:
-                newest = {}
-                walk = r.get_walker(include=[ObjectID(head)], reverse=True)
-                chain = [e.commit.id for e in walk]
-            else:
-                newest = dict(newest)
-            for sha in chain:
-                c = r[sha]
-                parent = c.parents[0] if c.parents else None  # type: ignore[attr-defined]
-                for path in changed_paths(r.object_store, parent, sha):
-                    newest[path] = sha
-            self._touched = (head, newest)
-        found = newest.get(relpath.encode())
+        found = self._history.at(r, head).newest(relpath.encode())
         return found.decode() if found is not None else None
 
     def has_unpushed_commits(self) -> bool:
@@ -285,7 +269,7 @@ class MetadataRepo(RepoCore):
                     "to this clone without MetadataRepo.lock()."
                 )
             checkpoint("git:commit:moved")
-            self._sync(r, new.changes)
+            self._sync(r, new.changes, journaled=True)
             return new.id.decode()
 
     def push(self) -> None:

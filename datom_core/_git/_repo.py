@@ -180,10 +180,14 @@ class RepoCore:
         if listed:
             gi.write_file_atomic(self.controldir / _JOURNAL, listed)
 
-    def _sync(self, r: Repo, changes: Mapping[bytes, bytes | None]) -> None:
-        """Make the working tree and index hold ``path -> blob`` (None: no file)."""
+    def _sync(
+        self, r: Repo, changes: Mapping[bytes, bytes | None], journaled: bool = False
+    ) -> None:
+        """Make the working tree and index hold ``path -> blob`` (None: no file);
+        ``journaled``: the caller already listed these paths in the journal."""
         journal = self.controldir / _JOURNAL
-        self._journal(changes)
+        if not journaled:
+            self._journal(changes)
         for path, sha in changes.items():
             target = self.path / os.fsdecode(path)
             if sha is None:
@@ -222,10 +226,14 @@ class RepoCore:
         else:
             gi.set_ref(r, branch, target)
         checkpoint("git:move:moved")
-        self._sync(r, changes)
+        self._sync(r, changes, journaled=True)
 
-    def _store_local(self, r: Repo, objects: Sequence[ShaFile]) -> None:
-        self._loose += add_objects(r, objects)
+    def _store_local(
+        self, r: Repo, objects: Sequence[ShaFile], pushed_to: Transport | None = None
+    ) -> None:
+        """Add a new commit's objects to the clone (linked from a local remote they were
+        just pushed to), compacting the clone on its budget."""
+        self._loose += pushed_to.keep(r, objects) if pushed_to else add_objects(r, objects)
         self._added += 1
         if self._added % maint.CLONE_CHECK_EVERY == 0:
             maint.compact(r, self._loose)
@@ -318,7 +326,7 @@ class RepoCore:
                     delay = min(delay * 2, _BACKOFF_MAX)
                     continue
                 checkpoint("git:push:swapped")
-                self._store_local(r, new.objects)
+                self._store_local(r, new.objects, remote)
                 self._move_to(r, branch, new.id)
                 self._pushed(r, remote, branch, new.id)
                 return new.id.decode()

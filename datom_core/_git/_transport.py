@@ -36,9 +36,8 @@ from dulwich.repo import Repo
 from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _maintenance as maint
-from ._internals import write_file_atomic
 from ._lock import RepoLock
-from ._objects import objects_of_commits
+from ._loose import commit_object_ids, copy_objects, write_loose
 from ._remote import GitCredentials
 
 __all__ = [
@@ -54,16 +53,15 @@ log = logging.getLogger("datom_core.git")
 T = TypeVar("T")
 
 _HEADS = b"refs/heads/"
-# More objects than this in one transfer arrive as a pack: one pack file is cheaper to
-# write than many loose ones (each a directory, a file and a rename); a single commit's
-# few objects stay loose, readable with ordinary tools.
-_LOOSE_MAX = 8
+# More objects than this in one transfer arrive as a pack (a first clone, a long absence);
+# fewer are loose files (see _loose: linked between a clone and a local remote, never
+# deflated twice), which the handles' compaction packs on its budget.
+_LOOSE_MAX = 256
 # Seconds a ref lock in a local remote may live while this writer holds the writers'
 # turn: datom's pushers are then excluded, and other git clients hold a ref lock for
 # milliseconds, so one still there after this was left by a killed process.
 _LOCK_GRACE = 2.0
 _LOCK_WAIT = 10.0  # seconds a push waits for a live process's ref lock before it gives up
-_STALE_OBJECT_LOCK = 60.0  # seconds: a loose object's lock older than this is tidied away
 _TURN_TIMEOUT = 600.0
 FETCH_ROUNDS = 5
 _TURN_LOCK = "datom-writers.lock"
@@ -78,31 +76,22 @@ def rejected(url: str, branch: bytes, why: str) -> PushRejectedError:
 
 def add_objects(r: Repo, objects: Sequence[ShaFile]) -> int:
     """Store ``objects`` in ``r``: loose when few, as one pack when many; returns how many
-    were written loose."""
+    were written loose. (Loose objects go through temporary files of their own, so a
+    ``.lock`` a killed dulwich writer left beside one is never in the way.)"""
     if len(objects) > _LOOSE_MAX:
         missing = [o for o in objects if o.id not in r.object_store]
         r.object_store.add_objects([(o, None) for o in missing])
         return 0
-    for o in objects:  # dulwich skips (and freshens) a loose object that is already there
-        try:
-            r.object_store.add_object(o)
-        except FileLocked as e:
-            _add_beside_lock(o, e)
-    return len(objects)
+    return write_loose(r.object_store, objects)
 
 
-def _add_beside_lock(o: ShaFile, locked: FileLocked) -> None:
-    """Write a loose object whose ``.lock`` a killed writer left (or a live one holds).
-
-    An object's bytes are fixed by its id, so our own temporary file renamed into place is
-    the file the other writer would make: the lock need not be judged, and is left (git
-    and dulwich ignore it) until it is old enough to be certainly dead.
-    """
-    write_file_atomic(Path(os.fsdecode(locked.filename)), o.as_legacy_object())
-    lock = Path(os.fsdecode(locked.lockfilename))
-    age = _age(lock)
-    if age is not None and age > _STALE_OBJECT_LOCK:
-        lock.unlink(missing_ok=True)
+def copy_commits(source: Repo, target: Repo, commits: list[bytes]) -> int:
+    """Copy ``commits`` (``missing_commits`` order) with the objects they add from one
+    local repository to another; returns how many loose files ``target`` gained."""
+    ids = list(commit_object_ids(source.object_store, commits))
+    if len(ids) > _LOOSE_MAX:
+        return add_objects(target, [source.object_store[ObjectID(sha)] for sha in ids])
+    return copy_objects(source.object_store, target.object_store, ids)
 
 
 def missing_commits(source: Repo, target: Repo, tip: bytes) -> list[bytes]:
@@ -150,6 +139,10 @@ class Transport:
         """Make ``sha`` (a commit the remote has) and its objects present in the clone."""
         if ObjectID(sha) not in r.object_store:
             self.fetch_branch(r, branch)
+
+    def keep(self, r: Repo, objects: Sequence[ShaFile]) -> int:
+        """Store in the clone the objects just pushed; returns how many were written loose."""
+        return add_objects(r, objects)
 
     def push(
         self, r: Repo, branch: bytes, old: bytes | None, new: bytes, objects: Sequence[ShaFile]
@@ -223,8 +216,12 @@ class LocalTransport(Transport):
     def fetch_commit(self, r: Repo, sha: bytes, branch: bytes) -> None:
         with self._using("fetch from") as remote:
             if ObjectID(sha) not in r.object_store:
-                commits = missing_commits(remote, r, sha)
-                add_objects(r, list(objects_of_commits(remote.object_store, commits)))
+                copy_commits(remote, r, missing_commits(remote, r, sha))
+
+    def keep(self, r: Repo, objects: Sequence[ShaFile]) -> int:
+        """The pushed objects are loose files in the remote: linked, not written again."""
+        with self._using("fetch from") as remote:
+            return copy_objects(remote.object_store, r.object_store, [o.id for o in objects])
 
     def fetch_branch(self, r: Repo, branch: bytes) -> bytes | None:
         with self._using("fetch from") as remote:
@@ -233,8 +230,7 @@ class LocalTransport(Transport):
             except KeyError:
                 return None
             if tip not in r.object_store:
-                commits = missing_commits(remote, r, tip)
-                add_objects(r, list(objects_of_commits(remote.object_store, commits)))
+                copy_commits(remote, r, missing_commits(remote, r, tip))
         return tip
 
     def push(
@@ -271,7 +267,11 @@ class LocalTransport(Transport):
         """Every ``REMOTE_CHECK_EVERY`` pushes of this handle, compact the remote (best
         called holding the writers' turn, outside any read of the remote)."""
         if self._pushes >= maint.REMOTE_CHECK_EVERY:
-            if maint.compact_remote(self.path, self._open, self._loose, wait=0.2):
+            with self._access.shared():
+                idle = not maint.may_need_compaction(self._open(), self._loose)
+            if idle:  # nothing to do: no wait for the readers while holding the turn
+                self._pushes = 0
+            elif maint.compact_remote(self.path, self._open, self._loose, wait=0.2):
                 self._pushes = 0
                 if self._loose > maint.LOOSE_BUDGET:  # counted (and packed if many)
                     self._loose = 0

@@ -7,6 +7,7 @@ import hashlib
 import os
 import secrets
 import shutil
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -21,6 +22,10 @@ _READ_CHUNK = 4 << 20  # bytes read and hashed per step by read_verified
 
 # errno values meaning "this filesystem cannot hard-link": fall back to check-then-replace.
 _NO_LINK = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV, errno.EMLINK}
+# A key with this folder in it is a mirror of documents git holds (STORE.md: the manifest,
+# each table's or set's metadata, history and version snapshots): `validate --fix` rebuilds
+# it from git, so a power cut may take back its last rename (see _publish).
+_MIRROR_SEGMENT = ".metadata"
 
 
 class LocalStore(Store):
@@ -29,7 +34,8 @@ class LocalStore(Store):
     Directories are created on the first write. Every write goes to a temp file in the
     target's directory, is fsynced, then renamed into place, so a crash leaves either the
     old object or the new one, never a torn file. :meth:`put_if_absent` publishes with a
-    hard link, which fails atomically if the name is taken.
+    hard link, which fails atomically if the name is taken. Reads, ``exists`` and ``size``
+    are plain system calls (no filesystem layer to import or build in a fresh process).
     """
 
     def __init__(self, root: str | os.PathLike[str], prefix: str | None = None) -> None:
@@ -81,6 +87,21 @@ class LocalStore(Store):
             return False
         return self._publish(key, writer, exclusive=True)
 
+    def read_bytes(self, key: str) -> bytes:
+        """The whole object at ``key``. :class:`NotFoundError` if there is none."""
+        path = self._path(key)
+        with self._translated("read", key), open(path, "rb") as f:
+            return f.read()
+
+    def _info(self, key: str) -> dict[str, Any] | None:
+        path = self._path(key)
+        with self._translated("inspect", key):
+            try:
+                st = os.stat(path)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+        return {"type": "file", "size": st.st_size} if stat.S_ISREG(st.st_mode) else None
+
     def _read_hashing(self, path: str) -> tuple[memoryview, str]:
         # One buffer of the file's size, filled in place and hashed slice by slice while
         # each slice is still in cache: no intermediate copies, no second pass.
@@ -119,22 +140,43 @@ class LocalStore(Store):
             raise StoreError(f"store {self.url} is not readable: {self._remedy()}")
 
     def _publish(self, key: str, writer: Callable[[BinaryIO], object], *, exclusive: bool) -> bool:
-        """Write via a synced temp file, then rename (or, if ``exclusive``, hard-link) it."""
+        """Write via a synced temp file, then rename (or, if ``exclusive``, hard-link) it.
+
+        Against a killed process the temp file and the rename suffice (the old object or
+        the new one, never a torn one). The two fsyncs are for a power cut: the file's
+        bytes are synced before its name appears, so no object is ever seen empty or torn;
+        the directory is synced after the rename so that the name itself survives, which
+        the parquet a version pins needs (it must outlive the push that records it). A
+        mirror document (``.metadata/`` keys) skips that second sync: a cut may take back
+        its last rename, leaving the previous document, the state a kill before the rename
+        leaves, which the next write's mirror or ``validate --fix`` rewrites from git.
+        """
         final = Path(self._path(key))
         with self._translated("write", key):
-            final.parent.mkdir(parents=True, exist_ok=True)
             temp = final.with_name(f".{final.name}{TEMP_MARKER}{secrets.token_hex(8)}")
             try:
-                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                fd = _create(temp)
                 with os.fdopen(fd, "wb") as out:
                     writer(out)
                     out.flush()
                     os.fsync(out.fileno())
                 wrote = _link_or_replace(temp, final, exclusive=exclusive)
-                _fsync_dir(final.parent)
+                if _MIRROR_SEGMENT not in key.split("/"):
+                    _fsync_dir(final.parent)
                 return wrote
             finally:
                 temp.unlink(missing_ok=True)
+
+
+def _create(temp: Path) -> int:
+    """Open a new temp file; its folder is made only when the first try says it is missing
+    (it exists for every write but a table's first)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    try:
+        return os.open(temp, flags, 0o666)
+    except FileNotFoundError:
+        temp.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(temp, flags, 0o666)
 
 
 def _copier(source: str) -> Callable[[BinaryIO], None]:

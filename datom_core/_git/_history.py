@@ -1,0 +1,62 @@
+"""Which commits changed which file, kept up to date as HEAD moves (private to the git layer).
+
+The mirror derives the commit of each version from the commits of the table's metadata
+file, and a ``none`` write reports the newest such commit. Walking the log with a path
+filter diffs every commit of the history on each call; this index is built in one pass the
+first time, then extended by the commits HEAD gained since (a few tree diffs per write), so
+"the commits of this file" costs what it returns.
+"""
+
+from __future__ import annotations
+
+from dulwich.objects import Commit, ObjectID
+from dulwich.repo import Repo
+
+from ._objects import changed_paths, commits_between
+
+__all__ = ["PathHistory"]
+
+
+class PathHistory:
+    """``path -> commits that changed it``, oldest first, for the history of one head.
+
+    ``linear``: the history is one line of first parents (what datom makes). Only then are
+    the commits exactly those a path-filtered ``git log`` lists (a merge is judged there
+    against every parent); callers walk the log themselves otherwise.
+    """
+
+    def __init__(self) -> None:
+        self.head: bytes | None = None
+        self.linear = False
+        self._paths: dict[bytes, list[bytes]] = {}
+
+    def at(self, r: Repo, head: bytes) -> PathHistory:
+        """This index brought to ``head`` (extended when ``head`` descends from the last
+        one along first parents, rebuilt otherwise)."""
+        if head == self.head:
+            return self
+        store = r.object_store
+        chain = commits_between(store, head, self.head) if self.head is not None else None
+        if chain is None:
+            self._paths, self.head = {}, None
+            chain = commits_between(store, head, None)
+            self.linear = chain is not None
+            if chain is None:
+                walk = r.get_walker(include=[ObjectID(head)], reverse=True)
+                chain = [entry.commit.id for entry in walk]
+        for sha in chain:
+            c = store[ObjectID(sha)]
+            parent = c.parents[0] if isinstance(c, Commit) and c.parents else None
+            for path in changed_paths(store, parent, sha):
+                self._paths.setdefault(path, []).append(sha)
+        self.head = head
+        return self
+
+    def commits(self, path: bytes) -> list[bytes] | None:
+        """The commits that changed the file ``path``, oldest first (None: no such file in
+        the history, which may be a directory: ask the log)."""
+        return self._paths.get(path)
+
+    def newest(self, path: bytes) -> bytes | None:
+        found = self._paths.get(path)
+        return found[-1] if found else None

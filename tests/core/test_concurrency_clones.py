@@ -1,0 +1,97 @@
+"""Eight clones of one local remote writing at once while the remote is being packed under
+them: the objects the clones link from the remote move into packs mid-run. Nothing may be
+lost, and the real ``git`` must find every repository whole."""
+
+from __future__ import annotations
+
+import fcntl
+import multiprocessing
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from dulwich.repo import Repo
+
+from datom_core._git import Author, MetadataRepo, TreeReader
+
+ME = Author("Ada Lovelace", "ada@example.org")
+WRITERS, WRITES = 8, 6
+
+
+def _writer(clone: str, worker: int) -> None:
+    repo = MetadataRepo.open(clone)
+    for i in range(WRITES):
+        line = f"{worker}:{i}".encode()
+
+        def build(tree: TreeReader, line: bytes = line) -> Mapping[str, bytes]:
+            return {"log.txt": (tree.read("log.txt") or b"") + line + b"\n",
+                    f"w{worker}/f.json": line * 400}  # fmt: skip
+
+        repo.commit_and_push(build, f"w{worker} {i}", ME)
+
+
+def _pack_while(bare: Path, running: threading.Event, packed: list[int]) -> None:
+    """Pack the remote's loose objects again and again, as its compaction does (under the
+    maintenance lock, taken exclusively)."""
+    fd = os.open(bare / "datom-maintenance.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        while running.is_set():
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                with closing(Repo(str(bare))) as r:
+                    packed.append(r.object_store.pack_loose_objects())
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            time.sleep(0.05)
+    finally:
+        os.close(fd)
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", HOME=str(repo))
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("git") is None, reason="the git command line is not installed")
+def test_eight_clones_lose_nothing_while_the_remote_is_packed_under_them(tmp_path: Path) -> None:
+    origin = MetadataRepo.init(tmp_path / "origin", None)
+    origin.commit_and_push(lambda tree: {"log.txt": b""}, "seed", ME)
+    bare = MetadataRepo.embedded_remote_path(tmp_path / "origin")
+    clones = [tmp_path / f"c{w}" for w in range(WRITERS)]
+    for c in clones:
+        MetadataRepo.clone(origin.remote_url, c)
+    running, packed = threading.Event(), list[int]()
+    running.set()
+    packer = threading.Thread(target=_pack_while, args=(bare, running, packed))
+    packer.start()
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(c), w)) for w, c in enumerate(clones)]
+    try:
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(timeout=600)
+    finally:
+        running.clear()
+        packer.join()
+    assert [p.exitcode for p in procs] == [0] * WRITERS
+    assert sum(packed) > 0  # objects did move into packs while the writers ran
+    origin.fetch_and_reset()
+    lines = (origin.read("log.txt") or b"").decode().splitlines()
+    assert sorted(lines) == sorted(f"{w}:{i}" for w in range(WRITERS) for i in range(WRITES))
+    assert len(origin.log()) == 1 + WRITERS * WRITES
+    _git(bare, "fsck", "--strict", "--no-dangling")
+    for clone in [tmp_path / "origin", *clones]:
+        MetadataRepo.open(clone).fetch_and_reset()
+        _git(clone, "fsck", "--strict", "--no-dangling")
+        assert _git(clone, "status", "--porcelain") == ""
+        assert _git(clone, "rev-parse", "HEAD") == _git(bare, "rev-parse", "main")

@@ -1,0 +1,144 @@
+"""Loose objects shared between a clone and its local remote, and the per-file commit index,
+checked against the real ``git`` (fsck, log) on real repositories."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import zlib
+from collections.abc import Callable, Mapping
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from dulwich.refs import Ref
+from dulwich.repo import Repo
+
+from datom_core._git import Author, MetadataRepo, TreeReader
+from datom_core._git._loose import LOOSE_LEVEL
+
+ME = Author("Ada Lovelace", "ada@example.org")
+GIT = shutil.which("git")
+needs_git = pytest.mark.skipif(GIT is None, reason="the git command line is not installed")
+
+
+def git(repo: Path, *args: str) -> str:
+    env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", HOME=str(repo))
+    done = subprocess.run(
+        [GIT or "git", "-C", str(repo), *args], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def put(files: dict[str, bytes]) -> Callable[[TreeReader], Mapping[str, bytes]]:
+    return lambda tree: files
+
+
+def loose_files(objects: Path) -> dict[str, Path]:
+    return {
+        p.parent.name + p.name: p
+        for p in objects.glob("[0-9a-f][0-9a-f]/*")
+        if len(p.parent.name + p.name) == 40
+    }
+
+
+@needs_git
+def test_pushed_objects_are_one_file_shared_by_clone_and_remote_and_git_accepts_them(
+    tmp_path: Path,
+) -> None:
+    a = MetadataRepo.init(tmp_path / "a", None)
+    b = MetadataRepo.clone(a.remote_url, tmp_path / "b")
+    big = b'{"rows": [' + b", ".join(b'"x%d"' % i for i in range(3000)) + b"]}"
+    for i in range(6):
+        writer = (a, b)[i % 2]
+        writer.commit_and_push(put({f"t{i % 3}/m.json": big + b"%d" % i}), f"c{i}", ME)
+    remote = MetadataRepo.embedded_remote_path(tmp_path / "a")
+    theirs = loose_files(remote / "objects")
+    for clone in (tmp_path / "a", tmp_path / "b"):
+        mine = loose_files(clone / ".git" / "objects")
+        shared = [sha for sha in mine if sha in theirs]
+        assert shared, "no object of a push reached the clone"
+        # a hard link (one inode, no second deflate) or, where refused, the same bytes
+        for sha in shared:
+            assert mine[sha].read_bytes() == theirs[sha].read_bytes()
+        assert any(os.path.samefile(mine[sha], theirs[sha]) for sha in shared)
+        git(clone, "fsck", "--strict", "--no-dangling")
+        assert git(clone, "status", "--porcelain") == ""
+    git(remote, "fsck", "--strict", "--no-dangling")
+    # written at the low loose level: the biggest object deflates to what level 1 gives
+    biggest = max(theirs.values(), key=lambda p: p.stat().st_size)
+    raw = zlib.decompress(biggest.read_bytes())
+    assert len(biggest.read_bytes()) == len(zlib.compress(raw, LOOSE_LEVEL))
+    assert git(tmp_path / "b", "log", "--format=%H") == git(remote, "log", "--format=%H")
+
+
+def test_objects_missing_from_the_remote_as_files_are_copied_from_its_pack(
+    tmp_path: Path,
+) -> None:
+    a = MetadataRepo.init(tmp_path / "a", None)
+    for i in range(5):
+        a.commit_and_push(put({f"t{i}/m": b"%d" % i}), f"c{i}", ME)
+    remote = MetadataRepo.embedded_remote_path(tmp_path / "a")
+    with closing(Repo(str(remote))) as r:
+        r.object_store.pack_loose_objects()
+        assert r.object_store.count_loose_objects() == 0
+    b = MetadataRepo.clone(a.remote_url, tmp_path / "b")
+    a.commit_and_push(lambda tree: {"t9/m": b"9"}, "c9", ME)
+    b.fetch_and_reset()
+    assert b.read("t9/m") == b"9" and b.read("t0/m") == b"0"
+    assert [c.id for c in b.log()] == [c.id for c in a.log()]
+
+
+@needs_git
+def test_the_commits_of_a_file_are_those_git_log_lists(tmp_path: Path) -> None:
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    for i in range(40):
+        files = {f"t{i % 5}/m": b"%d" % i, "shared": b"%d" % (i // 4)}
+        if i == 20:
+            files["t1/m"] = b"3"  # back to an earlier version's bytes
+        repo.commit(files, f"c{i}", ME)
+    repo.push()
+    clone = tmp_path / "a"
+
+    def git_log(path: str, n: int | None = None) -> list[str]:
+        extra = [f"-n{n}"] if n else []
+        return git(clone, "log", "--format=%H", *extra, "--", path).split()
+
+    for path in ("t0/m", "t1/m", "t4/m", "shared"):
+        assert [c.id for c in repo.log(path)] == git_log(path)
+        assert [c.id for c in repo.log(path, max_entries=3)] == git_log(path, 3)
+        assert repo.last_commit_touching(path) == git_log(path)[0]
+    assert repo.log("t0") == MetadataRepo.open(clone).log("t0")  # a directory: the walk
+    assert [c.id for c in repo.log("t0")] == git_log("t0")
+    assert repo.log("absent/file") == []
+    repo.commit({"t2/m": b"later"}, "later", ME)  # the index is extended, not rebuilt
+    assert [c.id for c in repo.log("t2/m")] == git_log("t2/m")
+    older = git_log("t3/m")[3]
+    git(clone, "reset", "--hard", older)  # HEAD moved back by another tool: rebuilt
+    assert [c.id for c in repo.log("t3/m")] == git_log("t3/m")
+    assert repo.last_commit_touching("t3/m") == older
+
+
+@needs_git
+def test_a_history_with_a_merge_is_walked_as_before(tmp_path: Path) -> None:
+    """A merge made by another tool: the index does not answer (a path-filtered log judges
+    a merge against every parent), the walk does, as it always did."""
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    clone = tmp_path / "a"
+    for i in range(4):
+        repo.commit({f"t{i % 2}/m": b"%d" % i}, f"c{i}", ME)
+    git(clone, "checkout", "-q", "-b", "side")
+    (clone / "side.txt").write_text("side\n")
+    git(clone, "add", "side.txt")
+    git(clone, "-c", "user.name=x", "-c", "user.email=x@y", "commit", "-qm", "side")
+    git(clone, "checkout", "-q", "main")
+    repo.commit({"t0/m": b"main"}, "on main", ME)
+    git(clone, "-c", "user.name=x", "-c", "user.email=x@y", "merge", "-q", "--no-edit", "side")
+    reopened = MetadataRepo.open(clone)
+    with closing(Repo(str(clone))) as r:
+        head = r.refs[Ref(b"HEAD")]
+        for path in ("t0/m", "t1/m", "side.txt"):
+            walked = [e.commit.id.decode() for e in r.get_walker([head], paths=[path.encode()])]
+            assert [c.id for c in reopened.log(path)] == walked != []
