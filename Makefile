@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo lint typecheck format bench clean rdatom
+.PHONY: test test-fast test-slow demo lint typecheck format bench clean rdatom
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,15 @@ format: $(STAMP)
 
 test: lint
 	$(PY) -m pytest -n 2 --dist loadgroup -q
+
+# Two lanes of the same suite: `test-fast` (everything not marked slow: a few minutes) for
+# the edit-test loop, `test-slow` (the process-level tests: concurrency, kills, celery,
+# the browser). `make test` runs both.
+test-fast: lint
+	$(PY) -m pytest -n 2 --dist loadgroup -q -m "not slow"
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -n 2 --dist loadgroup -q -m slow
 
 # The real R datom (0.2.0 and 0.1.1) for the cross-language tests (tests/rdatom/): Debian's
 # R through apt-get (needs root), then the R packages into $(RDATOM_LIB). Idempotent; a

@@ -19,15 +19,48 @@ __all__ = ["change_summary", "summary_markdown", "summary_metadata"]
 def change_summary(
     conn: dc.Connection,
     table: str,
-    version: str,
+    version: str | dc.TableMetadata,
     *,
     unchanged: bool = False,
     key: Sequence[str] | None = None,
 ) -> dc.TableDiff:
     """``version`` of ``table`` compared with the version before it, or with itself when
-    the write that reported it changed nothing (``unchanged``)."""
+    the write that reported it changed nothing (``unchanged``).
+
+    Given the recorded :class:`~datom_core.TableMetadata` (what a write returns), an
+    unchanged version is summarised from that record alone: comparing a version with
+    itself reads nothing (and the key columns are still checked).
+    """
+    keys = list(key) if key else None
+    if unchanged and isinstance(version, dc.TableMetadata):
+        return _unchanged(table, version, keys)
     before = version if unchanged else None  # None: diff takes the version before
-    return conn.diff(table, before, version, key=list(key) if key else None)
+    return conn.diff(table, before, version, key=keys)
+
+
+def _unchanged(table: str, record: dc.TableMetadata, key: list[str] | None) -> dc.TableDiff:
+    missing = [k for k in key or () if k not in record.colnames]
+    if missing:
+        raise dc.InvalidArgumentError(
+            f"table {table!r}: key column(s) {missing} are not in version {record.version[:12]}"
+        )
+    columns = tuple(record.colnames)
+    return dc.TableDiff(
+        table=table,
+        before=record.version,
+        after=record.version,
+        rows_before=record.nrow,
+        rows_after=record.nrow,
+        columns_added=(),
+        columns_removed=(),
+        columns_changed=(),
+        key=tuple(key) if key else None,
+        rows_added=0 if key else None,
+        rows_removed=0 if key else None,
+        rows_changed=0 if key else None,
+        same_data=True,
+        columns_unchanged=columns,
+    )
 
 
 def summary_markdown(summary: dc.TableDiff) -> str:

@@ -89,7 +89,7 @@ def materialization_metadata(
     recorded = written.metadata or conn.version(written.table, written.version)
     commit = written.commit or conn.commit_of(written.table, written.version) or ""
     summary = change_summary(
-        conn, written.table, written.version, unchanged=written.change == "none", key=key
+        conn, written.table, recorded, unchanged=written.change == "none", key=key
     )
     entries: dict[str, MetadataValue] = {
         "datom/version": MetadataValue.text(written.version),

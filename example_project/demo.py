@@ -227,13 +227,13 @@ def _show_tables(conn) -> None:
 
 def _show_history(conn, name: str) -> None:
     table = Table(title=f"History of {name} (newest first)")
-    for column in ("version", "data_sha", "file", "when", "message"):
+    for column in ("version", "data_sha", "file sha-256", "when", "message"):
         table.add_column(column)
     for h in conn.history(name):
         table.add_row(
             h.version[:12],
             h.data_sha[:12],
-            str(h.extra.get("original_file", "")),
+            (h.original_file_sha or "")[:12],  # the dropped file's own bytes
             h.timestamp,
             h.commit_message,
         )

@@ -9,11 +9,10 @@
   :func:`diff_sets` / :class:`SetDiff`, :func:`add_members`, :func:`remove_members`,
   :func:`update_members` / :class:`SetEdit` / :class:`MemberMove`.
 * Checking a cut: :func:`verify_set` (members resolve; bytes, and content on request).
-* Errors: see ``datom_core._sets._errors``.
+* Errors: the sets part of the tree in ``datom_core._errors``.
 """
 
-from datom_core._sets._edit import SetEdit, add_members, remove_members, update_members
-from datom_core._sets._errors import (
+from datom_core._errors import (
     ArtifactKindError,
     ConflictingMemberError,
     EmptySetError,
@@ -28,6 +27,7 @@ from datom_core._sets._errors import (
     SetNameMismatchError,
     UnresolvableMemberError,
 )
+from datom_core._sets._edit import SetEdit, add_members, remove_members, update_members
 from datom_core._sets._gates import declared_set
 from datom_core._sets._json import document_sha, serialise_payload
 from datom_core._sets._payload import normalise_payload

@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from datom_core._errors import NotFoundError
-from datom_core._sets._errors import ConflictingMemberError
+from datom_core._errors import ConflictingMemberError, NotFoundError
 from datom_core._sets._records import MemberMove, SetMember, SetVersion
 
 __all__ = ["SetEdit", "add_members", "remove_members", "update_members"]

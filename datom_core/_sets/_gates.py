@@ -10,14 +10,14 @@ from typing import Any
 
 import yaml
 
-from datom_core._git import MetadataRepo
-from datom_core._names import validate_table_name
-from datom_core._sets import _manifest as M
-from datom_core._sets._errors import (
+from datom_core._errors import (
     InconsistentParentsError,
     NotProductRepoError,
     SetNameMismatchError,
 )
+from datom_core._git import MetadataRepo
+from datom_core._names import validate_table_name
+from datom_core._sets import _manifest as M
 from datom_core._sets._read import snapshot_of
 from datom_core._sets._records import SetMember
 from datom_core._store import Store

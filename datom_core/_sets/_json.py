@@ -23,8 +23,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from datom_core._errors import MalformedSetError
 from datom_core._identity._canonical import jsonlite_string
-from datom_core._sets._errors import MalformedSetError
 
 __all__ = ["document_sha", "jsonlite_string", "parse_payload", "serialise_payload"]
 

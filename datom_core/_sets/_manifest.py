@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from datom_core._errors import ArtifactKindError
 from datom_core._git import MetadataRepo
 from datom_core._project import _layout as L
 from datom_core._project._build import manifest_is_v1, updated_manifest
 from datom_core._project._documents import dump, load
 from datom_core._project._door import check_project_config, check_write_door
 from datom_core._sets._documents import set_version
-from datom_core._sets._errors import ArtifactKindError
 
 __all__ = [
     "parsed_document",

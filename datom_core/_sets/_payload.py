@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from datom_core._sets._errors import (
+from datom_core._errors import (
     ConflictingMemberError,
     EmptySetError,
     InvalidLabelError,

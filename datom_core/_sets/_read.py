@@ -12,17 +12,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from datom_core._errors import AmbiguousVersionError, FormatError, IntegrityError, NotFoundError
+from datom_core._errors import (
+    AmbiguousVersionError,
+    ArtifactKindError,
+    FormatError,
+    IntegrityError,
+    MalformedSetError,
+    MissingDocumentShaError,
+    NotFoundError,
+    UnresolvableMemberError,
+)
 from datom_core._identity._canonical import metadata_sha
 from datom_core._names import validate_table_name, validate_version
 from datom_core._project._documents import load
 from datom_core._sets import _manifest as M
-from datom_core._sets._errors import (
-    ArtifactKindError,
-    MalformedSetError,
-    MissingDocumentShaError,
-    UnresolvableMemberError,
-)
 from datom_core._sets._json import document_sha, parse_payload
 from datom_core._sets._payload import ARTIFACT_KINDS, ID_FIELDS, normalise_tags
 from datom_core._sets._records import Opener, SetMember, SetVersion

@@ -14,7 +14,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from datom_core._sets._errors import (
+from datom_core._errors import (
     EmptySetError,
     InvalidLabelError,
     InvalidMemberError,

@@ -27,6 +27,7 @@ from datom_core._errors import (
     IntegrityError,
     PushRejectedError,
     ReadOnlyError,
+    SetNameMismatchError,
 )
 from datom_core._git import MetadataRepo
 from datom_core._project._build import MANIFEST_MOVED
@@ -38,7 +39,6 @@ from datom_core._sets._documents import (
     set_metadata,
     set_version,
 )
-from datom_core._sets._errors import SetNameMismatchError
 from datom_core._sets._gates import check_parents, declared_set, member_stores
 from datom_core._sets._json import document_sha, serialise_payload
 from datom_core._sets._mirror import SetPlan, converge_set, mirror_set

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 import datom_core as dc
+from datom_core._errors import ArtifactKindError
 from datom_core._sets import MalformedSetError, MissingDocumentShaError, UnresolvableMemberError
-from datom_core._sets._errors import ArtifactKindError
 from datom_core._sets._read import declare_member, read_set, set_names
 from datom_core._sets._write import write_set
 from tests.core.test_sets_support import frame, member_of, new_product, opener

@@ -6,7 +6,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
+import datom_core as dc
 from dagster import Config, asset, build_metadata_bounds_checks, materialize
+from datom_dagster._change import change_summary
 from datom_dagster._metadata import arrow_type_name, commit_url
 
 from .conftest import latest, meta, project_io_manager
@@ -98,6 +100,21 @@ def test_change_summary_for_a_known_pair_of_versions_is_exact(instance, io_manag
     again = _run(instance, io_manager, 2)  # nothing changed
     assert meta(again, "datom/change") == "none" and "unchanged" in meta(again, "datom/changes")
     assert meta(again, "datom/rows_changed") == 0 and meta(again, "datom/columns_changed") == 0
+
+
+def test_an_unchanged_summary_from_the_record_equals_the_read_diff(instance, io_manager):
+    """The unchanged path summarises from the recorded record alone; reading must agree."""
+    _run(instance, io_manager, 1)
+    conn = io_manager.connection()
+    record = conn.version("visits")
+    key = ["USUBJID", "VISITNUM"]
+    fast = change_summary(conn, "visits", record, unchanged=True, key=key)
+    assert fast == conn.diff("visits", record, record, key=key)
+    assert change_summary(conn, "visits", record, unchanged=True) == conn.diff(
+        "visits", record, record
+    )
+    with pytest.raises(dc.InvalidArgumentError, match="NOPE"):
+        change_summary(conn, "visits", record, unchanged=True, key=["NOPE"])
 
 
 @asset(metadata={"datom_key": ["nope"]})
