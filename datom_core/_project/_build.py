@@ -4,7 +4,9 @@ A :class:`TableUpdate` holds what the expensive steps produced (the hashed, uplo
 version's ``metadata.json`` bytes and its history entry); :meth:`TableUpdate.build`
 regenerates the table's history and the manifest from any tip, cheaply and without side
 effects on git or the store, so that a push retried on a newer remote tip never re-hashes
-or re-uploads. The manifest is parsed once per distinct tip and serialised once per build.
+or re-uploads. Documents are parsed once per distinct text, and the history and the manifest
+are grown by splicing the changed text into the tip's (``_history_text``, ``_manifest_text``:
+byte for byte the full re-print, which texts that are not the one text form still get).
 """
 
 from __future__ import annotations
