@@ -4,13 +4,22 @@ Nothing here scans the working tree or walks a whole tree: a commit is the paren
 with the changed blobs put in (only the trees on their paths are rewritten), and the
 objects it adds are exactly the ones a remote that has the parent lacks, so a push sends
 those and nothing else.
+
+A root tree holds one entry per table, and every write rewrites it: a big tree whose
+changed entries keep their name and mode is its parent's text with those 20-byte ids
+replaced (what git would write), and remembers its parent and the names that changed, so
+comparing the two costs those names. Blobs read or built are kept by id for a while (the
+documents a write builds are read back by the next write).
 """
 
 from __future__ import annotations
 
+import binascii
 import stat
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from dulwich.object_store import BaseObjectStore
 from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
@@ -20,6 +29,7 @@ from ._index import FILE_MODE
 __all__ = [
     "NewCommit",
     "TreeReader",
+    "blob_data",
     "build_commit",
     "changed_paths",
     "commits_between",
@@ -27,18 +37,41 @@ __all__ = [
     "objects_to_send",
 ]
 
+K = TypeVar("K")
+V = TypeVar("V")
 _Change = tuple[list[bytes], bytes | None]  # path components, blob id (None: delete)
-# Parsed trees by id (content-addressed, so shared safely by every repository): the root
-# tree of a 3,000-table project takes milliseconds to parse and is read several times per
-# write. Never mutated: _apply works on a copy.
-_TREES: dict[bytes, Tree] = {}
-_TREES_MAX = 64
+_Entry = tuple[int, bytes]  # mode, hex id
 
 
-def _remember(tree: Tree) -> None:
-    if len(_TREES) >= _TREES_MAX:
-        _TREES.pop(next(iter(_TREES)))
-    _TREES[tree.id] = tree
+class _Recent(Generic[K, V]):
+    """The latest items put (at most ``count``, and ``size`` in all if given), thread-safe.
+    Keys are git ids of the values: never stale, shared by every repository."""
+
+    def __init__(self, count: int, size: int = 0) -> None:
+        self._items: dict[K, tuple[V, int]] = {}
+        self._count, self._size, self._held = count, size, 0
+        self._guard = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        item = self._items.get(key)
+        return item[0] if item is not None else None
+
+    def put(self, key: K, value: V, size: int = 0) -> None:
+        with self._guard:
+            self._held += size - self._items.pop(key, (None, 0))[1]
+            self._items[key] = (value, size)
+            while len(self._items) > self._count or (self._size and self._held > self._size):
+                self._held -= self._items.pop(next(iter(self._items)))[1]
+
+
+# Parsed trees by id (a 3,000-entry root takes a millisecond to parse), never mutated.
+_TREES: _Recent[bytes, Tree] = _Recent(64)
+_BLOBS: _Recent[bytes, bytes] = _Recent(256, 64 << 20)  # blob id -> its bytes
+_OFFSETS: _Recent[bytes, dict[bytes, int]] = _Recent(64)  # name -> where its id starts
+_PATCHED_FROM = 64  # entries: a smaller tree is re-serialised (as cheap, and simpler)
+# tree id -> (the tree it was made from, the names whose entries may differ between them)
+_MADE_FROM: _Recent[bytes, tuple[bytes, frozenset[bytes]]] = _Recent(256)
+_OID_LEN = 20
 
 
 def tree_of(store: BaseObjectStore, sha: bytes) -> Tree | None:
@@ -46,11 +79,21 @@ def tree_of(store: BaseObjectStore, sha: bytes) -> Tree | None:
     tree = _TREES.get(sha)
     if tree is None:
         obj = store[ObjectID(sha)]
-        if not isinstance(obj, Tree):
-            return None
-        _remember(obj)
-        tree = obj
+        tree = obj if isinstance(obj, Tree) else None
+        if tree is not None:
+            _TREES.put(sha, tree)
     return tree
+
+
+def blob_data(store: BaseObjectStore, sha: bytes) -> bytes | None:
+    """The bytes of the blob ``sha`` (None if it is not a blob), kept for the next reader."""
+    data = _BLOBS.get(sha)
+    if data is None:
+        obj = store[ObjectID(sha)]
+        data = obj.as_raw_string() if isinstance(obj, Blob) else None
+        if data is not None:
+            _BLOBS.put(sha, data, len(data))
+    return data
 
 
 class TreeReader:
@@ -65,15 +108,20 @@ class TreeReader:
         root = store[ObjectID(commit)] if commit is not None else None
         self._root: bytes | None = root.tree if isinstance(root, Commit) else None
 
-    def read(self, path: str) -> bytes | None:
-        sha = self._root
-        for part in path.encode().split(b"/"):
-            tree = tree_of(self._store, sha) if sha is not None else None
+    def entry(self, path: str | bytes) -> _Entry | None:
+        """``(mode, id)`` of ``path`` (a file or a directory), or None if it is absent."""
+        found: _Entry | None = (stat.S_IFDIR, self._root) if self._root is not None else None
+        raw = path.encode() if isinstance(path, str) else path
+        for part in raw.split(b"/"):
+            tree = tree_of(self._store, found[1]) if found is not None else None
             if tree is None or part not in tree:
                 return None
-            _mode, sha = tree[part]
-        obj = self._store[ObjectID(sha)] if sha is not None else None
-        return obj.as_raw_string() if isinstance(obj, Blob) else None
+            found = tree[part]
+        return found
+
+    def read(self, path: str) -> bytes | None:
+        found = self.entry(path)
+        return blob_data(self._store, found[1]) if found is not None else None
 
 
 @dataclass
@@ -89,38 +137,95 @@ class NewCommit:
         return self.commit.id
 
 
+def _entry_in(tree: Tree | None, name: bytes) -> _Entry | None:
+    return tree[name] if tree is not None and name in tree else None
+
+
 def _apply(
     store: BaseObjectStore, tree_id: bytes | None, changes: list[_Change], out: list[ShaFile]
 ) -> bytes | None:
     """The id of ``tree_id`` with ``changes`` applied (None if it ends up empty)."""
-    tree = Tree()
-    if tree_id is not None:
-        base = tree_of(store, tree_id)
-        copied = base.copy() if base is not None else Tree()
-        tree = copied if isinstance(copied, Tree) else Tree()
+    base = tree_of(store, tree_id) if tree_id is not None else None
+    updates: dict[bytes, _Entry | None] = {}  # name -> its new entry (None: no entry)
     nested: dict[bytes, list[_Change]] = {}
     for parts, sha in changes:
         if len(parts) > 1:
             nested.setdefault(parts[0], []).append((parts[1:], sha))
-        elif sha is None:
-            if parts[0] in tree:
-                del tree[parts[0]]
         else:
-            tree[parts[0]] = (FILE_MODE, ObjectID(sha))
+            updates[parts[0]] = (FILE_MODE, ObjectID(sha)) if sha is not None else None
     for name, sub in nested.items():
-        old = tree[name][1] if name in tree and stat.S_ISDIR(tree[name][0]) else None
+        current = updates[name] if name in updates else _entry_in(base, name)
+        old = current[1] if current is not None and stat.S_ISDIR(current[0]) else None
         new = _apply(store, old, sub, out)
         if new is None:
-            if name in tree:
-                del tree[name]
+            updates[name] = None
         elif new != old:
-            tree[name] = (stat.S_IFDIR, ObjectID(new))
+            updates[name] = (stat.S_IFDIR, ObjectID(new))
+    changed = {n: e for n, e in updates.items() if e != _entry_in(base, n)}
+    if base is not None and not changed:
+        return tree_id if len(base) else None
+    big = base is not None and tree_id is not None and len(base) >= _PATCHED_FROM
+    tree = _patched(base, changed) if big and base is not None else None
+    if tree is None:
+        copied = base.copy() if base is not None else Tree()
+        tree = copied if isinstance(copied, Tree) else Tree()
+        for name, entry in changed.items():
+            if entry is not None:
+                tree[name] = (entry[0], ObjectID(entry[1]))
+            elif name in tree:
+                del tree[name]
     if not len(tree):
         return None
-    if tree_id is None or tree.id != tree_id:
-        out.append(tree)
-        _remember(tree)  # the next commit's parent tree: parsed already
+    out.append(tree)
+    _TREES.put(tree.id, tree)  # the next commit's parent tree: parsed already
+    if base is not None and tree_id is not None:
+        _MADE_FROM.put(tree.id, (tree_id, frozenset(changed)))
     return tree.id
+
+
+class _PatchedTree(Tree):
+    """A tree made from another's text with some ids replaced: its entries are the other's
+    with those ids, so its text is not parsed again (the point at 3,000 entries)."""
+
+    __slots__ = ()
+
+    def __init__(self, base: Tree, changed: Mapping[bytes, _Entry], text: bytes) -> None:
+        super().__init__()
+        self._entries = dict(base._entries)
+        self._entries.update((n, (mode, ObjectID(sha))) for n, (mode, sha) in changed.items())
+        self.set_raw_chunks([text])
+
+    def _deserialize(self, chunks: list[bytes]) -> None:
+        pass  # the entries were given
+
+
+def _patched(base: Tree, changed: Mapping[bytes, _Entry | None]) -> Tree | None:
+    """``base`` with new ids for entries that keep their name and mode, made by replacing
+    the ids in its text; None when another change is needed (an entry added, removed or
+    changing mode), which only dulwich's serialiser may order."""
+    given = {n: e for n, e in changed.items() if e is not None and n in base}
+    if len(given) != len(changed) or any(base[n][0] != e[0] for n, e in given.items()):
+        return None
+    text = bytearray(base.as_raw_string())
+    offsets = _OFFSETS.get(base.id) or _offsets_in(bytes(text))
+    for name, entry in given.items():
+        at, oid = offsets.get(name, 0), binascii.unhexlify(entry[1])
+        if len(oid) != _OID_LEN or text[at - len(name) - 1 : at] != name + b"\0":
+            return None
+        text[at : at + _OID_LEN] = oid
+    made = _PatchedTree(base, given, bytes(text))
+    _OFFSETS.put(made.id, offsets)
+    return made
+
+
+def _offsets_in(text: bytes) -> dict[bytes, int]:
+    """``name -> where its id starts`` in a tree's text (wrong offsets are caught above)."""
+    out, pos = {}, 0
+    while 0 <= pos < len(text):
+        nul = text.find(b"\0", pos)
+        out[text[text.find(b" ", pos, nul) + 1 : nul]] = nul + 1
+        pos = nul + 1 + _OID_LEN if nul >= 0 else -1
+    return out
 
 
 def build_commit(
@@ -133,14 +238,18 @@ def build_commit(
 ) -> NewCommit | None:
     """A commit of ``files`` on top of ``parent``, or None when ``parent`` already holds them.
 
-    Only files whose bytes differ from ``parent``'s are changed. Nothing is stored: the
-    caller adds :attr:`NewCommit.objects` where they are needed.
+    Only files whose bytes differ from ``parent``'s are changed (their blob ids are
+    compared, nothing is read). Nothing is stored: the caller adds
+    :attr:`NewCommit.objects` where they are needed.
     """
     reader = TreeReader(store, parent)
     blobs: dict[bytes, Blob] = {}
     for relpath, data in files.items():
-        blob = Blob.from_string(bytes(data))
-        if reader.read(relpath) != blob.data:
+        raw = bytes(data)
+        blob = Blob.from_string(raw)
+        _BLOBS.put(blob.id, raw, len(raw))  # read back by the next write
+        found = reader.entry(relpath)
+        if found is None or found[1] != blob.id:
             blobs[relpath.encode()] = blob
     if not blobs:
         return None
@@ -152,7 +261,7 @@ def build_commit(
         out.append(empty)
         tree_id = empty.id
     c = Commit()
-    c.tree = tree_id
+    c.tree = ObjectID(tree_id)
     c.parents = [ObjectID(parent)] if parent is not None else []
     c.author = c.committer = identity
     c.author_time = c.commit_time = timestamp
@@ -183,7 +292,7 @@ def _diff(
         return
     a = tree_of(store, old) if old is not None else None
     b = tree_of(store, new) if new is not None else None
-    for name in set(a or ()) | set(b or ()):
+    for name in _names_between(old, new, a, b):
         was = a[name] if a is not None and name in a else None
         now = b[name] if b is not None and name in b else None
         if was == now:
@@ -197,6 +306,15 @@ def _diff(
             out[path] = None
         if now is not None and not now_dir and stat.S_ISREG(now[0]):
             out[path] = now[1]
+
+
+def _names_between(
+    old: bytes | None, new: bytes | None, a: Tree | None, b: Tree | None
+) -> Iterable[bytes]:
+    """The names whose entries may differ between trees ``old`` and ``new``: those that
+    changed when ``new`` was made from ``old`` here, else every name of either."""
+    made = _MADE_FROM.get(new) if old is not None and new is not None else None
+    return made[1] if made is not None and made[0] == old else set(a or ()) | set(b or ())
 
 
 def _tree_of(store: BaseObjectStore, commit: bytes | None) -> bytes | None:
@@ -244,7 +362,9 @@ def _tree_delta(store: BaseObjectStore, old: bytes | None, new: bytes) -> Iterat
     assert tree is not None
     yield tree
     prev = tree_of(store, old) if old is not None else None
-    for name in tree:
+    for name in _names_between(old, new, prev, tree):
+        if name not in tree:
+            continue
         mode, sha = tree[name]
         was = prev[name] if prev is not None and name in prev else None
         if was is not None and was[1] == sha:

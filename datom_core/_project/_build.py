@@ -4,7 +4,9 @@ A :class:`TableUpdate` holds what the expensive steps produced (the hashed, uplo
 version's ``metadata.json`` bytes and its history entry); :meth:`TableUpdate.build`
 regenerates the table's history and the manifest from any tip, cheaply and without side
 effects on git or the store, so that a push retried on a newer remote tip never re-hashes
-or re-uploads. The manifest is parsed once per distinct tip and serialised once per build.
+or re-uploads. Documents are parsed once per distinct text, and the history and the manifest
+are grown by splicing the changed text into the tip's (``_history_text``, ``_manifest_text``:
+byte for byte the full re-print, which texts that are not the one text form still get).
 """
 
 from __future__ import annotations
@@ -18,12 +20,10 @@ from datom_core._project import _layout as L
 from datom_core._project._config import r_shape_of
 from datom_core._project._documents import assemble_manifest, dump, manifest_entry, utc_now
 from datom_core._project._door import check_write_door
-from datom_core._project._model import HistoryEntry, TableMetadata
-from datom_core._project._parse import (
-    convert_manifest_v1,
-    parse_history,
-    parse_metadata,
-)
+from datom_core._project._history_text import HistoryText, history_text, prepend, reprinted
+from datom_core._project._manifest_text import spliced_manifest
+from datom_core._project._model import TableMetadata
+from datom_core._project._parse import convert_manifest_v1, parse_metadata
 from datom_core._project._tip import TreeReader, load_manifest, load_project_config
 
 __all__ = ["TableUpdate", "TreeReader", "manifest_is_v1", "updated_manifest"]
@@ -65,6 +65,10 @@ def updated_manifest(
     every table and only sets are kept); a manifest that does not parse is rebuilt
     around ``entries``.
     """
+    if not all_tables:
+        spliced = spliced_manifest(raw, project_name, entries)
+        if spliced is not None:
+            return spliced
     doc = _manifest_doc(raw)
     base = convert_manifest_v1(doc) if isinstance(doc, Mapping) else {}
     artifacts = base.get("artifacts")
@@ -118,11 +122,12 @@ class TableUpdate:
                 expected="a version history",
                 actual="no file",
             )
-        history = parse_history(raw, key=history_path) if raw else ()
-        if self._is_current(raw_metadata, history):
+        old = history_text(raw, key=history_path) if raw else None
+        if self._is_current(raw_metadata, old):
             self.files.clear()
             return {}
-        history_bytes, history = self._history(history)
+        new = self._history(old)
+        history_bytes, history = new.raw, new.entries
         raw_manifest = tree.read(L.MANIFEST)
         self._flags["v1"] = _is_v1(_manifest_doc(raw_manifest))
         entry = manifest_entry(self.metadata, history, last_updated=self.written_at)
@@ -140,20 +145,18 @@ class TableUpdate:
         self.files.update(files)
         return files
 
-    def _is_current(self, raw: bytes | None, history: tuple[HistoryEntry, ...]) -> bool:
-        if raw is None or all(h.version != self.metadata.version for h in history):
+    def _is_current(self, raw: bytes | None, history: HistoryText | None) -> bool:
+        if raw is None or history is None or self.metadata.version not in history.versions:
             return False
         try:
             return parse_metadata(raw, key="tip").version == self.metadata.version
         except DatomError:
             return False  # damaged: this write replaces it
 
-    def _history(self, history: tuple[HistoryEntry, ...]) -> tuple[bytes, tuple[HistoryEntry, ...]]:
+    def _history(self, old: HistoryText | None) -> HistoryText:
         """The tip's history with this version's entry first, unless it is there already
-        (a version appears once): its bytes and its parsed entries."""
-        entries = [dict(h.raw) for h in history]
-        if self.entry is not None and all(h.version != self.metadata.version for h in history):
-            added = dict(self.entry)
-            entries.insert(0, added)
-            history = parse_history([added], key=L.git_history(self.table)) + history
-        return dump(entries), history
+        (a version appears once)."""
+        known = old is not None and self.metadata.version in old.versions
+        if self.entry is not None and not known:
+            return prepend(old, self.entry, key=L.git_history(self.table))
+        return reprinted(old, key=L.git_history(self.table))

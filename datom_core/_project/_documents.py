@@ -26,7 +26,9 @@ __all__ = [
     "dump",
     "history_entry",
     "load",
+    "manifest_doc",
     "manifest_entry",
+    "summary_weight",
     "utc_now",
 ]
 
@@ -160,15 +162,36 @@ def manifest_entry(
     return entry
 
 
-def _summary(artifacts: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
-    tables = [e for e in artifacts.values() if isinstance(e, Mapping) and e.get("kind") == "table"]
-    sets = [e for e in artifacts.values() if isinstance(e, Mapping) and e.get("kind") == "set"]
-    return {
-        "total_tables": len(tables),
-        "total_size_bytes": sum(int(e.get("size_bytes") or 0) for e in tables),
-        "total_versions": sum(int(e.get("version_count") or 0) for e in tables),
-        "total_sets": len(sets),
+def summary_weight(entry: Any) -> tuple[int, int, int, int]:
+    """What one artifact entry adds to the summary: (tables, size_bytes, versions, sets)."""
+    kind = entry.get("kind") if isinstance(entry, Mapping) else None
+    if kind == "table":
+        return 1, int(entry.get("size_bytes") or 0), int(entry.get("version_count") or 0), 0
+    return (0, 0, 0, 1) if kind == "set" else (0, 0, 0, 0)
+
+
+def manifest_doc(
+    project_name: str,
+    artifacts: dict[str, Any],
+    totals: tuple[int, int, int, int],
+    updated_at: str,
+    *,
+    base: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The manifest around ``artifacts`` (in name order) and their summed
+    :func:`summary_weight`; ``base``'s key order and other top-level fields kept."""
+    doc: dict[str, Any] = dict(base) if base else {}
+    doc.setdefault("schema_version", SCHEMA_VERSION)
+    doc.setdefault("project_name", project_name)
+    doc["artifacts"] = artifacts
+    doc["summary"] = {
+        "total_tables": totals[0],
+        "total_size_bytes": totals[1],
+        "total_versions": totals[2],
+        "total_sets": totals[3],
     }
+    doc["updated_at"] = updated_at
+    return doc
 
 
 def assemble_manifest(
@@ -184,13 +207,11 @@ def assemble_manifest(
     and any top-level field are kept; ``entries`` replace its ``artifacts``.
     """
     artifacts = {name: dict(entries[name]) for name in sorted(entries)}
-    doc: dict[str, Any] = dict(base) if base else {}
-    doc.setdefault("schema_version", SCHEMA_VERSION)
-    doc.setdefault("project_name", project_name)
-    doc["artifacts"] = artifacts
-    doc["summary"] = _summary(artifacts)
-    doc["updated_at"] = updated_at or utc_now()
-    return doc
+    totals = (0, 0, 0, 0)
+    for entry in artifacts.values():
+        w = summary_weight(entry)
+        totals = (totals[0] + w[0], totals[1] + w[1], totals[2] + w[2], totals[3] + w[3])
+    return manifest_doc(project_name, artifacts, totals, updated_at or utc_now(), base=base)
 
 
 def build_manifest(

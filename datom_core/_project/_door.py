@@ -22,6 +22,7 @@ from datom_core._version import WRITER_FORMAT_VERSION
 __all__ = [
     "ENTRY_KEYS",
     "MANIFEST_KEYS",
+    "accept_update",
     "check_project_config",
     "check_write_door",
     "version_tuple",
@@ -84,21 +85,57 @@ def check_project_config(raw: bytes | None) -> None:
         )
 
 
-# The last manifest document found acceptable, and its artifacts: the parsed manifest is
-# shared and never changed (see ``_tip``), so the same object needs no second look.
+# Manifest documents found acceptable (newest last), with their artifacts: a parsed
+# manifest is shared and never changed (see ``_tip``), so the same object needs no second
+# look, and one a write printed from an accepted one is accepted by looking at what it
+# changed (:func:`accept_update`).
 _accepted: list[tuple[Any, Mapping[str, Any]]] = []
+_ACCEPTED_KEPT = 16
+
+
+def _accept(doc: Any, artifacts: Mapping[str, Any]) -> None:
+    _accepted[:] = [a for a in _accepted if a[0] is not doc][-(_ACCEPTED_KEPT - 1) :]
+    _accepted.append((doc, artifacts))
 
 
 def _check_manifest(doc: Any) -> Mapping[str, Any]:
-    last = _accepted[0] if _accepted else None
-    if last is not None and last[0] is doc:
-        return last[1]
+    for seen, artifacts in list(_accepted):
+        if seen is doc:
+            return artifacts
     artifacts = _check_manifest_now(doc)
-    _accepted[:] = [(doc, artifacts)]
+    _accept(doc, artifacts)
     return artifacts
 
 
+def accept_update(old: Any, new: Any, changed: Iterable[str]) -> None:
+    """``new`` is the manifest ``old`` with the ``changed`` entries replaced (and its
+    summary and top-level fields rewritten): accepted without a look at the others if
+    ``old`` was, and if the top level and the changed entries pass the door."""
+    if not any(seen is old for seen, _ in list(_accepted)):
+        return
+    try:
+        _check_top(new)
+        artifacts = new.get("artifacts")
+        for name in changed:
+            _check_entry(name, artifacts[name])
+    except (FormatError, KeyError, TypeError):
+        return  # the full look, when the door next meets it, says what is wrong
+    _accept(new, artifacts)
+
+
 def _check_manifest_now(doc: Any) -> Mapping[str, Any]:
+    _check_top(doc)
+    artifacts = convert_manifest_v1(doc).get("artifacts")
+    if not isinstance(artifacts, Mapping):
+        raise _refuse(
+            L.MANIFEST, "artifacts", "the manifest has no 'artifacts' (or 'tables') object"
+        )
+    for name, entry in artifacts.items():
+        _check_entry(name, entry)
+    return artifacts
+
+
+def _check_top(doc: Any) -> None:
     file = L.MANIFEST
     if not isinstance(doc, Mapping):
         raise _refuse(file, "(document)", "the manifest is not a JSON object")
@@ -108,15 +145,12 @@ def _check_manifest_now(doc: Any) -> Mapping[str, Any]:
     ):
         raise _refuse(file, "schema_version", f"schema_version {schema!r} is not 1 or 2")
     _unknown(file, "", doc, MANIFEST_KEYS)
-    converted = convert_manifest_v1(doc)
-    artifacts = converted.get("artifacts")
-    if not isinstance(artifacts, Mapping):
-        raise _refuse(file, "artifacts", "the manifest has no 'artifacts' (or 'tables') object")
-    for name, entry in artifacts.items():
-        if not isinstance(entry, Mapping):
-            raise _refuse(file, f"artifacts.{name}", "a manifest entry is not an object")
-        _unknown(file, f"artifacts.{name}.", entry, ENTRY_KEYS)
-    return artifacts
+
+
+def _check_entry(name: str, entry: Any) -> None:
+    if not isinstance(entry, Mapping):
+        raise _refuse(L.MANIFEST, f"artifacts.{name}", "a manifest entry is not an object")
+    _unknown(L.MANIFEST, f"artifacts.{name}.", entry, ENTRY_KEYS)
 
 
 def _unknown(file: str, where: str, doc: Mapping[str, Any], vocabulary: frozenset[str]) -> None:

@@ -30,6 +30,11 @@ from datom_core._identity._canonical import metadata_sha
 from datom_core._project import _layout as L
 from datom_core._project._context import ProjectContext
 from datom_core._project._documents import dump, load
+from datom_core._project._history_text import (
+    history_text,
+    remember_store_copy,
+    spliced_store_copy,
+)
 from datom_core._project._parse import parse_history, parse_metadata
 
 __all__ = [
@@ -106,10 +111,19 @@ def store_history(
 ) -> bytes:
     """The store's copy of ``git_history``: each entry with its ``commit_sha``.
 
-    ``new`` is ``(version, commit)`` for the version just committed.
+    ``new`` is ``(version, commit)`` for the version just committed. When the store holds
+    the copy of the history this one grew from, the new entry is spliced onto it
+    (``_history_text``); otherwise every entry is derived.
     """
-    entries = [dict(h.raw) for h in parse_history(git_history, key=L.git_history(table))]
-    recorded = _recorded_commits(ctx, table)
+    key = L.store_history(table)
+    git = history_text(git_history, key=L.git_history(table))
+    stored = _stored(ctx, key)
+    absent = _ABSENT.get((str(ctx.require_repo().path), table), set())
+    spliced = spliced_store_copy(git, stored, new, absent, key=key)
+    if spliced is not None:
+        return spliced
+    entries = [dict(h.raw) for h in git.entries]
+    recorded = _recorded_commits(stored, table)
     if new is not None:
         recorded.setdefault(new[0], new[1])
     versions = [e.get("version") for e in entries]
@@ -120,7 +134,9 @@ def store_history(
         sha = recorded.get(version) if isinstance(version, str) else None
         if sha is not None:
             entry["commit_sha"] = sha
-    return dump(entries)
+    out = dump(entries)
+    remember_store_copy(out, git, frozenset(v for v in gaps if v not in recorded), key=key)
+    return out
 
 
 def _derive(repo: MetadataRepo, table: str, gaps: set[str], newest: Any) -> dict[str, str]:
@@ -159,14 +175,13 @@ def _version_of(raw: bytes, path: str) -> str | None:
         return None
 
 
-def _recorded_commits(ctx: ProjectContext, table: str) -> dict[str, str]:
-    raw = _stored(ctx, L.store_history(table))
-    if raw is None:
+def _recorded_commits(stored: bytes | None, table: str) -> dict[str, str]:
+    if stored is None:
         return {}
     try:
         return {
             h.version: h.commit_sha
-            for h in parse_history(raw, key=L.store_history(table))
+            for h in parse_history(stored, key=L.store_history(table))
             if h.commit_sha
         }
     except DatomError:

@@ -14,7 +14,7 @@ import json
 from json.encoder import encode_basestring
 from typing import Any
 
-__all__ = ["pretty_json"]
+__all__ = ["pretty_json", "pretty_member", "pretty_object"]
 
 _INDENT = "  "
 
@@ -29,6 +29,25 @@ def pretty_json(doc: Any) -> str:
         return _value(doc, 0)
     except (_Unusual, RecursionError):
         return json.dumps(doc, indent=2, ensure_ascii=False)
+
+
+def pretty_member(key: Any, value: Any, depth: int) -> str | None:
+    """``"key": value`` as :func:`pretty_json` prints a member of an object ``depth`` levels
+    deep; None when only :func:`json.dumps` may decide (print the whole document then)."""
+    if type(key) is not str:
+        return None
+    try:
+        return encode_basestring(key) + ": " + _value(value, depth + 1)
+    except (_Unusual, RecursionError):
+        return None
+
+
+def pretty_object(members: list[str], depth: int) -> str:
+    """An object ``depth`` levels deep from its members' texts (see :func:`pretty_member`)."""
+    if not members:
+        return "{}"
+    inner = "\n" + _INDENT * (depth + 1)
+    return "{" + inner + ("," + inner).join(members) + "\n" + _INDENT * depth + "}"
 
 
 def _float(v: float) -> str:

@@ -37,10 +37,11 @@ from datom_core._project._custom import check_custom
 from datom_core._project._documents import build_metadata, dump, history_entry, union_lineage
 from datom_core._project._door import check_write_door
 from datom_core._project._early import EarlyParquet
+from datom_core._project._history_text import HistoryText, history_text
 from datom_core._project._mirror import TableDocuments, converge_mirror, mirror_table
-from datom_core._project._model import HistoryEntry, ParentRef, SourceRef, TableMetadata
+from datom_core._project._model import ParentRef, SourceRef, TableMetadata
 from datom_core._project._parquet import BackgroundParquet, read_verified, serialized
-from datom_core._project._parse import parse_history, parse_metadata
+from datom_core._project._parse import parse_metadata
 from datom_core._project._records import Change, WriteResult
 from datom_core._project._tip import TreeReader
 from datom_core._version import WRITTEN_BY
@@ -69,7 +70,11 @@ class WriteRequest:
 @dataclass(frozen=True)
 class _Current:
     metadata: TableMetadata | None
-    history: tuple[HistoryEntry, ...]
+    history: HistoryText | None  # None: no history yet
+
+    @property
+    def versions(self) -> frozenset[str]:
+        return self.history.versions if self.history is not None else frozenset()
 
 
 def write_table(ctx: ProjectContext | HasContext, request: WriteRequest, data: Any) -> WriteResult:
@@ -133,7 +138,7 @@ def _record(
         )
     checkpoint("uploaded")
 
-    known = any(h.version == draft.version for h in current.history)
+    known = draft.version in current.versions
     metadata_bytes = _known_snapshot(ctx, req.table, draft.version) if known else None
     if metadata_bytes is None:
         metadata_bytes = dump(_metadata(ctx, req, table, th, parquet_sha, size))
@@ -237,8 +242,8 @@ def _read_current(tip: TreeReader, table: str) -> _Current:
             expected="a version history",
             actual="no file",
         )
-    history = parse_history(raw_hist, key=L.git_history(table)) if raw_hist is not None else ()
-    return _Current(metadata, history)
+    key = L.git_history(table)
+    return _Current(metadata, history_text(raw_hist, key=key) if raw_hist is not None else None)
 
 
 def _store_parquet(
@@ -246,12 +251,12 @@ def _store_parquet(
     table_name: str,
     table: pa.Table,
     th: TableHash,
-    history: Sequence[HistoryEntry],
+    history: HistoryText | None,
     early: BackgroundParquet | None,
 ) -> tuple[str | None, int | None, bool]:
     """Step 3: (parquet_sha, size_bytes, uploaded) for new data."""
     store, key = ctx.store, L.store_parquet(table_name, th.data_sha)
-    recorded = next((h for h in history if h.data_sha == th.data_sha and h.parquet_sha), None)
+    recorded = history.recorded_parquet(th.data_sha) if history is not None else None
     if recorded is not None:
         # Re-serialising could change the bytes and break that version's pin: reuse them.
         size = recorded.raw.get("size_bytes")
@@ -300,6 +305,7 @@ def _undo(ctx: ProjectContext, table: str, data_sha: str, uploaded: bool) -> Non
 
 def _recorded_on_tip(tip: TreeReader, table: str, data_sha: str) -> bool:
     try:
-        return any(h.data_sha == data_sha for h in _read_current(tip, table).history)
+        history = _read_current(tip, table).history
+        return history is not None and any(h.data_sha == data_sha for h in history.entries)
     except DatomError:
         return False

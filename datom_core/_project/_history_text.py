@@ -1,0 +1,198 @@
+"""A table's ``version_history.json`` as text, grown by one entry without re-printing it.
+
+A write puts one entry in front of a history that may hold thousands. The one text form
+(:func:`_documents.dump`) prints a list as ``[\\n  e1,\\n  e2\\n]\\n``, each entry printed
+alone at the list's depth, so when the old text is exactly that form of its own entries
+(*canonical*: R's jsonlite output and this package's are) the new text is the new entry's
+print, ``,\\n``, and the old text after its ``[\\n``, byte for byte what a full re-print
+gives. A text that is not canonical (hand-edited, reformatted, a lone entry written as a
+bare object) is re-printed in full, as before.
+
+Texts are kept by content (:class:`~._tip.Recent`), with what is known about them:
+
+* ``parent``: a text made here by putting an entry in front of ``parent``;
+* ``mirrors``: a store copy that is git's text ``mirrors`` with each entry's
+  ``commit_sha`` (FORMAT2.md §5), except the versions in ``gaps`` (no commit of git
+  produced them: a hand-edited or squashed history), so the next store copy is spliced
+  the same way.
+
+Each is a fact about the bytes (two equal texts share it), so a kept text is never stale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Set
+from typing import Any
+
+from datom_core._project._documents import dump
+from datom_core._project._model import HistoryEntry
+from datom_core._project._parse import parse_history
+from datom_core._project._tip import Recent
+
+__all__ = [
+    "HistoryText",
+    "history_text",
+    "prepend",
+    "remember_store_copy",
+    "reprinted",
+    "spliced_store_copy",
+]
+
+
+class HistoryText:
+    """A history document's bytes, its entries (parsed when first asked for), and what is
+    known about its form (see the module docstring)."""
+
+    __slots__ = (
+        "_canonical",
+        "_entries",
+        "_key",
+        "_parquets",
+        "_versions",
+        "gaps",
+        "mirrors",
+        "parent",
+        "raw",
+    )
+
+    def __init__(
+        self,
+        raw: bytes,
+        entries: tuple[HistoryEntry, ...] | None,
+        *,
+        key: str,
+        canonical: bool | None = None,
+        parent: HistoryText | None = None,
+        mirrors: HistoryText | None = None,
+        gaps: frozenset[str] = frozenset(),
+    ) -> None:
+        self.raw, self._entries, self._key = raw, entries, key
+        self._canonical, self.parent, self.mirrors, self.gaps = canonical, parent, mirrors, gaps
+        self._versions: frozenset[str] | None = None
+        self._parquets: dict[str, HistoryEntry] | None = None
+
+    @property
+    def entries(self) -> tuple[HistoryEntry, ...]:
+        if self._entries is None:
+            self._entries = parse_history(self.raw, key=self._key)
+        return self._entries
+
+    @property
+    def versions(self) -> frozenset[str]:
+        """Every version the history records."""
+        if self._versions is None:
+            self._versions = frozenset(h.version for h in self.entries)
+        return self._versions
+
+    def recorded_parquet(self, data_sha: str) -> HistoryEntry | None:
+        """The newest entry recording a parquet of ``data_sha``, if any."""
+        if self._parquets is None:
+            self._parquets = {h.data_sha: h for h in reversed(self.entries) if h.parquet_sha}
+        return self._parquets.get(data_sha)
+
+    def _grown(self, first: HistoryEntry, text: HistoryText) -> None:
+        """Hand ``text`` (this history with ``first`` in front) what is known of this one."""
+        if self._versions is not None:
+            text._versions = self._versions | {first.version}
+        if self._parquets is not None:
+            text._parquets = dict(self._parquets)
+            if first.parquet_sha:
+                text._parquets[first.data_sha] = first
+
+    @property
+    def canonical(self) -> bool:
+        """Whether ``raw`` is exactly the one text form of its (one or more) entries."""
+        if self._canonical is None:
+            entries = self.entries
+            self._canonical = bool(entries) and dump([dict(h.raw) for h in entries]) == self.raw
+        return self._canonical
+
+
+_texts: Recent[HistoryText] = Recent(48, 64 << 20)
+
+
+def history_text(raw: bytes, *, key: str) -> HistoryText:
+    """The history ``raw`` (:class:`IntegrityError` naming ``key`` if it does not parse),
+    parsed once per distinct text. Entries are shared: read them, never change them."""
+    found = _texts.get(raw)
+    if found is None:
+        found = HistoryText(raw, parse_history(raw, key=key), key=key)
+        _texts.put(raw, found)
+    return found
+
+
+def _entry_text(entry: Mapping[str, Any]) -> bytes:
+    """``[\\n  <entry>`` : the start of a one-entry list's text, the entry at depth 1."""
+    return dump([dict(entry)])[:-3]  # less the closing "\n]\n"
+
+
+def prepend(old: HistoryText | None, entry: Mapping[str, Any], *, key: str) -> HistoryText:
+    """``old`` (None: no history yet) with ``entry`` in front, printed as the full re-print
+    of every entry would be (spliced onto a canonical ``old``)."""
+    added = dict(entry)
+    first = parse_history([added], key=key)
+    if old is None:
+        text = HistoryText(dump([added]), first, key=key, canonical=True)
+    else:
+        if old.canonical:
+            raw = _entry_text(added) + b",\n" + old.raw[2:]
+        else:
+            raw = dump([added] + [dict(h.raw) for h in old.entries])
+        text = HistoryText(raw, first + old.entries, key=key, canonical=True, parent=old)
+        old._grown(first[0], text)
+        old.parent = None  # one step back is all a store copy needs: no chain of texts
+    _texts.put(text.raw, text)
+    return text
+
+
+def reprinted(old: HistoryText | None, *, key: str) -> HistoryText:
+    """``old``'s entries in the one text form (a history that gains no entry)."""
+    if old is None:
+        return HistoryText(dump([]), (), key=key, canonical=False)
+    if old.canonical:
+        return old
+    text = HistoryText(dump([dict(h.raw) for h in old.entries]), old.entries, key=key)
+    _texts.put(text.raw, text)
+    return text
+
+
+def remember_store_copy(raw: bytes, git: HistoryText, gaps: frozenset[str], *, key: str) -> None:
+    """``raw`` (printed by :func:`_documents.dump`) is ``git`` with each entry's
+    ``commit_sha`` but for the versions ``gaps``: the next store copy can be spliced onto it."""
+    _texts.put(raw, HistoryText(raw, None, key=key, canonical=True, mirrors=git, gaps=gaps))
+
+
+def spliced_store_copy(
+    git: HistoryText,
+    stored: bytes | None,
+    new: tuple[str, str] | None,
+    absent: Set[str],
+    *,
+    key: str,
+) -> bytes | None:
+    """The store's copy of ``git`` when it is ``git.parent``'s copy ``stored`` plus the new
+    version ``new = (version, commit)`` in front; None when it must be derived in full.
+
+    The full derivation gives every entry the commit the store records for its version,
+    the new version ``new``'s commit, and looks in git for the versions left, unless they
+    are known to be ``absent`` from it: with ``stored`` mirroring the parent and its gaps
+    all absent, that is ``stored``'s entries as they are and the new entry with ``new[1]``.
+    """
+    parent, kept = git.parent, _texts.get(stored) if stored is not None else None
+    if parent is None or kept is None or new is None or not parent.entries:
+        return None
+    mirrored = kept.mirrors
+    if mirrored is None or (mirrored is not parent and mirrored.raw != parent.raw):
+        return None
+    first = git.entries[0]
+    if not kept.gaps <= absent or first.version != new[0]:
+        return None
+    if new[0] in parent.versions:
+        return None
+    entry = dict(first.raw)
+    entry["commit_sha"] = new[1]
+    raw = _entry_text(entry) + b",\n" + kept.raw[2:]
+    kept.mirrors = None  # superseded: no chain of texts
+    copy = HistoryText(raw, None, key=key, canonical=True, mirrors=git, gaps=kept.gaps)
+    _texts.put(raw, copy)
+    return raw

@@ -1,0 +1,245 @@
+"""The spliced documents and patched trees of a write are byte for byte the full re-print.
+
+The references here are the write path's previous code, kept verbatim: a history is its
+entries re-printed with the new one in front; a manifest is parsed, converted, merged,
+assembled and printed whole. Every input is also tried in forms the splice must refuse
+(hand-edited, reformatted, R's lone entry as a bare object, format 1).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from dulwich.object_store import MemoryObjectStore
+from dulwich.objects import Tree
+
+from datom_core._git import _objects as O
+from datom_core._project import _manifest_text
+from datom_core._project._build import updated_manifest
+from datom_core._project._documents import assemble_manifest, dump
+from datom_core._project._history_text import history_text, prepend
+from datom_core._project._parse import convert_manifest_v1, parse_history
+from datom_core._project._tip import load_manifest
+
+NOW = "2030-01-02T03:04:05Z"
+
+
+def _entry(i: int, **extra: Any) -> dict[str, Any]:
+    return {
+        "version": f"{i:064x}",
+        "data_sha": f"{i * 7:064x}",
+        "timestamp": "2026-01-01T00:00:00Z",
+        "author": {"name": f"Ünïcode “{i}”", "email": f"a{i}@example.org"},
+        "commit_message": f'write {i}\nsecond line\t"quoted"',
+        "parquet_sha": f"{i * 3:064x}",
+        **extra,
+    }
+
+
+def _full_history(old: bytes | None, entry: Mapping[str, Any]) -> bytes:
+    """The previous code of ``TableUpdate._history``."""
+    history = parse_history(old, key="h") if old else ()
+    entries = [dict(h.raw) for h in history]
+    entries.insert(0, dict(entry))
+    return dump(entries)
+
+
+def _histories() -> dict[str, tuple[bytes, bool]]:
+    """Old texts, and whether each is the one text form (the splice applies)."""
+    many = [_entry(i, run={"id": i, "tags": ["a", None, 1.5, True]}) for i in range(40, 0, -1)]
+    return {
+        "canonical": (dump(many), True),
+        "one entry": (dump(many[:1]), True),
+        "R's lone entry as a bare object": (dump(many[0]), False),
+        "indent 4": ((json.dumps(many, indent=4, ensure_ascii=False) + "\n").encode(), False),
+        "ascii escapes": ((json.dumps(many, indent=2) + "\n").encode(), False),
+        "one line": (json.dumps(many).encode(), False),
+        "no final newline": (dump(many)[:-1], False),
+        "CRLF": (dump(many).replace(b"\n", b"\r\n"), False),
+        "an entry edited by hand": (
+            dump(many).replace(b'"version": "0', b'"version":  "0', 1),
+            False,
+        ),
+        "empty": (b"[]\n", False),
+    }
+
+
+@pytest.mark.parametrize("name", list(_histories()))
+def test_a_history_grows_exactly_as_a_full_reprint(name: str) -> None:
+    old, canonical = _histories()[name]
+    text = history_text(old, key="h")
+    assert text.canonical is canonical  # whether the splice was taken
+    new = _entry(1000, extra_field={"nested": [1, {"x": "é"}]})
+    grown = prepend(text, new, key="h")
+    assert grown.raw == _full_history(old, new)
+    assert [h.raw for h in grown.entries] == json.loads(grown.raw)
+    # The result is canonical: the next write splices onto it, still exactly.
+    newer = _entry(1001)
+    assert prepend(grown, newer, key="h").raw == _full_history(grown.raw, newer)
+
+
+def test_a_long_chain_of_spliced_histories_stays_the_full_reprint() -> None:
+    raw, text = None, None
+    for i in range(300):
+        entry = _entry(i, note="x" * (i % 7))
+        expected = _full_history(raw, entry)
+        text = prepend(text, entry, key="h")
+        raw = text.raw
+        assert raw == expected
+    assert text is not None and len(text.entries) == 300
+    assert text.versions == {f"{i:064x}" for i in range(300)}
+    assert text.recorded_parquet(f"{7 * 5:064x}").version == f"{5:064x}"
+
+
+# -- the manifest -----------------------------------------------------------------------
+
+
+def _full_manifest(raw: bytes | None, project: str, entries: Mapping[str, Any]) -> bytes:
+    """The previous code of ``updated_manifest`` (the clock fixed)."""
+    try:
+        doc = json.loads(raw) if raw is not None else None
+    except ValueError:
+        doc = None
+    base = convert_manifest_v1(doc) if isinstance(doc, Mapping) else {}
+    artifacts = base.get("artifacts")
+    merged = dict(artifacts) if isinstance(artifacts, Mapping) else {}
+    merged.update(entries)
+    return dump(assemble_manifest(project, merged, base=base, updated_at=NOW))
+
+
+def _artifact(i: int, kind: str = "table") -> dict[str, Any]:
+    if kind == "set":
+        return {"kind": "set", "current_version": f"{i:064x}", "member_count": i % 5}
+    entry: dict[str, Any] = {
+        "kind": "table",
+        "current_version": f"{i:064x}",
+        "current_data_sha": f"{i:063x}1",
+        "last_updated": "2026-01-01T00:00:00Z",
+        "size_bytes": 1000 + i,
+        "version_count": 1 + i % 4,
+    }
+    if i % 3 == 0:
+        entry.update(original_file_sha=f"{i:064x}", original_format="csv")
+    return entry
+
+
+def _manifest(n: int, *, shuffled: bool = False, extra_top: bool = False) -> dict[str, Any]:
+    names = [f"t{i:04d}" for i in range(n)] + ["ÄE", "ae", "Z"]
+    if shuffled:
+        random.Random(n).shuffle(names)
+    arts = {name: _artifact(i, "set" if i % 11 == 5 else "table") for i, name in enumerate(names)}
+    doc: dict[str, Any] = {"project_name": "P", "schema_version": 2, "artifacts": arts}
+    if extra_top:
+        doc = {"updated_at": "x", **doc, "summary": {"total_tables": -1}}
+    return doc
+
+
+@pytest.fixture(autouse=True)
+def _fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_manifest_text, "utc_now", lambda: NOW)
+    monkeypatch.setattr("datom_core._project._documents.utc_now", lambda: NOW)
+
+
+MANIFESTS = {
+    "sorted": dump(_manifest(200)),
+    "unsorted, other key order, stale summary": dump(_manifest(200, shuffled=True, extra_top=True)),
+    "indent 4": (json.dumps(_manifest(50), indent=4) + "\n").encode(),
+    "empty artifacts": dump({"schema_version": 2, "project_name": "P", "artifacts": {}}),
+}
+UPDATES = {
+    "replace": {"t0007": _artifact(9999)},
+    "insert first": {"0first": _artifact(1)},
+    "insert last": {"zzz": _artifact(2)},
+    "insert in the middle, and a set": {"t0007x": _artifact(3), "s": _artifact(4, "set")},
+    "replace a set by a table": {"t0005": _artifact(5)},
+}
+
+
+@pytest.mark.parametrize("update", list(UPDATES))
+@pytest.mark.parametrize("manifest", list(MANIFESTS))
+def test_a_manifest_update_is_exactly_the_full_reprint(manifest: str, update: str) -> None:
+    raw, entries = MANIFESTS[manifest], UPDATES[update]
+    out = updated_manifest(raw, "P", entries)
+    assert out == _full_manifest(raw, "P", entries)
+    assert load_manifest(out) == json.loads(out)  # the document kept for the next reader
+
+
+def test_a_chain_of_manifest_updates_stays_the_full_reprint() -> None:
+    rng = random.Random(7)
+    raw = dump(_manifest(300, shuffled=True))
+    for step in range(200):
+        name = rng.choice([f"t{rng.randrange(300):04d}", f"new{rng.randrange(1000)}"])
+        kind = "set" if step % 17 == 0 else "table"
+        entries = {name: _artifact(step, kind)}
+        expected = _full_manifest(raw, "P", entries)
+        raw = updated_manifest(raw, "P", entries)
+        assert raw == expected, step
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        dump({"project_name": "P", "tables": {"a": {"current_version": "1"}}}),  # format 1
+        b"{not json",
+        dump([1, 2]),
+        dump({"schema_version": 2, "artifacts": {"a": "not an object"}}),
+        dump({"schema_version": 2, "artifacts": {"a": {"kind": "table", "size_bytes": [1]}}}),
+    ],
+    ids=["format 1", "corrupt", "not an object", "an entry not an object", "size not a number"],
+)
+def test_manifests_the_splice_refuses_take_the_full_path(raw: bytes) -> None:
+    entries = {"b": _artifact(1)}
+    assert _manifest_text.spliced_manifest(raw, "P", entries) is None
+    try:
+        expected: bytes | type[Exception] = _full_manifest(raw, "P", entries)
+    except (TypeError, ValueError) as e:
+        expected = type(e)
+    if isinstance(expected, bytes):
+        assert updated_manifest(raw, "P", entries) == expected
+    else:
+        with pytest.raises(expected):
+            updated_manifest(raw, "P", entries)
+
+
+# -- trees --------------------------------------------------------------------------------
+
+
+def _serialised(tree: Tree) -> bytes:
+    """The id dulwich's own serialiser gives the tree's entries (every entry re-sorted)."""
+    fresh = Tree()
+    for entry in tree.items():
+        fresh[entry.path] = (entry.mode, entry.sha)
+    return fresh.id
+
+
+def test_a_patched_root_tree_is_what_git_would_write() -> None:
+    store = MemoryObjectStore()
+    files = {f"t{i:04d}/metadata.json": f"doc {i}".encode() for i in range(300)}
+    made = O.build_commit(store, None, files, "all", b"A <a@b>", 0)
+    assert made is not None
+    for obj in made.objects:
+        store.add_object(obj)
+    tip, patched = made.id, 0
+    changes = [("t0007/metadata.json", b"new"), ("t0299/metadata.json", b"z"), ("t0000/x", b"a")]
+    changes += [(f"t{i:04d}/metadata.json", b"v%d" % i) for i in range(0, 300, 37)]
+    for step, (path, data) in enumerate(changes):
+        files = {path: data, ".datom/m": b"%d" % step}
+        new = O.build_commit(store, tip, files, "w", b"A <a@b>", 0)
+        assert new is not None
+        for obj in new.objects:
+            store.add_object(obj)
+            if isinstance(obj, Tree):
+                assert obj.id == _serialised(obj)  # its text is its entries' text
+                parsed = Tree.from_raw_string(Tree.type_num, obj.as_raw_string())
+                assert isinstance(parsed, Tree) and parsed.items() == obj.items()
+                patched += isinstance(obj, O._PatchedTree)
+        assert O.changed_paths(store, tip, new.id) == new.changes
+        assert set(new.changes) == {p.encode() for p in files}
+        assert O.TreeReader(store, new.id).read(path) == data
+        tip = new.id
+    assert patched == len(changes) - 1  # all but the commit that added .datom/ to the root
+    assert O.build_commit(store, tip, files, "same", b"A <a@b>", 0) is None
