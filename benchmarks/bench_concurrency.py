@@ -12,6 +12,7 @@ path will call it). The machine may be loaded: read the ratios. ``--git-only`` s
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import multiprocessing as mp
 import sys
@@ -38,19 +39,21 @@ def _writer(clone: str, store: str, writer: int, writes: int, shared: bool, star
     conn = dc.connect(clone, store=local)
     name = "shared" if shared else f"w{writer}"
     results: list[tuple[str, str | None, str | None]] = []
-    # What the first write would import lazily (pyarrow's pandas shim, the store's
-    # filesystem) is imported before the clock starts, as datom itself is: the benchmark
-    # measures writes, not 8 interpreters importing pandas at once on a 2-core machine.
+    # What the first write would import lazily (pyarrow's pandas shim, the filesystem
+    # layer the store reads a parquet footer with) is imported before the clock starts, as
+    # datom itself is: the benchmark measures writes, not 8 interpreters importing at once
+    # on a 2-core machine.
     _table(writer, -1)
     local.exists(".metadata/manifest.json")
+    importlib.import_module("fsspec.implementations.local")
     start.wait()
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     for i in range(writes):
         try:
             results.append((name, conn.write(name, _table(writer, i)).version, None))
         except Exception as e:  # a failure is what this benchmark counts
             results.append((name, None, f"{type(e).__name__}: {e}"[:300]))
-    out.put((writer, time.perf_counter() - t0, results))
+    out.put((writer, time.perf_counter() - t0, results, time.process_time() - cpu0))
 
 
 def _documents(table: str, entry: str):  # noqa: ANN202
@@ -76,7 +79,7 @@ def _git_writer(clone: str, store: str, writer: int, writes: int, shared: bool, 
     name = "shared" if shared else f"w{writer}"
     results: list[tuple[str, str | None, str | None]] = []
     start.wait()
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     for i in range(writes):
         entry = f"{writer}-{i}-{'shared' if shared else 'own'}-{writes}"
         try:
@@ -84,7 +87,7 @@ def _git_writer(clone: str, store: str, writer: int, writes: int, shared: bool, 
             results.append((name, entry, None))
         except Exception as e:
             results.append((name, None, f"{type(e).__name__}: {e}"[:300]))
-    out.put((writer, time.perf_counter() - t0, results))
+    out.put((writer, time.perf_counter() - t0, results, time.process_time() - cpu0))
 
 
 def _check_git(repo: MetadataRepo, results: list[Any]) -> tuple[int, bool]:
@@ -101,7 +104,9 @@ def _check_git(repo: MetadataRepo, results: list[Any]) -> tuple[int, bool]:
 
 
 def _run(clones: list[Path], store: Path, writes: int, shared: bool, target: Any = None
-         ) -> tuple[float, list[Any]]:  # fmt: skip
+         ) -> tuple[float, list[Any], float]:  # fmt: skip
+    """(seconds from the barrier to the last write, the writes' results, CPU seconds per
+    write over all writers: what bounds aggregate throughput when writers outnumber cores)."""
     ctx = mp.get_context("spawn")
     # Every writer and this process meet at the barrier once the writers have imported
     # and opened everything: the clock starts when the last one is ready.
@@ -120,7 +125,8 @@ def _run(clones: list[Path], store: Path, writes: int, shared: bool, target: Any
     elapsed = time.perf_counter() - t0
     for p in procs:
         p.join()
-    return elapsed, [r for _, _, rs in reports for r in rs]
+    results = [r for _, _, rs, _ in reports for r in rs]
+    return elapsed, results, sum(cpu for *_, cpu in reports) / max(len(results), 1)
 
 
 def _check(conn: dc.Connection, results: list[Any]) -> tuple[int, bool]:
@@ -153,14 +159,14 @@ def main(argv: list[str] | None = None) -> int:
         for c in clones:
             dc.clone(remote, c, dc.LocalStore(store))
         try:
-            single, _ = _run(clones[:1], store, args.writes * 4, shared=False)
+            single, _, one_cpu = _run(clones[:1], store, args.writes * 4, shared=False)
         except Exception:
             traceback.print_exc()
             return 1
         one_rate = args.writes * 4 / single
-        print(f"one writer: {one_rate:.1f} writes/s")
+        print(f"one writer: {one_rate:.1f} writes/s, CPU {1000 * one_cpu:.1f} ms per write")
         for shared in (False, True):
-            elapsed, results = _run(clones, store, args.writes, shared)
+            elapsed, results, cpu = _run(clones, store, args.writes, shared)
             origin.pull()
             failed, once = _check(origin, results)
             report = origin.validate()
@@ -173,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{args.writers} writers x {args.writes} writes, {label:<16}: failures {failed}, "
                 f"versions once {once}, validate {'clean' if report.ok else 'NOT clean'}, "
                 f"{rate:.1f} writes/s = {ratio:.2f} x one writer (target >= 0.8) "
-                f"{'ok' if good else 'MISSED'}"
+                f"{'ok' if good else 'MISSED'}; CPU {1000 * cpu:.1f} ms per write = "
+                f"{cpu / one_cpu:.2f} x one writer's"
             )
             if not report.ok:
                 print("  ", str(report).replace("\n", "\n   ")[:2000])
@@ -188,12 +195,15 @@ def _git_only(root: Path, writers: int, writes: int) -> bool:
     clones = [root / f"git-clone{w}" for w in range(writers)]
     for c in clones:
         MetadataRepo.clone(origin.remote_url, c)
-    single, _ = _run(clones[:1], root, writes * 4, False, _git_writer)
+    single, _, one_cpu = _run(clones[:1], root, writes * 4, False, _git_writer)
     one_rate = writes * 4 / single
-    print(f"git layer, one writer (commit_and_push): {one_rate:.1f} commits/s")
+    print(
+        f"git layer, one writer (commit_and_push): {one_rate:.1f} commits/s, "
+        f"CPU {1000 * one_cpu:.1f} ms per commit"
+    )
     ok = True
     for shared in (False, True):
-        elapsed, results = _run(clones, root, writes, shared, _git_writer)
+        elapsed, results, cpu = _run(clones, root, writes, shared, _git_writer)
         failed, once = _check_git(origin, results)
         rate = len([r for r in results if r[1]]) / elapsed
         good = failed == 0 and once and rate / one_rate >= 0.8
@@ -202,7 +212,7 @@ def _git_only(root: Path, writers: int, writes: int) -> bool:
         print(
             f"git layer, {writers} writers x {writes}, {label:<16}: failures {failed}, versions "
             f"once {once}, {rate:.1f} commits/s = {rate / one_rate:.2f} x one writer "
-            f"(target >= 0.8) {'ok' if good else 'MISSED'}"
+            f"(target >= 0.8) {'ok' if good else 'MISSED'}; CPU {1000 * cpu:.1f} ms per commit"
         )
     return ok
 

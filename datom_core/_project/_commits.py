@@ -1,0 +1,181 @@
+"""The store's copy of a history: each entry with the commit that produced its version.
+
+The store's history is git's plus ``commit_sha`` on each entry, the first commit that
+produced that version (FORMAT2.md §5). A value the store already records is never
+repointed; a new version gets the commit just made; gaps are derived from git, newest
+first (they are mostly the versions of concurrent writers that have not mirrored yet).
+A version's ``metadata_sha`` is computed once per distinct document text: a writer that
+looks at the same commits again, or at a document another writer just produced, reads it
+back from memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+from datom_core._errors import DatomError, NotFoundError
+from datom_core._git import MetadataRepo
+from datom_core._identity._canonical import metadata_sha
+from datom_core._project import _layout as L
+from datom_core._project._context import ProjectContext
+from datom_core._project._documents import dump, load
+from datom_core._project._history_text import (
+    history_text,
+    remember_store_copy,
+    spliced_store_copy,
+)
+from datom_core._project._parse import parse_history
+
+__all__ = [
+    "commits_by_version",
+    "history_agrees",
+    "newest_commit_of",
+    "store_history",
+    "stored",
+    "version_of",
+    "without_commit_sha",
+]
+
+_RECENT_SLACK = 4  # commits looked at beyond the number of gaps before walking the log
+# Versions a history names that no commit of git produced (hand-edited or squashed
+# history), per clone and table: a later commit can only re-record them, never produce
+# them first, so they are not looked for again on every write.
+_ABSENT: dict[tuple[str, str], set[str]] = {}
+
+
+def stored(ctx: ProjectContext, key: str) -> bytes | None:
+    """The store's bytes at ``key`` (None: no object)."""
+    try:
+        return ctx.store.read_bytes(key)
+    except NotFoundError:
+        return None
+
+
+def without_commit_sha(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """History entries as git records them (the store's ``commit_sha`` removed)."""
+    return [{k: v for k, v in e.items() if k != "commit_sha"} for e in entries]
+
+
+@lru_cache(maxsize=4096)
+def version_of(raw: bytes) -> str | None:
+    """The ``metadata_sha`` of a ``metadata.json`` text (None: not a metadata document).
+    Kept per distinct text: the same blob is met again by every look at the same commits."""
+    try:
+        return metadata_sha(load(raw, key="metadata.json"))
+    except (DatomError, AttributeError, TypeError):
+        return None
+
+
+def commits_by_version(repo: MetadataRepo, table: str) -> dict[str, str]:
+    """The first commit that produced each version of ``table``, walking git oldest first."""
+    path = L.git_metadata(table)
+    found: dict[str, str] = {}
+    for commit in reversed(repo.log(path)):
+        raw = repo.read_at(commit.id, path)
+        version = version_of(raw) if raw is not None else None
+        if version is not None:
+            found.setdefault(version, commit.id)
+    return found
+
+
+def newest_commit_of(repo: MetadataRepo, table: str, version: str) -> str | None:
+    """The newest commit of ``<table>/metadata.json`` whose document is ``version`` (None:
+    no commit): the clone's cached newest commit of the file first, then the log."""
+    path = L.git_metadata(table)
+    newest = repo.last_commit_touching(path)
+    raw = repo.read_at(newest, path) if newest is not None else None
+    if newest is not None and raw is not None and version_of(raw) == version:
+        return newest
+    for commit in repo.log(path):
+        raw = repo.read_at(commit.id, path)
+        if raw is not None and version_of(raw) == version:
+            return commit.id
+    return None
+
+
+def store_history(
+    ctx: ProjectContext, table: str, git_history: bytes, new: tuple[str, str] | None = None
+) -> bytes:
+    """The store's copy of ``git_history``: each entry with its ``commit_sha``.
+
+    ``new`` is ``(version, commit)`` for the version just committed. When the store holds
+    the copy of the history this one grew from, the new entry is spliced onto it
+    (``_history_text``); otherwise every entry is derived.
+    """
+    key = L.store_history(table)
+    git = history_text(git_history, key=L.git_history(table))
+    kept = stored(ctx, key)
+    absent = _ABSENT.get((str(ctx.require_repo().path), table), set())
+    spliced = spliced_store_copy(git, kept, new, absent, key=key)
+    if spliced is not None:
+        return spliced
+    entries = [dict(h.raw) for h in git.entries]
+    recorded = _recorded_commits(kept, table)
+    if new is not None:
+        recorded.setdefault(new[0], new[1])
+    versions = [e.get("version") for e in entries]
+    gaps = {v for v in versions if isinstance(v, str) and v not in recorded}
+    if gaps:
+        recorded.update(_derive(ctx.require_repo(), table, gaps, versions[0]))
+    for entry, version in zip(entries, versions, strict=True):
+        sha = recorded.get(version) if isinstance(version, str) else None
+        if sha is not None:
+            entry["commit_sha"] = sha
+    out = dump(entries)
+    remember_store_copy(out, git, frozenset(v for v in gaps if v not in recorded), key=key)
+    return out
+
+
+def _derive(repo: MetadataRepo, table: str, gaps: set[str], newest: Any) -> dict[str, str]:
+    """The commits of ``gaps`` from git: the newest version from the newest commit of the
+    table's metadata, the others from the table's last few commits, and only then a walk
+    of its whole log (once per clone and table for versions git never produced)."""
+    path = L.git_metadata(table)
+    found: dict[str, str] = {}
+    if newest in gaps:
+        commit = repo.last_commit_touching(path)
+        raw = repo.read_at(commit, path) if commit is not None else None
+        if commit is not None and raw is not None and version_of(raw) == newest:
+            found[newest] = commit
+    absent = _ABSENT.setdefault((str(repo.path), table), set())
+    wanted = gaps - found.keys() - absent
+    if wanted:
+        for info in repo.log(path, max_entries=len(wanted) + _RECENT_SLACK):  # newest first
+            raw = repo.read_at(info.id, path)
+            version = version_of(raw) if raw is not None else None
+            if version in wanted:
+                found[version] = info.id  # the oldest of these commits wins
+        wanted -= found.keys()
+    if wanted:
+        walked = commits_by_version(repo, table)
+        found.update({v: walked[v] for v in wanted if v in walked})
+        absent.update(v for v in wanted if v not in walked)
+    return found
+
+
+def _recorded_commits(raw: bytes | None, table: str) -> dict[str, str]:
+    if raw is None:
+        return {}
+    try:
+        return {
+            h.version: h.commit_sha
+            for h in parse_history(raw, key=L.store_history(table))
+            if h.commit_sha
+        }
+    except DatomError:
+        return {}  # damaged: rebuilt from git
+
+
+def history_agrees(raw: bytes | None, git_history: bytes, table: str) -> bool:
+    """Whether the store's history is git's, modulo ``commit_sha`` (only the store has it;
+    a previous release's store copy has none, and is not stale for that)."""
+    if raw is None:
+        return False
+    try:
+        store_entries = [h.raw for h in parse_history(raw, key=L.store_history(table))]
+        git_entries = [h.raw for h in parse_history(git_history, key=L.git_history(table))]
+    except DatomError:
+        return False
+    return without_commit_sha(store_entries) == without_commit_sha(git_entries)
