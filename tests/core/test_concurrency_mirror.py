@@ -1,0 +1,151 @@
+"""The store's mirror converges on git's tip whatever order concurrent writers finish in.
+
+Writers in their own clones of one remote write distinct tables and one shared table at
+once; a writer's mirror lands after a newer writer finished; a writer is killed in the
+middle of its mirror. Each time the store's manifest, metadata and history end equal to
+git's tip (the history with each version's first commit), every version once, validate
+clean.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import pytest
+
+import datom_core as dc
+from datom_core._project import _layout as L
+from datom_core._project._commits import commits_by_version
+from datom_core._project._mirror import TableDocuments, mirror_table
+from tests.core.projects import frame, new_project
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def _writes(clone: str, table: str, seeds: list[int]) -> list[str]:
+    conn = dc.connect(clone)
+    return [conn.write(table, frame(seed=s)).version for s in seeds]
+
+
+def assert_store_is_git(conn: dc.Connection) -> None:
+    """Every table's store documents equal the tip's; commit_sha is each version's first
+    commit; the manifests are the same bytes."""
+    conn.pull()
+    repo, store = conn.repo, conn.store
+    assert store.read_bytes(L.STORE_MANIFEST) == repo.read(L.MANIFEST)
+    for table in conn.tables():
+        name = table.name
+        assert store.read_bytes(L.store_metadata(name)) == repo.read(L.git_metadata(name))
+        stored = json.loads(store.read_bytes(L.store_history(name)))
+        git = json.loads(repo.read(L.git_history(name)) or b"[]")
+        assert [{k: v for k, v in e.items() if k != "commit_sha"} for e in stored] == git
+        first = commits_by_version(repo, name)
+        assert {e["version"]: e["commit_sha"] for e in stored} == {
+            e["version"]: first[e["version"]] for e in git
+        }
+        for entry in git:
+            assert store.exists(L.store_snapshot(name, entry["version"]))
+    assert conn.validate().ok
+
+
+def test_clones_writing_distinct_and_shared_tables_leave_the_store_equal_to_git(
+    tmp_path: Path,
+) -> None:
+    conn = new_project(tmp_path)
+    clones = [dc.clone(conn.repo.remote_url, tmp_path / f"c{i}", conn.store) for i in range(6)]
+    jobs = [
+        (str(c.path), "shared" if i % 2 else f"own{i}", [100 * i + k for k in range(5)])
+        for i, c in enumerate(clones)
+    ]
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=len(jobs), mp_context=ctx) as pool:
+        results = [f.result() for f in [pool.submit(_writes, *job) for job in jobs]]
+    assert_store_is_git(conn)
+    for (_, table, _), versions in zip(jobs, results, strict=True):
+        recorded = Counter(h.version for h in conn.history(table))
+        assert all(recorded[v] == 1 for v in versions)
+        assert max(recorded.values()) == 1
+    assert conn.history("shared") and len(conn.history("shared")) == 15
+
+
+def test_a_mirror_landing_after_a_newer_one_is_put_right_by_its_writer(tmp_path: Path) -> None:
+    first = new_project(tmp_path)
+    second = dc.clone(first.repo.remote_url, tmp_path / "second", first.store)
+    older = first.write("dm", frame(seed=1))
+    docs = TableDocuments(
+        "dm",
+        first.repo.read(L.git_metadata("dm")) or b"",
+        first.repo.read(L.git_history("dm")) or b"",
+        first.repo.read(L.MANIFEST) or b"",
+    )
+    second.write("dm", frame(seed=2))
+    second.write("ae", frame(seed=3))
+    assert_store_is_git(second)
+    # The first writer's mirror of its (now older) version lands only now, over the
+    # newer one: its writer must leave the tip's documents behind.
+    first.repo.fetch_and_reset()
+    _reset_to(first, older.commit)
+    mirror_table(first.context, docs, new=(older.version, older.commit))
+    assert_store_is_git(second)
+
+
+def _reset_to(conn: dc.Connection, commit: str | None) -> None:
+    """Put the clone's branch back on ``commit`` (it wrote it, then others pushed)."""
+    assert commit is not None
+    subprocess.run(
+        ["git", "-C", str(conn.path), "reset", "-q", "--hard", commit],
+        check=True,
+        env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(conn.path)},
+    )
+    assert conn.repo.head() == commit
+
+
+_WRITER = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, {root!r})
+    import datom_core as dc
+    from tests.core.projects import frame
+    dc.connect({clone!r}).write("dm", frame(seed=7))
+    """
+)
+
+
+def _write_and_die(clone: Path, step: str) -> int:
+    code = _WRITER.format(root=str(Path(__file__).parents[2]), clone=str(clone))
+    env = {**os.environ, "DATOM_CRASH_AT": step}
+    return subprocess.run([sys.executable, "-c", code], env=env, timeout=120).returncode
+
+
+@pytest.mark.parametrize("step", ["mirror:snapshot", "mirror:history", "mirror:metadata"])
+def test_a_writer_killed_mid_mirror_is_repaired_by_another_clone(tmp_path: Path, step: str) -> None:
+    first = new_project(tmp_path)
+    first.write("dm", frame(seed=1))
+    second = dc.clone(first.repo.remote_url, tmp_path / "second", first.store)
+    assert _write_and_die(first.path, step) == -signal.SIGKILL
+    second.pull()
+    assert not second.validate().ok  # the store lags git's tip
+    second.write("dm", frame(seed=8))  # the next write of the table puts it right
+    assert_store_is_git(second)
+
+
+def test_a_writer_killed_mid_mirror_is_repaired_by_validate_fix(tmp_path: Path) -> None:
+    first = new_project(tmp_path)
+    first.write("dm", frame(seed=1))
+    first.write("ae", frame(seed=2))
+    second = dc.clone(first.repo.remote_url, tmp_path / "second", first.store)
+    assert _write_and_die(first.path, "mirror:history") == -signal.SIGKILL
+    second.write("ae", frame(seed=3))  # another table's write moves only the manifest
+    second.pull()
+    assert not second.validate().ok
+    assert second.validate(fix=True).ok
+    assert_store_is_git(second)
