@@ -6,7 +6,9 @@ alone at the list's depth, so when the old text is exactly that form of its own 
 (*canonical*: R's jsonlite output and this package's are) the new text is the new entry's
 print, ``,\\n``, and the old text after its ``[\\n``, byte for byte what a full re-print
 gives. A text that is not canonical (hand-edited, reformatted, a lone entry written as a
-bare object) is re-printed in full, as before.
+bare object) is re-printed in full, as before. Whether a text is canonical is learnt by
+printing it, except for a text that ends with a canonical one kept here (another writer's
+history grown from one this process saw): only the entries in front are printed.
 
 Texts are kept by content (:class:`~._tip.Recent`), with what is known about them:
 
@@ -103,8 +105,13 @@ class HistoryText:
     def canonical(self) -> bool:
         """Whether ``raw`` is exactly the one text form of its (one or more) entries."""
         if self._canonical is None:
-            entries = self.entries
-            self._canonical = bool(entries) and dump([dict(h.raw) for h in entries]) == self.raw
+            by_tail = _canonical_by_tail(self)
+            if by_tail is not None:
+                self._canonical = by_tail
+            else:
+                entries = self.entries
+                printed = dump([dict(h.raw) for h in entries])
+                self._canonical = bool(entries) and printed == self.raw
         return self._canonical
 
 
@@ -119,6 +126,26 @@ def history_text(raw: bytes, *, key: str) -> HistoryText:
         found = HistoryText(raw, parse_history(raw, key=key), key=key)
         _texts.put(raw, found)
     return found
+
+
+def _canonical_by_tail(text: HistoryText) -> bool | None:
+    """Whether ``text`` is canonical, judged from a kept canonical text it ends with (a
+    history another writer grew from one seen here): the text is then canonical exactly
+    when the entries in front print as its front, so only those are printed (None: no
+    kept text fits, print them all)."""
+    raw = text.raw
+    for kept in _texts.values():
+        if kept is text or kept._canonical is not True or not kept._entries:
+            continue
+        tail = kept.raw[2:]
+        if len(tail) >= len(raw) or not raw.endswith(tail):
+            continue
+        front = len(text.entries) - len(kept._entries)
+        if front < 1:
+            return None
+        printed = dump([dict(h.raw) for h in text.entries[:front]])[:-3] + b",\n"
+        return printed == raw[: len(raw) - len(tail)]
+    return None
 
 
 def _entry_text(entry: Mapping[str, Any]) -> bytes:

@@ -53,6 +53,11 @@ class Recent(Generic[T]):
                 return value
         return None
 
+    def values(self) -> list[T]:
+        """The kept values, newest first."""
+        with self._guard:
+            return [value for _, value in self._items[::-1]]
+
     def put(self, raw: bytes, value: T) -> None:
         with self._guard:
             items = [(k, v) for k, v in self._items if len(k) != len(raw) or k != raw]

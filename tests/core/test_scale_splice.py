@@ -243,3 +243,32 @@ def test_a_patched_root_tree_is_what_git_would_write() -> None:
         tip = new.id
     assert patched == len(changes) - 1  # all but the commit that added .datom/ to the root
     assert O.build_commit(store, tip, files, "same", b"A <a@b>", 0) is None
+
+
+@pytest.mark.parametrize(
+    "front",
+    ["as printed here", "indent 4", "ascii escapes", "an entry edited by hand", "a lone entry"],
+)
+def test_a_history_grown_elsewhere_from_a_known_one_is_judged_by_its_front(front: str) -> None:
+    """Another writer's history that ends with one this process printed: its form is told
+    from the entries in front, and growing it stays exactly the full re-print."""
+    known = None
+    for i in range(30):
+        known = prepend(known, _entry(i), key="h")
+    assert known is not None and known.canonical
+    others = [_entry(100, note="é"), _entry(101, run={"id": [1, None]})]
+    printed = {
+        "as printed here": dump(others)[:-3],
+        "indent 4": json.dumps(others, indent=4, ensure_ascii=False).encode()[:-2],
+        "ascii escapes": json.dumps(others, indent=2).encode()[:-2],
+        "an entry edited by hand": dump(others)[:-3].replace(b'"version": "0', b'"version":"0'),
+        "a lone entry": b"[\n" + json.dumps(others[0]).encode(),
+    }[front]
+    raw = printed.rstrip() + b",\n" + known.raw[2:]
+    text = history_text(raw, key="h")
+    entries = [dict(h.raw) for h in text.entries]
+    assert entries[: len(entries) - 30] == (others if front != "a lone entry" else others[:1])
+    assert text.canonical is (dump(entries) == raw)
+    assert text.canonical is (front == "as printed here")
+    grown = prepend(text, _entry(200), key="h")
+    assert grown.raw == _full_history(raw, _entry(200))
