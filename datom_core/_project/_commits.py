@@ -2,8 +2,9 @@
 
 The store's history is git's plus ``commit_sha`` on each entry, the first commit that
 produced that version (FORMAT2.md §5). A value the store already records is never
-repointed; a new version gets the commit just made; gaps are derived from git, newest
-first (they are mostly the versions of concurrent writers that have not mirrored yet).
+repointed; a new version gets the commit just made; gaps are derived from git: they are
+mostly the versions of concurrent writers that have not mirrored yet, found among the few
+commits since the one the store's copy names last.
 A version's ``metadata_sha`` is computed once per distinct document text: a writer that
 looks at the same commits again, or at a document another writer just produced, reads it
 back from memory.
@@ -39,6 +40,7 @@ __all__ = [
 ]
 
 _RECENT_SLACK = 4  # commits looked at beyond the number of gaps before walking the log
+_WALK_MAX = 64  # commits since the store copy's newest one read before asking the log
 # Versions a history names that no commit of git produced (hand-edited or squashed
 # history), per clone and table: a later commit can only re-record them, never produce
 # them first, so they are not looked for again on every write.
@@ -112,13 +114,15 @@ def store_history(
     if spliced is not None:
         return spliced
     entries = [dict(h.raw) for h in git.entries]
-    recorded = _recorded_commits(kept, table)
+    recorded, anchor = _recorded_commits(kept, table)
     if new is not None:
         recorded.setdefault(new[0], new[1])
     versions = [e.get("version") for e in entries]
     gaps = {v for v in versions if isinstance(v, str) and v not in recorded}
     if gaps:
-        recorded.update(_derive(ctx.require_repo(), table, gaps, versions[0]))
+        repo = ctx.require_repo()
+        since = _since(repo, table, gaps, anchor) if anchor is not None else None
+        recorded.update(since if since is not None else _derive(repo, table, gaps, versions[0]))
     for entry, version in zip(entries, versions, strict=True):
         sha = recorded.get(version) if isinstance(version, str) else None
         if sha is not None:
@@ -126,6 +130,29 @@ def store_history(
     out = dump(entries)
     remember_store_copy(out, git, frozenset(v for v in gaps if v not in recorded), key=key)
     return out
+
+
+def _since(repo: MetadataRepo, table: str, gaps: set[str], anchor: str) -> dict[str, str] | None:
+    """The commits of ``gaps`` from the commits since ``anchor``, the commit of the newest
+    version the store's copy records: a version that copy lacks was first produced after
+    it (the copy mirrors a history that would list it otherwise), so the oldest commit
+    since ``anchor`` holding it is the one that produced it. The few commits concurrent
+    writers added are read, not the table's whole log. None when ``anchor`` is not among
+    the last ``_WALK_MAX`` commits or a gap is not found there."""
+    path = L.git_metadata(table)
+    for limit in (len(gaps) + _RECENT_SLACK, _WALK_MAX):  # mostly one commit per gap
+        found: dict[str, str] = {}
+        commits = repo.log(max_entries=limit)  # newest first
+        for info in commits:
+            if info.id == anchor:
+                return found if gaps <= found.keys() else None
+            raw = repo.read_at(info.id, path)
+            version = version_of(raw) if raw is not None else None
+            if version in gaps:
+                found[version] = info.id  # the oldest of these commits wins
+        if len(commits) < limit:
+            return None  # the whole history, and no anchor in it
+    return None
 
 
 def _derive(repo: MetadataRepo, table: str, gaps: set[str], newest: Any) -> dict[str, str]:
@@ -155,17 +182,16 @@ def _derive(repo: MetadataRepo, table: str, gaps: set[str], newest: Any) -> dict
     return found
 
 
-def _recorded_commits(raw: bytes | None, table: str) -> dict[str, str]:
+def _recorded_commits(raw: bytes | None, table: str) -> tuple[dict[str, str], str | None]:
+    """The commits a store copy records by version, and that of its newest entry."""
     if raw is None:
-        return {}
+        return {}, None
     try:
-        return {
-            h.version: h.commit_sha
-            for h in parse_history(raw, key=L.store_history(table))
-            if h.commit_sha
-        }
+        entries = parse_history(raw, key=L.store_history(table))
     except DatomError:
-        return {}  # damaged: rebuilt from git
+        return {}, None  # damaged: rebuilt from git
+    recorded = {h.version: h.commit_sha for h in entries if h.commit_sha}
+    return recorded, entries[0].commit_sha if entries else None
 
 
 def history_agrees(raw: bytes | None, git_history: bytes, table: str) -> bool:
