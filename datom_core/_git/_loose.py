@@ -5,10 +5,13 @@ A small write adds a handful of objects, each stored as a loose file (``objects/
 They are written here rather than by dulwich's ``add_object`` for three reasons:
 
 * **Compressed at zlib level 1** (:data:`LOOSE_LEVEL`, what ``core.looseCompression=1``
-  asks of git): loose objects live until the next compaction packs them, and datom's
-  documents (a 3,000-table manifest, a 1,000-version history) cost several times more to
-  deflate at the default level for a few per cent of space. Any zlib stream is a valid loose
-  object for git and dulwich.
+  asks of git), and objects over :data:`STORED_FROM` bytes not compressed at all (zlib's
+  stored blocks, level 0): loose objects live only until the next compaction packs them
+  (compressing them then, once), while deflating the large documents of a big project (a
+  3,000-table manifest, a 1,000-version history) on every write costs milliseconds, more
+  than hashing and writing them together. The space this takes is bounded by the loose
+  budget of :mod:`_maintenance`. Any zlib stream is a valid loose object for git and
+  dulwich.
 * **Written once per machine.** An object copied between two repositories on one
   filesystem (the clone and its local remote, either way) is hard-linked, as ``git clone
   --local`` does: no decompression, no second deflate, one system call. Where links are
@@ -37,9 +40,10 @@ from dulwich.objects import Commit, ObjectID, ShaFile
 
 from ._objects import tree_of
 
-__all__ = ["LOOSE_LEVEL", "commit_object_ids", "copy_objects", "write_loose"]
+__all__ = ["LOOSE_LEVEL", "STORED_FROM", "commit_object_ids", "copy_objects", "write_loose"]
 
 LOOSE_LEVEL = 1
+STORED_FROM = 64 << 10  # raw bytes from which a loose object is written uncompressed
 # errno values of link(2) meaning "no hard link here": copy the compressed bytes instead.
 _NO_LINK = {errno.EPERM, errno.EACCES, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS,
             errno.EXDEV, errno.EMLINK}  # fmt: skip
@@ -93,7 +97,8 @@ def write_loose(store: BaseObjectStore, objects: Iterable[ShaFile]) -> int:
             continue
         final = _path(store, obj.id)
         if not _present(final):
-            _publish(final, obj.as_legacy_object(compression_level=LOOSE_LEVEL))
+            level = 0 if obj.raw_length() >= STORED_FROM else LOOSE_LEVEL
+            _publish(final, obj.as_legacy_object(compression_level=level))
             written += 1
     return written
 

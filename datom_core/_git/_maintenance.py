@@ -5,6 +5,9 @@
   checks its clone (or its local remote): more than ``LOOSE_BUDGET`` loose objects are
   packed; more than ``PACK_BUDGET`` packs are merged geometrically (the big pack is kept
   while it outweighs the others together, so the cost stays proportional to what is new).
+  Packs are written at zlib level :data:`PACK_LEVEL` (``pack.compression=1``): every
+  object is deflated once there, and on a big project that is most of a compaction's time
+  (the default level costs ~2.5 times as much for ~10% less space).
 * **Local remotes** are compacted under an exclusive ``flock`` on
   ``<remote>/datom-maintenance.lock``; datom's own fetches and pushes hold it shared, so no
   reader sees an object vanish between the listing and the read. Compaction only happens
@@ -43,6 +46,7 @@ __all__ = [
 log = logging.getLogger("datom_core.git")
 
 LOOSE_BUDGET = 256
+PACK_LEVEL = 1
 PACK_BUDGET = 16
 CLONE_CHECK_EVERY = 16  # object-adding operations of one handle between two checks
 REMOTE_CHECK_EVERY = 8  # pushes of one handle between two checks of a local remote
@@ -60,6 +64,7 @@ def compact(r: Repo, loose_added: int | None = None) -> tuple[int, int]:
     store = r.object_store
     if not isinstance(store, DiskObjectStore):
         return 0, 0
+    store.pack_compression_level = PACK_LEVEL
     maybe = loose_added is None or loose_added > LOOSE_BUDGET
     packed = (
         store.pack_loose_objects() if maybe and store.count_loose_objects() > LOOSE_BUDGET else 0
