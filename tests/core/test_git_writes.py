@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from dulwich.index import Index, index_entry_from_stat
-from dulwich.objects import Blob, ObjectID
+from dulwich.objects import Blob, Commit, ObjectID
 from dulwich.repo import Repo
 
 from datom_core._git import MetadataRepo
@@ -33,8 +33,11 @@ def big_document(seed: int, entries: int = 3000) -> bytes:
 
 def tree_files(r: Repo) -> dict[bytes, bytes]:
     """``path -> blob id`` of every file of HEAD."""
+    commit = r[b"HEAD"]
+    assert isinstance(commit, Commit)
     out: dict[bytes, bytes] = {}
-    for entry in r.object_store.iter_tree_contents(r[b"HEAD"].tree):
+    for entry in r.object_store.iter_tree_contents(commit.tree):
+        assert entry.path is not None and entry.sha is not None
         out[entry.path] = entry.sha
     return out
 
@@ -109,10 +112,7 @@ def test_compaction_packs_large_loose_objects_and_keeps_every_commit_readable(
 ) -> None:
     repo = MetadataRepo.init(tmp_path / "a", None)
     docs = [big_document(i, entries=1500) for i in range(12)]
-    shas = [
-        repo.commit_and_push(lambda tree, d=d: {"history.json": d}, f"c{i}", ME)
-        for i, d in enumerate(docs)
-    ]
+    shas = [repo.commit_and_push(put({"history.json": d}), f"c{i}", ME) for i, d in enumerate(docs)]
     bare = MetadataRepo.embedded_remote_path(tmp_path / "a")
     for path in (tmp_path / "a" / ".git", bare):
         with closing(Repo(str(path))) as r:
