@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from dulwich.index import Index, index_entry_from_stat
-from dulwich.objects import Blob, Commit, ObjectID
+from dulwich.objects import Blob, Commit
 from dulwich.repo import Repo
 
 from datom_core._git import MetadataRepo
@@ -24,11 +24,9 @@ from tests.core.test_git_objects import ME, git, loose_files, needs_git, put
 
 
 def big_document(seed: int, entries: int = 3000) -> bytes:
-    """A manifest-like document larger than STORED_FROM, different for every seed."""
+    """A manifest-like document (over STORED_FROM bytes at 800 entries), one per seed."""
     body = {f"t{i:04d}": {"version": f"{seed:08d}{i:056d}"} for i in range(entries)}
-    data = (json.dumps(body, indent=2) + "\n").encode()
-    assert len(data) >= STORED_FROM
-    return data
+    return (json.dumps(body, indent=2) + "\n").encode()
 
 
 def tree_files(r: Repo) -> dict[bytes, bytes]:
@@ -48,6 +46,7 @@ def test_a_large_object_is_written_once_and_readable_from_clone_and_remote(
 ) -> None:
     repo = MetadataRepo.init(tmp_path / "a", None)
     doc = big_document(1)
+    assert len(doc) >= STORED_FROM
     sha = repo.commit_and_push(put({".datom/manifest.json": doc, "t/m": b"x"}), "big", ME)
     assert sha is not None
     blob = Blob.from_string(doc).id.decode()
@@ -111,21 +110,43 @@ def test_compaction_packs_large_loose_objects_and_keeps_every_commit_readable(
     tmp_path: Path,
 ) -> None:
     repo = MetadataRepo.init(tmp_path / "a", None)
-    docs = [big_document(i, entries=1500) for i in range(12)]
+    writes = maint.LOOSE_BUDGET // 3 + 2 * maint.CLONE_CHECK_EVERY  # 3 objects a write
+    docs = [big_document(i, entries=800) for i in range(writes)]
+    assert len(docs[0]) >= STORED_FROM
     shas = [repo.commit_and_push(put({"history.json": d}), f"c{i}", ME) for i, d in enumerate(docs)]
     bare = MetadataRepo.embedded_remote_path(tmp_path / "a")
     for path in (tmp_path / "a" / ".git", bare):
         with closing(Repo(str(path))) as r:
-            r.object_store.pack_loose_objects()  # the packing compaction does, at its level
+            assert r.object_store.packs  # the writes compacted it on their budget
             maint.compact(r)
-            assert r.object_store.count_loose_objects() == 0
+            assert r.object_store.count_loose_objects() <= maint.LOOSE_BUDGET
+            assert len(r.object_store.packs) <= maint.PACK_BUDGET
     for where in (tmp_path / "a", bare):
         git(where, "fsck", "--strict", "--no-dangling")
+        for pack in (where / ".git" if where == tmp_path / "a" else where).glob(
+            "objects/pack/*.idx"
+        ):
+            git(where, "verify-pack", str(pack))
     for sha, doc in zip(shas, docs, strict=True):
         assert sha is not None and repo.read_at(sha, "history.json") == doc
     assert git(tmp_path / "a", "status", "--porcelain") == ""
-    with closing(Repo(str(bare))) as r:
-        assert r.object_store[ObjectID(Blob.from_string(docs[0]).id)].as_raw_string() == docs[0]
+    fresh = MetadataRepo.clone(bare, tmp_path / "b")
+    assert [c.id for c in fresh.log()] == list(reversed(shas))
+
+
+def test_merging_packs_keeps_every_object(tmp_path: Path) -> None:
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    shas = []
+    with closing(Repo(str(tmp_path / "a"))) as r:
+        for i in range(maint.PACK_BUDGET + 2):  # one small pack per round, past the budget
+            shas.append(repo.commit({f"t{i}/m": big_document(i, entries=10)}, f"c{i}", ME))
+            assert maint._pack_loose(r.object_store) > 0
+        assert len(r.object_store.packs) > maint.PACK_BUDGET
+        packed, merged = maint.compact(r)
+        assert merged > 0 and len(r.object_store.packs) <= maint.PACK_BUDGET
+    git(tmp_path / "a", "fsck", "--strict", "--no-dangling")
+    for i, sha in enumerate(shas):
+        assert sha is not None and repo.read_at(sha, f"t{i}/m") == big_document(i, entries=10)
 
 
 def test_replace_file_puts_the_new_bytes_in_place_and_leaves_no_temporary(
