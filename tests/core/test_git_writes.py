@@ -18,7 +18,7 @@ from dulwich.repo import Repo
 from datom_core._git import MetadataRepo
 from datom_core._git import _maintenance as maint
 from datom_core._git._index import FILE_MODE
-from datom_core._git._loose import STORED_FROM
+from datom_core._git._loose import STORED_FROM, write_loose
 from datom_core._git._swap import replace_file
 from tests.core.test_git_objects import ME, git, loose_files, needs_git, put
 
@@ -174,3 +174,21 @@ def test_replace_file_over_a_directory_fails_like_a_rename(tmp_path: Path) -> No
         replace_file(tmp, final)
     assert final.is_dir() and (final / "inside").read_bytes() == b"kept"
     assert tmp.read_bytes() == b"new"
+
+
+@needs_git
+@pytest.mark.parametrize(
+    "size", [STORED_FROM - 1, STORED_FROM, 0xFFFF * 3, 0xFFFF * 3 + 1, 0xFFFF * 520]
+)
+def test_a_large_loose_object_is_a_valid_zlib_stream_for_git_and_dulwich(
+    tmp_path: Path, size: int
+) -> None:
+    bare = tmp_path / "r.git"
+    with closing(Repo.init_bare(str(bare), mkdir=True)) as r:
+        blob = Blob.from_string(random.Random(size).randbytes(size))
+        assert write_loose(r.object_store, [blob]) == 1
+        assert write_loose(r.object_store, [blob]) == 0  # already there: not written again
+    with closing(Repo(str(bare))) as r:
+        assert r.object_store[blob.id].as_raw_string() == blob.as_raw_string()
+    assert git(bare, "cat-file", "-s", blob.id.decode()).strip() == str(size)
+    git(bare, "fsck", "--strict")
