@@ -192,3 +192,21 @@ def test_a_large_loose_object_is_a_valid_zlib_stream_for_git_and_dulwich(
         assert r.object_store[blob.id].as_raw_string() == blob.as_raw_string()
     assert git(bare, "cat-file", "-s", blob.id.decode()).strip() == str(size)
     git(bare, "fsck", "--strict")
+
+
+@needs_git
+def test_an_index_rewritten_by_git_between_writes_is_read_again_not_patched(
+    tmp_path: Path,
+) -> None:
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    repo.commit_and_push(put({"a/m": b"1", "b/m": b"1", "c/m": b"1"}), "one", ME)
+    clone = tmp_path / "a"
+    (clone / "untracked.txt").write_bytes(b"x")
+    git(clone, "add", "untracked.txt")  # git itself writes the index (with an extension)
+    git(clone, "update-index", "--refresh")
+    repo.commit_and_push(put({"a/m": b"2"}), "two", ME)  # only a changed entry: a patch
+    with closing(Repo(str(clone))) as r:
+        paths = {p for p, _ in Index(str(clone / ".git" / "index")).items()}
+        assert paths == set(tree_files(r)) | {b"untracked.txt"}  # git's entry kept
+    assert git(clone, "status", "--porcelain") == "A  untracked.txt\n"
+    assert git(clone, "diff", "--stat") == ""
