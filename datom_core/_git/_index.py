@@ -21,6 +21,8 @@ import struct
 from collections.abc import Mapping
 from pathlib import Path
 
+from ._swap import replace_file
+
 __all__ = ["FastIndex", "UnsupportedIndex"]
 
 log = logging.getLogger("datom_core.git")
@@ -60,12 +62,16 @@ def entry_header(st: os.stat_result, sha_hex: bytes) -> bytes:
 
 
 class FastIndex:
-    """``.git/index`` as ``{path: fixed header}``; re-read only when the file changed."""
+    """``.git/index`` as its serialized entries, with where each one starts; re-read only
+    when the file changed. A write that changes existing entries (the common case: the
+    same documents rewritten) patches those bytes in place; one that adds or removes a
+    path re-sorts and re-joins them."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._entries: dict[bytes, bytes] | None = None  # path -> the whole entry's bytes
-        self._order: list[bytes] | None = None
+        self._body: bytearray | None = None  # the entries, sorted, as the file holds them
+        self._at: dict[bytes, int] = {}  # path -> where its entry starts in _body
         self._stamp: tuple[int, int, int] | None = None
 
     def _stat(self) -> tuple[int, int, int] | None:
@@ -79,30 +85,44 @@ class FastIndex:
         stamp = self._stat()
         if self._entries is None or stamp != self._stamp:
             self._entries = {} if stamp is None else _parse(self.path.read_bytes())
-            self._order, self._stamp = None, stamp
+            self._body, self._stamp = None, stamp
         return self._entries
 
     def update(self, root: Path, changes: Mapping[bytes, bytes | None]) -> None:
         """Set ``path -> blob sha`` (from the file's current stat) or drop ``path -> None``."""
         entries = self.entries()
-        added = False
+        reorder = self._body is None
+        patched: list[bytes] = []
         for path, sha in changes.items():
             if sha is None:
-                if entries.pop(path, None) is not None:
-                    added = True  # the order must be recomputed without it
+                reorder |= entries.pop(path, None) is not None
             else:
-                added |= path not in entries
+                reorder |= path not in entries
                 header = entry_header(os.lstat(root / os.fsdecode(path)), sha)
                 flags = min(len(path), 0xFFF).to_bytes(2, "big")
                 entries[path] = header + flags + _padded(path)
-        if added or self._order is None:
-            self._order = sorted(entries)
-        self._write(entries, self._order)
+                patched.append(path)
+        if reorder or self._body is None:
+            self._rejoin(entries)
+        else:
+            for path in patched:
+                at = self._at[path]
+                self._body[at : at + _FIXED] = entries[path][:_FIXED]  # same name, same size
+        self._write(len(entries))
 
-    def _write(self, entries: dict[bytes, bytes], order: list[bytes]) -> None:
-        header = _HEADER.pack(b"DIRC", 2, len(entries))
-        data = header + b"".join([entries[path] for path in order])
-        data += hashlib.sha1(data).digest()
+    def _rejoin(self, entries: dict[bytes, bytes]) -> None:
+        at, pos = {}, 0
+        order = sorted(entries)
+        for path in order:
+            at[path] = pos
+            pos += len(entries[path])
+        self._body, self._at = bytearray(b"".join([entries[p] for p in order])), at
+
+    def _write(self, count: int) -> None:
+        assert self._body is not None
+        header = _HEADER.pack(b"DIRC", 2, count)
+        digest = hashlib.sha1(header)
+        digest.update(self._body)
         # git's own protocol: write index.lock exclusively, then rename it over the index.
         lock = self.path.with_name("index.lock")
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
@@ -113,11 +133,15 @@ class FastIndex:
             lock.unlink(missing_ok=True)
             fd = os.open(lock, flags, 0o644)
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(lock, self.path)
+            with os.fdopen(fd, "wb", buffering=0) as f:
+                for part in (header, self._body, digest.digest()):
+                    view = memoryview(part)
+                    while view:
+                        view = view[f.write(view) :]
+            replace_file(lock, self.path)
         except BaseException:
             lock.unlink(missing_ok=True)
+            self._entries = self._body = None  # re-read what is on disk next time
             raise
         self._stamp = self._stat()
 

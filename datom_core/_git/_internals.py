@@ -24,6 +24,7 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from .._errors import GitError, InvalidNameError
+from ._swap import replace_file
 
 log = logging.getLogger("datom_core.git")
 T = TypeVar("T")
@@ -60,7 +61,8 @@ def write_file_atomic(path: Path, data: bytes) -> None:
 
     Not fsynced: these are the clone's working-tree files and journal, which mirror
     objects git already holds (a power cut may leave a file stale; the next sync rewrites
-    what differs from HEAD). Folders are made only when the first try finds one missing.
+    what differs from HEAD), and put in place by :func:`replace_file` (no flush forced by
+    the filesystem either). Folders are made only when the first try finds one missing.
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
@@ -72,7 +74,7 @@ def write_file_atomic(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.replace(tmp, path)
+        replace_file(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -5,10 +5,13 @@ A small write adds a handful of objects, each stored as a loose file (``objects/
 They are written here rather than by dulwich's ``add_object`` for three reasons:
 
 * **Compressed at zlib level 1** (:data:`LOOSE_LEVEL`, what ``core.looseCompression=1``
-  asks of git): loose objects live until the next compaction packs them, and datom's
-  documents (a 3,000-table manifest, a 1,000-version history) cost several times more to
-  deflate at the default level for a few per cent of space. Any zlib stream is a valid loose
-  object for git and dulwich.
+  asks of git), and objects over :data:`STORED_FROM` bytes not compressed at all (zlib's
+  stored blocks, level 0): loose objects live only until the next compaction packs them
+  (compressing them then, once), while deflating the large documents of a big project (a
+  3,000-table manifest, a 1,000-version history) on every write costs milliseconds, more
+  than hashing and writing them together. The space this takes is bounded by the loose
+  budget of :mod:`_maintenance`. Any zlib stream is a valid loose object for git and
+  dulwich.
 * **Written once per machine.** An object copied between two repositories on one
   filesystem (the clone and its local remote, either way) is hard-linked, as ``git clone
   --local`` does: no decompression, no second deflate, one system call. Where links are
@@ -29,7 +32,8 @@ from __future__ import annotations
 import errno
 import os
 import secrets
-from collections.abc import Iterable, Iterator
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from dulwich.object_store import BaseObjectStore, DiskObjectStore
@@ -37,9 +41,12 @@ from dulwich.objects import Commit, ObjectID, ShaFile
 
 from ._objects import tree_of
 
-__all__ = ["LOOSE_LEVEL", "commit_object_ids", "copy_objects", "write_loose"]
+__all__ = ["LOOSE_LEVEL", "STORED_FROM", "commit_object_ids", "copy_objects", "write_loose"]
 
 LOOSE_LEVEL = 1
+STORED_FROM = 64 << 10  # raw bytes from which a loose object is written uncompressed
+_BLOCK = 0xFFFF  # the most a stored deflate block holds
+_MAX_PARTS = 512  # buffers in one writev (the system's limit is at least 1,024)
 # errno values of link(2) meaning "no hard link here": copy the compressed bytes instead.
 _NO_LINK = {errno.EPERM, errno.EACCES, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS,
             errno.EXDEV, errno.EMLINK}  # fmt: skip
@@ -63,8 +70,9 @@ def _present(path: str) -> bool:
         return True
 
 
-def _publish(final: str, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``final`` and rename it into place."""
+def _publish(final: str, data: bytes | Sequence[bytes | memoryview]) -> None:
+    """Write ``data`` (or its parts, in order) to a temporary file beside ``final`` and
+    rename it into place."""
     folder = os.path.dirname(final)
     tmp = os.path.join(folder, f"tmp_obj_{os.getpid()}_{secrets.token_hex(4)}")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
@@ -74,12 +82,44 @@ def _publish(final: str, data: bytes) -> None:
         os.makedirs(folder, exist_ok=True)
         fd = os.open(tmp, flags, 0o444)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        with os.fdopen(fd, "wb", buffering=0) as f:
+            _write_all(f.fileno(), [data] if isinstance(data, bytes) else data)
         os.replace(tmp, final)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _write_all(fd: int, parts: Sequence[bytes | memoryview]) -> None:
+    """One ``writev`` where possible: a large object's parts are never joined in memory
+    (a fresh megabyte costs as much to fault in as to hash)."""
+    done = os.writev(fd, parts) if len(parts) <= _MAX_PARTS else 0
+    rest = memoryview(b"".join(parts))[done:] if done < sum(map(len, parts)) else None
+    while rest:
+        rest = rest[os.write(fd, rest) :]
+
+
+def _stored(obj: ShaFile) -> list[bytes | memoryview]:
+    """The loose form of ``obj`` as a zlib stream of stored (uncompressed) blocks, built
+    directly (zlib's own level 0 still runs every byte through its deflate loop): the
+    header and each slice of the content in a block of its own, an empty final block,
+    the Adler-32 of it all."""
+    header = obj._header()
+    parts: list[bytes | memoryview] = [b"\x78\x01", _block_head(len(header)), header]
+    check = zlib.adler32(header)
+    for chunk in obj.as_raw_chunks():
+        view = memoryview(chunk)
+        check = zlib.adler32(view, check)
+        for start in range(0, len(view), _BLOCK):
+            piece = view[start : start + _BLOCK]
+            parts += [_block_head(len(piece)), piece]
+    parts += [_block_head(0, final=True), check.to_bytes(4, "big")]
+    return parts
+
+
+def _block_head(size: int, final: bool = False) -> bytes:
+    """A stored deflate block's header: BFINAL and BTYPE 00 (byte-aligned), LEN, NLEN."""
+    return bytes((final,)) + size.to_bytes(2, "little") + (size ^ 0xFFFF).to_bytes(2, "little")
 
 
 def write_loose(store: BaseObjectStore, objects: Iterable[ShaFile]) -> int:
@@ -93,7 +133,8 @@ def write_loose(store: BaseObjectStore, objects: Iterable[ShaFile]) -> int:
             continue
         final = _path(store, obj.id)
         if not _present(final):
-            _publish(final, obj.as_legacy_object(compression_level=LOOSE_LEVEL))
+            big = obj.raw_length() >= STORED_FROM
+            _publish(final, _stored(obj) if big else obj.as_legacy_object(LOOSE_LEVEL))
             written += 1
     return written
 

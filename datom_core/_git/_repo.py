@@ -27,7 +27,7 @@ from pathlib import Path
 
 from dulwich.config import StackedConfig
 from dulwich.errors import NotGitRepository
-from dulwich.objects import Blob, ObjectID, ShaFile
+from dulwich.objects import Blob, ShaFile
 from dulwich.repo import Repo
 
 from .._checkpoint import checkpoint
@@ -37,7 +37,7 @@ from . import _maintenance as maint
 from ._http import open_transport
 from ._index import FastIndex, UnsupportedIndex
 from ._lock import RepoLock
-from ._objects import TreeReader, build_commit, changed_paths
+from ._objects import TreeReader, blob_data, build_commit, changed_paths
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, is_http_url, resolve_credentials
 from ._transport import Transport, add_objects
 from ._types import Author, author_from
@@ -193,8 +193,10 @@ class RepoCore:
             if sha is None:
                 _remove(target, self.path)
             else:
-                blob = r.object_store[ObjectID(sha)]
-                gi.write_file_atomic(target, blob.as_raw_string())
+                data = blob_data(r.object_store, sha)  # the write's own bytes: in memory
+                if data is None:
+                    raise GitError(f"{os.fsdecode(path)} in {self.path} names no blob ({sha!r})")
+                gi.write_file_atomic(target, data)
         if changes:
             self._update_index(r, changes)
         journal.unlink(missing_ok=True)

@@ -1,0 +1,212 @@
+"""The write path of a big project: large documents stored loose once for clone and remote,
+the index patched entry by entry, files replaced by exchange, compaction of large objects;
+checked against dulwich's own index and the real ``git`` (fsck, status, cat-file)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from dulwich.index import Index, index_entry_from_stat
+from dulwich.objects import Blob, Commit
+from dulwich.repo import Repo
+
+from datom_core._git import MetadataRepo
+from datom_core._git import _maintenance as maint
+from datom_core._git._index import FILE_MODE
+from datom_core._git._loose import STORED_FROM, write_loose
+from datom_core._git._swap import replace_file
+from tests.core.test_git_objects import ME, git, loose_files, needs_git, put
+
+
+def big_document(seed: int, entries: int = 3000) -> bytes:
+    """A manifest-like document (over STORED_FROM bytes at 800 entries), one per seed."""
+    body = {f"t{i:04d}": {"version": f"{seed:08d}{i:056d}"} for i in range(entries)}
+    return (json.dumps(body, indent=2) + "\n").encode()
+
+
+def tree_files(r: Repo) -> dict[bytes, bytes]:
+    """``path -> blob id`` of every file of HEAD."""
+    commit = r[b"HEAD"]
+    assert isinstance(commit, Commit)
+    out: dict[bytes, bytes] = {}
+    for entry in r.object_store.iter_tree_contents(commit.tree):
+        assert entry.path is not None and entry.sha is not None
+        out[entry.path] = entry.sha
+    return out
+
+
+@needs_git
+def test_a_large_object_is_written_once_and_readable_from_clone_and_remote(
+    tmp_path: Path,
+) -> None:
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    doc = big_document(1)
+    assert len(doc) >= STORED_FROM
+    sha = repo.commit_and_push(put({".datom/manifest.json": doc, "t/m": b"x"}), "big", ME)
+    assert sha is not None
+    blob = Blob.from_string(doc).id.decode()
+    bare = MetadataRepo.embedded_remote_path(tmp_path / "a")
+    clone_loose = loose_files(tmp_path / "a" / ".git" / "objects")
+    remote_loose = loose_files(bare / "objects")
+    # one file on disk, two names: the clone's copy is a link to the remote's
+    assert os.stat(clone_loose[blob]).st_ino == os.stat(remote_loose[blob]).st_ino
+    for where in (tmp_path / "a", bare):
+        assert git(where, "cat-file", "blob", blob).encode() == doc
+        git(where, "fsck", "--strict", "--no-dangling")
+    assert git(tmp_path / "a", "status", "--porcelain") == ""
+    assert (tmp_path / "a" / ".datom" / "manifest.json").read_bytes() == doc
+    fresh = MetadataRepo.clone(bare, tmp_path / "b")
+    assert fresh.read(".datom/manifest.json") == doc
+
+
+@needs_git
+def test_the_index_after_many_writes_equals_dulwichs_full_rebuild(tmp_path: Path) -> None:
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    rng = random.Random(7)
+    present: set[str] = set()
+    for i in range(60):
+        files = {f"t{rng.randrange(25):02d}/metadata.json": f"{i}".encode() for _ in range(3)}
+        files["manifest.json"] = f"manifest {i}".encode() * (1 + i % 5)
+        if i % 9 == 4:  # a changed file of a different size, and paths never seen before
+            files[f"new{i}/m"] = b"n" * i
+        repo.commit(files, f"c{i}", ME)
+        present |= set(files)
+    with closing(Repo(str(tmp_path / "a"))) as r:
+        head = tree_files(r)
+        assert {p.decode() for p in head} == present
+        ours = Index(str(tmp_path / "a" / ".git" / "index"))
+        rebuilt = Index(str(tmp_path / "rebuilt-index"), read=False)
+        for path, sha in head.items():
+            st = os.lstat(tmp_path / "a" / os.fsdecode(path))
+            rebuilt[path] = index_entry_from_stat(st, sha, mode=FILE_MODE)
+        rebuilt.write()
+        assert dict(ours.items()) == dict(rebuilt.items())
+    assert git(tmp_path / "a", "status", "--porcelain") == ""
+    git(tmp_path / "a", "diff-index", "--quiet", "--cached", "HEAD")
+
+
+@needs_git
+def test_the_index_drops_paths_a_reset_removes(tmp_path: Path) -> None:
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    repo.commit_and_push(put({"a/m": b"1", "b/m": b"1"}), "one", ME)
+    other = MetadataRepo.clone(MetadataRepo.embedded_remote_path(tmp_path / "a"), tmp_path / "b")
+    repo.commit({"c/m": b"local only"}, "local", ME)  # never pushed: the reset drops it
+    repo.fetch_and_reset()
+    assert not (tmp_path / "a" / "c").exists()
+    assert git(tmp_path / "a", "status", "--porcelain") == ""
+    other.commit_and_push(put({"a/m": b"2"}), "two", ME)
+    repo.fetch_and_reset()
+    assert git(tmp_path / "a", "status", "--porcelain") == ""
+    assert repo.read("a/m") == b"2"
+
+
+@needs_git
+def test_compaction_packs_large_loose_objects_and_keeps_every_commit_readable(
+    tmp_path: Path,
+) -> None:
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    writes = maint.LOOSE_BUDGET // 3 + 2 * maint.CLONE_CHECK_EVERY  # 3 objects a write
+    docs = [big_document(i, entries=800) for i in range(writes)]
+    assert len(docs[0]) >= STORED_FROM
+    shas = [repo.commit_and_push(put({"history.json": d}), f"c{i}", ME) for i, d in enumerate(docs)]
+    bare = MetadataRepo.embedded_remote_path(tmp_path / "a")
+    for path in (tmp_path / "a" / ".git", bare):
+        with closing(Repo(str(path))) as r:
+            assert r.object_store.packs  # the writes compacted it on their budget
+            maint.compact(r)
+            assert r.object_store.count_loose_objects() <= maint.LOOSE_BUDGET
+            assert len(r.object_store.packs) <= maint.PACK_BUDGET
+    for where in (tmp_path / "a", bare):
+        git(where, "fsck", "--strict", "--no-dangling")
+        for pack in (where / ".git" if where == tmp_path / "a" else where).glob(
+            "objects/pack/*.idx"
+        ):
+            git(where, "verify-pack", str(pack))
+    for sha, doc in zip(shas, docs, strict=True):
+        assert sha is not None and repo.read_at(sha, "history.json") == doc
+    assert git(tmp_path / "a", "status", "--porcelain") == ""
+    fresh = MetadataRepo.clone(bare, tmp_path / "b")
+    assert [c.id for c in fresh.log()] == list(reversed(shas))
+
+
+def test_merging_packs_keeps_every_object(tmp_path: Path) -> None:
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    shas = []
+    with closing(Repo(str(tmp_path / "a"))) as r:
+        for i in range(maint.PACK_BUDGET + 2):  # one small pack per round, past the budget
+            shas.append(repo.commit({f"t{i}/m": big_document(i, entries=10)}, f"c{i}", ME))
+            assert maint._pack_loose(r.object_store) > 0
+        assert len(r.object_store.packs) > maint.PACK_BUDGET
+        packed, merged = maint.compact(r)
+        assert merged > 0 and len(r.object_store.packs) <= maint.PACK_BUDGET
+    git(tmp_path / "a", "fsck", "--strict", "--no-dangling")
+    for i, sha in enumerate(shas):
+        assert sha is not None and repo.read_at(sha, f"t{i}/m") == big_document(i, entries=10)
+
+
+def test_replace_file_puts_the_new_bytes_in_place_and_leaves_no_temporary(
+    tmp_path: Path,
+) -> None:
+    final, tmp = tmp_path / "f", tmp_path / "f.tmp"
+    tmp.write_bytes(b"first")
+    replace_file(tmp, final)  # nothing there yet: a plain rename
+    assert final.read_bytes() == b"first" and not tmp.exists()
+    linked = tmp_path / "other-name"
+    os.link(final, linked)  # the old file keeps its bytes under its other name
+    tmp.write_bytes(b"second")
+    replace_file(tmp, final)
+    assert final.read_bytes() == b"second" and not tmp.exists()
+    assert linked.read_bytes() == b"first"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f", "other-name"]
+
+
+def test_replace_file_over_a_directory_fails_like_a_rename(tmp_path: Path) -> None:
+    final, tmp = tmp_path / "d", tmp_path / "d.tmp"
+    final.mkdir()
+    (final / "inside").write_bytes(b"kept")
+    tmp.write_bytes(b"new")
+    with pytest.raises(OSError):
+        replace_file(tmp, final)
+    assert final.is_dir() and (final / "inside").read_bytes() == b"kept"
+    assert tmp.read_bytes() == b"new"
+
+
+@needs_git
+@pytest.mark.parametrize(
+    "size", [STORED_FROM - 1, STORED_FROM, 0xFFFF * 3, 0xFFFF * 3 + 1, 0xFFFF * 520]
+)
+def test_a_large_loose_object_is_a_valid_zlib_stream_for_git_and_dulwich(
+    tmp_path: Path, size: int
+) -> None:
+    bare = tmp_path / "r.git"
+    with closing(Repo.init_bare(str(bare), mkdir=True)) as r:
+        blob = Blob.from_string(random.Random(size).randbytes(size))
+        assert write_loose(r.object_store, [blob]) == 1
+        assert write_loose(r.object_store, [blob]) == 0  # already there: not written again
+    with closing(Repo(str(bare))) as r:
+        assert r.object_store[blob.id].as_raw_string() == blob.as_raw_string()
+    assert git(bare, "cat-file", "-s", blob.id.decode()).strip() == str(size)
+    git(bare, "fsck", "--strict")
+
+
+@needs_git
+def test_an_index_rewritten_by_git_between_writes_is_read_again_not_patched(
+    tmp_path: Path,
+) -> None:
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    repo.commit_and_push(put({"a/m": b"1", "b/m": b"1", "c/m": b"1"}), "one", ME)
+    clone = tmp_path / "a"
+    (clone / "untracked.txt").write_bytes(b"x")
+    git(clone, "add", "untracked.txt")  # git itself writes the index (with an extension)
+    git(clone, "update-index", "--refresh")
+    repo.commit_and_push(put({"a/m": b"2"}), "two", ME)  # only a changed entry: a patch
+    with closing(Repo(str(clone))) as r:
+        paths = {p for p, _ in Index(str(clone / ".git" / "index")).items()}
+        assert paths == set(tree_files(r)) | {b"untracked.txt"}  # git's entry kept
+    assert git(clone, "status", "--porcelain") == "A  untracked.txt\n"
+    assert git(clone, "diff", "--stat") == ""
