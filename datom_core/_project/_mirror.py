@@ -16,7 +16,8 @@ remote's tip holding those bytes (else it would have written again); and any pus
 that look changes the document only together with a mirror, written after it. So after
 the last writer finishes, each document is the remote's. A writer therefore looks at the
 remote about once (it stops at the first copy it finds rewritten, instead of chasing a
-remote that keeps moving), and only the documents that changed between its state and the
+remote that keeps moving; when the remote moved it reads back a few milliseconds after
+its look, so that the newer writers' mirrors, already on their way, land first), and only the documents that changed between its state and the
 tip are derived again: a writer of another table moves only the manifest.
 
 Every route that writes these documents settles them (a write, a ``none`` write that
@@ -26,6 +27,8 @@ next write of the table, a ``none`` write, or ``validate(fix=True)`` repairs.
 
 from __future__ import annotations
 
+import random
+import time
 from dataclasses import dataclass
 
 from datom_core._checkpoint import checkpoint
@@ -56,6 +59,7 @@ __all__ = [
 ]
 
 _MAX_ROUNDS = 10  # looks at a moving remote before leaving the rest to the next writer
+_SETTLE_PAUSE = 0.01  # seconds, times the round, before reading back under contention
 
 
 @dataclass(frozen=True)
@@ -92,12 +96,15 @@ def _settle(ctx: ProjectContext, docs: TableDocuments, history: bytes, head: str
         L.STORE_MANIFEST: docs.manifest,
     }
     git_history = docs.history
-    for _ in range(_MAX_ROUNDS):
+    for rounds in range(1, _MAX_ROUNDS + 1):
         newest = repo.fetch_and_reset()
         if newest == head:
             return  # the remote did not move: its documents are the ones written
         head = newest
-        # Read back after the look, which gives the other writers time to overwrite.
+        # The remote moved: the newer writers' mirrors are on their way. Reading back a
+        # moment later lets them land (one store read then ends it for us) instead of
+        # deriving and writing a tip that they are about to write anyway.
+        time.sleep(random.uniform(0.5, 1.0) * _SETTLE_PAUSE * rounds)
         mine = {key: data for key, data in mine.items() if stored(ctx, key) == data}
         if not mine:
             return  # each was rewritten after us: its writer settles it
