@@ -6,6 +6,8 @@ PROJECT_YAML = ".datom/project.yaml"
 MANIFEST = ".datom/manifest.json"
 STORE_MANIFEST = ".metadata/manifest.json"
 INBOX = "input_files"
+SET_PAYLOAD = "set.json"
+"""The file that makes a folder of a product repo a set, not a table (SETS.md)."""
 
 GITIGNORE = """\
 # datom: data never goes to git; the inbox is local.

@@ -22,7 +22,9 @@ from datom_core._sets._read import read_json
 from datom_core._sets._records import SetWriteResult
 from datom_core._store import Store
 
-__all__ = ["SetPlan", "commits_by_version", "converge_set", "mirror_set"]
+__all__ = ["SetPlan", "commits_by_version", "converge_set", "mirror_set", "settle_copies"]
+
+_MAX_ROUNDS = 10  # looks at a moving remote before leaving the rest to the next writer
 
 
 @dataclass(frozen=True)
@@ -122,4 +124,41 @@ def mirror_set(
     store.write_bytes(M.store_metadata(name), plan.metadata)
     checkpoint("set:mirror:metadata")
     store.write_bytes(M.STORE_MANIFEST, plan.manifest)
+    settle_copies(
+        store,
+        repo,
+        {
+            M.store_metadata(name): (M.git_metadata(name), plan.metadata),
+            M.STORE_MANIFEST: (M.MANIFEST, plan.manifest),
+        },
+        repo.head(),
+    )
     return uploaded
+
+
+def settle_copies(
+    store: Store, repo: MetadataRepo, mine: dict[str, tuple[str, bytes]], head: str | None
+) -> None:
+    """Make the plain copies this writer put in the store end as the remote's.
+
+    ``mine`` maps a store key to (its git path, the bytes written). Writers of other
+    tables and sets finish their mirrors out of order (``_project._mirror`` settles the
+    same way): when the remote moved since ``head``, a copy still holding our bytes is
+    ours to bring up to the tip; one rewritten since is its writer's to settle.
+    """
+    for _ in range(_MAX_ROUNDS):
+        newest = repo.fetch_and_reset()
+        if newest == head:
+            return
+        head = newest
+        mine = {k: (path, data) for k, (path, data) in mine.items() if _stored(store, k) == data}
+        changed = {
+            k: (path, tip)
+            for k, (path, data) in mine.items()
+            if (tip := repo.read(path)) is not None and tip != data
+        }
+        if not changed:
+            return
+        for key, (_, data) in changed.items():
+            store.write_bytes(key, data)
+        mine = changed
