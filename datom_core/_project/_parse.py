@@ -10,6 +10,8 @@ a string. Every document is validated on parse: valid JSON of the wrong shape ra
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -134,8 +136,34 @@ def _kind(d: Mapping[str, Any], key: str) -> ArtifactKind:
     return kind  # type: ignore[return-value]
 
 
+_PARSED_MAX = 512
+_parsed: OrderedDict[tuple[bytes, str], TableMetadata] = OrderedDict()
+_parsed_lock = threading.Lock()
+
+
 def parse_metadata(source: bytes | Any, *, key: str) -> TableMetadata:
-    """A version's ``metadata.json`` (table or set) as a :class:`TableMetadata`."""
+    """A version's ``metadata.json`` (table or set) as a :class:`TableMetadata`.
+
+    Parsed bytes are remembered (the record is immutable, matched by the exact bytes, so a
+    kept record cannot be stale): a write, a read and a Dagster input each meet the same
+    few documents several times, and each parse recomputes the version id.
+    """
+    if not isinstance(source, bytes):
+        return _parse_metadata(source, key)
+    with _parsed_lock:
+        found = _parsed.get((source, key))
+        if found is not None:
+            _parsed.move_to_end((source, key))
+            return found
+    record = _parse_metadata(source, key)
+    with _parsed_lock:
+        _parsed[(source, key)] = record
+        while len(_parsed) > _PARSED_MAX:
+            _parsed.popitem(last=False)
+    return record
+
+
+def _parse_metadata(source: bytes | Any, key: str) -> TableMetadata:
     d = _object(_doc(source, key), key, "a metadata object")
     kind = _kind(d, key)
     table = kind == "table"
