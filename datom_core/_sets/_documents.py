@@ -8,11 +8,11 @@ format-2 ``metadata_sha`` over the identity allowlist, which for a set is
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from datom_core._identity._canonical import metadata_sha
+from datom_core._project._documents import SCHEMA_VERSION, utc_now
 from datom_core._sets._sv1 import HASH_ALGO
 from datom_core._version import WRITTEN_BY
 
@@ -26,13 +26,6 @@ __all__ = [
     "set_version",
     "utc_now",
 ]
-
-SCHEMA_VERSION = 2
-
-
-def utc_now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
 
 def set_version(metadata: Mapping[str, Any]) -> str:
     """The version id (format-2 ``metadata_sha``) of an artifact's metadata document."""

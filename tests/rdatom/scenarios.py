@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,11 +147,20 @@ def r_standard_project(r: RSession, base: Path, name: str = "RSTUDY") -> Project
         p.steps.append((table, res["action"], res["version"]))
         return res["version"]
 
+    def onboard_ae() -> str:
+        r.call("r_write_csv", name="ae", path=p.clone / "input_files" / "ae.csv")
+        r.call("r_sync", conn=conn)
+        return str(r.call("r_current", conn=conn, name="ae"))
+
+    _standard_steps(p, write, onboard_ae)
+    return p
+
+
+def _standard_steps(p: Project, write: Callable[..., str], onboard_ae: Callable[[], str]) -> None:
+    """The standard project's steps, whichever language writes them."""
     dm1 = write("dm", "dm_v1")
     write("lb", "lb")
-    r.call("r_write_csv", name="ae", path=p.clone / "input_files" / "ae.csv")
-    r.call("r_sync", conn=conn)
-    ae = r.call("r_current", conn=conn, name="ae")
+    ae = onboard_ae()
     p.steps.append(("ae", "full", ae))
     adsl = write("adsl", "adsl", parents=[{"table": "dm", "version": dm1}])
     write(
@@ -162,7 +172,6 @@ def r_standard_project(r: RSession, base: Path, name: str = "RSTUDY") -> Project
     write("dm", "dm_v2", metadata=NOTE)  # new data
     write("dm", "dm_v1", metadata=NOTE)  # revert to the metadata-only version
     write("lb", "lb_v2")
-    return p
 
 
 def py_standard_project(base: Path, name: str = "PYSTUDY") -> Project:
@@ -176,23 +185,13 @@ def py_standard_project(base: Path, name: str = "PYSTUDY") -> Project:
         p.steps.append((table, res.change, res.version))
         return res.version
 
-    dm1 = write("dm", "dm_v1")
-    write("lb", "lb")
-    (clone / "input_files" / "ae.csv").write_bytes(CSV["ae"])
-    synced = conn.sync()
-    assert [(row.name, row.status) for row in synced] == [("ae", "synced")], synced
-    ae = conn.resolve("ae")
-    p.steps.append(("ae", "full", ae))
-    adsl = write("adsl", "adsl", parents=[{"table": "dm", "version": dm1}])
-    write(
-        "adae",
-        "adae",
-        parents=[{"table": "ae", "version": ae}, {"table": "adsl", "version": adsl}],
-    )
-    write("dm", "dm_v1", metadata=NOTE)
-    write("dm", "dm_v2", metadata=NOTE)
-    write("dm", "dm_v1", metadata=NOTE)
-    write("lb", "lb_v2")
+    def onboard_ae() -> str:
+        (clone / "input_files" / "ae.csv").write_bytes(CSV["ae"])
+        synced = conn.sync()
+        assert [(row.name, row.status) for row in synced] == [("ae", "synced")], synced
+        return conn.resolve("ae")
+
+    _standard_steps(p, write, onboard_ae)
     return p
 
 
