@@ -10,7 +10,7 @@ bare object) is re-printed in full, as before. Whether a text is canonical is le
 printing it, except for a text that ends with a canonical one kept here (another writer's
 history grown from one this process saw): only the entries in front are printed.
 
-Texts are kept by content (:class:`~._tip.Recent`), with what is known about them:
+Texts are kept by content (:class:`~._recent.Recent`), with what is known about them:
 
 * ``parent``: a text made here by putting an entry in front of ``parent``;
 * ``mirrors``: a store copy that is git's text ``mirrors`` with each entry's
@@ -29,7 +29,7 @@ from typing import Any
 from datom_core._project._documents import dump
 from datom_core._project._model import HistoryEntry
 from datom_core._project._parse import parse_history
-from datom_core._project._tip import Recent
+from datom_core._project._recent import Recent
 
 __all__ = [
     "HistoryText",

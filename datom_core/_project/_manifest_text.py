@@ -25,7 +25,8 @@ from datom_core._errors import DatomError
 from datom_core._project._documents import manifest_doc, summary_weight, utc_now
 from datom_core._project._door import accept_update
 from datom_core._project._pretty import pretty_member, pretty_object
-from datom_core._project._tip import Recent, load_manifest, remember_manifest
+from datom_core._project._recent import Recent
+from datom_core._project._tip import load_manifest, remember_manifest
 
 __all__ = ["spliced_manifest"]
 

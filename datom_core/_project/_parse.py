@@ -10,8 +10,6 @@ a string. Every document is validated on parse: valid JSON of the wrong shape ra
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,6 +28,7 @@ from datom_core._project._model import (
     SourceRef,
     TableMetadata,
 )
+from datom_core._project._recent import Recent
 
 __all__ = [
     "convert_manifest_v1",
@@ -136,31 +135,19 @@ def _kind(d: Mapping[str, Any], key: str) -> ArtifactKind:
     return kind  # type: ignore[return-value]
 
 
-_PARSED_MAX = 512
-_parsed: OrderedDict[tuple[bytes, str], TableMetadata] = OrderedDict()
-_parsed_lock = threading.Lock()
+_metadata: Recent[TableMetadata] = Recent(256)
 
 
 def parse_metadata(source: bytes | Any, *, key: str) -> TableMetadata:
     """A version's ``metadata.json`` (table or set) as a :class:`TableMetadata`.
 
-    Parsed bytes are remembered (the record is immutable, matched by the exact bytes, so a
-    kept record cannot be stale): a write, a read and a Dagster input each meet the same
-    few documents several times, and each parse recomputes the version id.
+    Parsed bytes are remembered (the record is immutable and matched by the exact bytes,
+    so a kept record cannot be stale): a write, a read and a Dagster input each meet the
+    same few documents several times, and each parse recomputes the version id.
     """
     if not isinstance(source, bytes):
         return _parse_metadata(source, key)
-    with _parsed_lock:
-        found = _parsed.get((source, key))
-        if found is not None:
-            _parsed.move_to_end((source, key))
-            return found
-    record = _parse_metadata(source, key)
-    with _parsed_lock:
-        _parsed[(source, key)] = record
-        while len(_parsed) > _PARSED_MAX:
-            _parsed.popitem(last=False)
-    return record
+    return _metadata.parsed(source, lambda raw: _parse_metadata(raw, key))
 
 
 def _parse_metadata(source: bytes | Any, key: str) -> TableMetadata:

@@ -12,68 +12,20 @@ what the next write reads back.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Protocol
 
 from datom_core._project import _layout as L
 from datom_core._project._model import ProjectConfig
 from datom_core._project._parse import load_json, parse_project_config
+from datom_core._project._recent import Recent
 
-__all__ = ["Recent", "TreeReader", "load_manifest", "load_project_config", "remember_manifest"]
-
-T = TypeVar("T")
+__all__ = ["TreeReader", "load_manifest", "load_project_config", "remember_manifest"]
 
 
 class TreeReader(Protocol):
     """A read-only view of a git tip: a file's bytes, or None."""
 
     def read(self, path: str, /) -> bytes | None: ...
-
-
-class Recent(Generic[T]):
-    """Values derived from the last ``count`` distinct byte strings (at most ``size``
-    bytes of them in all), looked up by content: the same object first, then equal bytes
-    (lengths compared before any byte)."""
-
-    def __init__(self, count: int, size: int = 1 << 62) -> None:
-        self._items: list[tuple[bytes, T]] = []  # newest last
-        self._count, self._size = count, size
-        self._guard = threading.Lock()
-
-    def get(self, raw: bytes) -> T | None:
-        with self._guard:
-            items = self._items[::-1]
-        for key, value in items:
-            if key is raw:
-                return value
-        n = len(raw)
-        for key, value in items:
-            if len(key) == n and key == raw:
-                return value
-        return None
-
-    def values(self) -> list[T]:
-        """The kept values, newest first."""
-        with self._guard:
-            return [value for _, value in self._items[::-1]]
-
-    def put(self, raw: bytes, value: T) -> None:
-        with self._guard:
-            items = [(k, v) for k, v in self._items if len(k) != len(raw) or k != raw]
-            items.append((raw, value))
-            held = sum(len(k) for k, _ in items)
-            while len(items) > 1 and (len(items) > self._count or held > self._size):
-                held -= len(items.pop(0)[0])
-            self._items = items
-
-    def parsed(self, raw: bytes, parse: Callable[[bytes], T]) -> T:
-        """The kept value for ``raw``, else ``parse(raw)`` kept (errors are not kept)."""
-        found = self.get(raw)
-        if found is None:
-            found = parse(raw)
-            self.put(raw, found)
-        return found
 
 
 _manifests: Recent[Any] = Recent(16, 64 << 20)

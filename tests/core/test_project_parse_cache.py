@@ -43,7 +43,8 @@ def test_the_memory_is_bounded(tmp_path: Path) -> None:
     conn = new_project(tmp_path)
     conn.write("dm", frame())
     doc = json.loads(_doc(conn))
-    for i in range(_parse._PARSED_MAX + 50):
+    for i in range(300):
         doc["nrow"] = i
         _parse.parse_metadata(json.dumps(doc).encode(), key="dm/metadata.json")
-    assert len(_parse._parsed) <= _parse._PARSED_MAX
+    kept = _parse._metadata.values()
+    assert len(kept) == 256 and kept[0].nrow == 299  # the newest kept, the oldest dropped
