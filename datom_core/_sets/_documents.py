@@ -27,6 +27,7 @@ __all__ = [
     "utc_now",
 ]
 
+
 def set_version(metadata: Mapping[str, Any]) -> str:
     """The version id (format-2 ``metadata_sha``) of an artifact's metadata document."""
 
