@@ -5,15 +5,11 @@
   checks its clone (or its local remote): more than ``LOOSE_BUDGET`` loose objects are
   packed; more than ``PACK_BUDGET`` packs are merged geometrically (the big pack is kept
   while it outweighs the others together, so the cost stays proportional to what is new).
-  Packs are written here (:func:`write_pack`), not by dulwich's ``add_objects``, which
-  reads every object of a new pack back to index it: the index comes from the write
-  itself. Loose objects are packed from their bytes (never parsed: a project's root tree
-  has thousands of entries) and packs are merged by copying their whole entries as they are
-  (a delta, whose base may lie in another pack, is written whole). New entries are
-  deflated at zlib level :data:`PACK_LEVEL` (``pack.compression=1``), on a big project
-  most of a compaction's time (the default level costs ~2.5 times as much for ~10% less
-  space); packs are fsynced with their index before the loose objects they
-  hold are deleted, so a power cut cannot take both.
+  Packs are written by :mod:`_packs` from the objects' bytes (no object is parsed, and
+  a project's manifest is stored as a delta against its previous version), not by
+  dulwich's ``add_objects``, which reads every object of a new pack back to index it: the
+  index comes from the write itself. Packs are fsynced with their index before the loose
+  objects they hold are deleted, so a power cut cannot take both.
 * **Local remotes** are compacted under an exclusive ``flock`` on
   ``<remote>/datom-maintenance.lock``; datom's own fetches and pushes hold it shared, so no
   reader sees an object vanish between the listing and the read. Compaction only happens
@@ -29,23 +25,18 @@ from __future__ import annotations
 
 import binascii
 import fcntl
-import hashlib
 import logging
-import mmap
 import os
-import secrets
-import struct
 import time
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from dulwich.object_format import DEFAULT_OBJECT_FORMAT
 from dulwich.object_store import DiskObjectStore
 from dulwich.objects import ObjectID, ShaFile
-from dulwich.pack import OFS_DELTA, REF_DELTA, Pack, pack_object_header, write_pack_index
 from dulwich.repo import Repo
+
+from ._packs import loose_entry, merge_packs, pack_entries, write_entries, write_objects
 
 __all__ = [
     "CLONE_CHECK_EVERY",
@@ -62,16 +53,11 @@ __all__ = [
 log = logging.getLogger("datom_core.git")
 
 LOOSE_BUDGET = 256
-PACK_LEVEL = 1
 PACK_BUDGET = 16
 CLONE_CHECK_EVERY = 16  # object-adding operations of one handle between two checks
 REMOTE_CHECK_EVERY = 8  # pushes of one handle between two checks of a local remote
 _LOCK_NAME = "datom-maintenance.lock"
 _TOP_LOCKS = ("index.lock", "packed-refs.lock", "HEAD.lock", "config.lock")
-_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
-_DELTAS = (OFS_DELTA, REF_DELTA)
-_OID_LEN = 20  # the trailing checksum of a pack, and an object id
-_Entry = tuple[bytes, bytes | memoryview, int | None]  # id, its packed bytes, their crc32
 
 
 def compact(r: Repo, loose_added: int | None = None) -> tuple[int, int]:
@@ -91,7 +77,7 @@ def compact(r: Repo, loose_added: int | None = None) -> tuple[int, int]:
     if len(packs) > PACK_BUDGET:
         biggest, rest = packs[0], packs[1:]
         merge = rest if len(biggest) >= 2 * sum(len(p) for p in rest) else packs
-        new = _merge_packs(store, merge)
+        new = merge_packs(store, merge)
         for p in merge:
             if os.path.basename(p._basename) != new:
                 store._remove_pack(p)
@@ -101,116 +87,21 @@ def compact(r: Repo, loose_added: int | None = None) -> tuple[int, int]:
     return packed, merged
 
 
-def _loose_entry(store: DiskObjectStore, sha: bytes) -> _Entry | None:
-    """The loose object ``sha`` as a pack entry, from its bytes (never parsed into an
-    object: a 3,000-entry tree costs a millisecond to parse); None if it cannot be read
-    whole (zlib checks its own checksum), and then it is left where it is."""
-    try:
-        with open(store._get_shafile_path(ObjectID(sha)), "rb") as f:
-            data = zlib.decompress(f.read())
-    except (OSError, zlib.error):
-        return None
-    nul = data.find(b"\0", 0, 32)
-    kind, _, size = data[:nul].partition(b" ")
-    type_num = _TYPES.get(kind)
-    if nul < 0 or type_num is None or not size.isdigit() or int(size) != len(data) - nul - 1:
-        return None
-    return _packed(binascii.unhexlify(sha), type_num, memoryview(data)[nul + 1 :])
-
-
-def _packed(oid: bytes, type_num: int, content: bytes | memoryview) -> _Entry:
-    """A whole (not deltified) pack entry: its header, then the content deflated."""
-    head = bytes(pack_object_header(type_num, None, len(content), DEFAULT_OBJECT_FORMAT))
-    return oid, head + zlib.compress(content, PACK_LEVEL), None
-
-
 def _pack_loose(store: DiskObjectStore) -> int:
     """Pack every loose object, then delete the loose copies; how many were packed."""
     shas = list(store._iter_loose_objects())
-    entries = [e for e in (_loose_entry(store, sha) for sha in shas) if e is not None]
-    if entries:
-        _write_entries(store, entries)
-    for oid, _data, _crc in entries:
+    objects = [o for o in (loose_entry(store, sha) for sha in shas) if o is not None]
+    if objects:
+        write_entries(store, pack_entries(objects))
+    for oid, _type, _content in objects:
         store.delete_loose_object(ObjectID(binascii.hexlify(oid)))
-    return len(entries)
-
-
-def _merge_packs(store: DiskObjectStore, packs: Sequence[Pack]) -> str:
-    """One pack holding every object of ``packs``; returns its name. A whole entry is
-    copied as it is (its deflated bytes and checksum); a delta, whose base may be in
-    another pack, is written whole."""
-    entries: dict[bytes, _Entry] = {}
-    for p in packs:
-        with (
-            open(p._basename + ".pack", "rb") as f,
-            mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as m,
-        ):
-            listed = sorted(p.index.iterentries(), key=lambda e: e[1])
-            ends = [e[1] for e in listed[1:]] + [len(m) - _OID_LEN]
-            for (oid, offset, crc), end in zip(listed, ends, strict=True):
-                if oid in entries:
-                    continue
-                if (m[offset] >> 4) & 7 in _DELTAS:
-                    type_num, raw = p.get_raw(ObjectID(binascii.hexlify(oid)))
-                    entries[oid] = _packed(oid, type_num, raw)
-                else:
-                    entries[oid] = oid, m[offset:end], crc
-    return _write_entries(store, list(entries.values()))
+    return len(objects)
 
 
 def write_pack(store: DiskObjectStore, objects: Sequence[ShaFile]) -> str:
-    """Write ``objects`` (not deltified) as one pack with its index into ``store``; see
-    :func:`_write_entries`."""
-    entries = {
-        o.id: _packed(binascii.unhexlify(o.id), o.type_num, b"".join(o.as_raw_chunks()))
-        for o in objects
-    }
-    return _write_entries(store, list(entries.values()))
-
-
-def _write_entries(store: DiskObjectStore, entries: Sequence[_Entry]) -> str:
-    """Write one pack of ``entries`` (distinct objects) with its index into ``store``, both
-    fsynced; returns its file name without suffix (``pack-`` and its checksum, as git
-    names packs)."""
-    folder = Path(store.pack_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f"tmp_pack_{os.getpid()}_{secrets.token_hex(4)}"
-    try:
-        index, digest = [], hashlib.sha1()
-        with open(tmp, "wb") as f:
-            head = b"PACK" + struct.pack(">II", 2, len(entries))  # version 2
-            f.write(head)
-            digest.update(head)
-            offset = len(head)
-            for oid, data, crc in entries:
-                f.write(data)
-                digest.update(data)
-                index.append((oid, offset, crc if crc is not None else binascii.crc32(data)))
-                offset += len(data)
-            checksum = digest.digest()
-            f.write(checksum)
-            f.flush()
-            os.fsync(f.fileno())
-        name = checksum.hex()
-        final = folder / f"pack-{name}"
-        os.replace(tmp, final.with_suffix(".pack"))
-        with open(tmp, "wb") as f:
-            write_pack_index(f, sorted(index), checksum)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, final.with_suffix(".idx"))  # the pack is visible from here on
-    finally:
-        tmp.unlink(missing_ok=True)
-    _fsync_dir(folder)
-    return final.name
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    """Write ``objects`` as one pack with its index into ``store``, both fsynced; returns
+    its file name without suffix (``pack-`` and its checksum, as git names packs)."""
+    return write_objects(store, objects)
 
 
 def may_need_compaction(r: Repo, loose_added: int | None) -> bool:

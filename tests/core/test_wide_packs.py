@@ -5,6 +5,7 @@ write project compacted many times keeps its history, reads and validate right."
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import zlib
@@ -19,6 +20,7 @@ from dulwich.repo import Repo
 
 import datom_core as dc
 from datom_core._git import _maintenance as maint
+from datom_core._git import _packs
 
 GIT = shutil.which("git")
 needs_git = pytest.mark.skipif(GIT is None, reason="the git command line is not installed")
@@ -45,6 +47,7 @@ def _history(repo: Repo, commits: int, width: int) -> dict[bytes, tuple[int, byt
         return obj
 
     root, parent = Tree(), None
+    lines = [b'  "t%05d": "%s"' % (k, os.urandom(32).hex().encode()) for k in range(width)]
     for i in range(commits):
         for k in [i % width] if i else range(width):
             doc = add(Blob.from_string(b'{"n": %d, "name": "t%05d"}\n' % (i, k)))
@@ -52,8 +55,12 @@ def _history(repo: Repo, commits: int, width: int) -> dict[bytes, tuple[int, byt
             sub.add(b"metadata.json", 0o100644, doc.id)
             add(sub)
             root.add(b"t%05d" % k, 0o040000, sub.id)
-        big = add(Blob.from_string(os.urandom(2000) + b"manifest %d" % i * 500))
-        root.add(b"manifest.json", 0o100644, big.id)
+        # A manifest: one entry rewritten (its length changing), and a stamp at the end.
+        lines[i % width] = b'  "t%05d": "%s"' % (i % width, os.urandom(1 + i % 40).hex().encode())
+        text = b"{\n" + b",\n".join(lines) + b'\n  "at": "%d"\n}\n' % i
+        root.add(b"manifest.json", 0o100644, add(Blob.from_string(text)).id)
+        noise = add(Blob.from_string(os.urandom(9000)))  # big, and nothing like the others
+        root.add(b"noise", 0o100644, noise.id)
         tree = add(Tree.from_string(root.as_raw_string()))
         c = Commit()
         c.tree, c.parents = tree.id, [parent] if parent else []
@@ -85,6 +92,10 @@ def test_loose_objects_are_packed_from_their_bytes_exactly(tmp_path: Path) -> No
     (pack,) = (tmp_path / "r" / "objects" / "pack").glob("*.pack")
     listed = git(tmp_path / "r", "verify-pack", "-v", str(pack))
     assert sum(sha.decode() in listed for sha in made) == len(made)
+    chains = [int(n) for n in re.findall(r"chain length = (\d+):", listed)]
+    assert chains and max(chains) <= _packs._DEPTH  # manifests and root trees: deltas
+    whole = sum(len(_packs._whole(b"", t, raw)[1]) for t, raw in made.values())
+    assert pack.stat().st_size * 3 < whole  # every entry deflated whole: 3 times as big
     git(tmp_path / "r", "fsck", "--full", "--strict", "--no-dangling")
 
 
@@ -110,11 +121,34 @@ def test_merged_packs_copy_entries_and_resolve_git_deltas(tmp_path: Path) -> Non
         assert len(again.object_store.packs) == 2
         _same(repo, made | more)
         packs = again.object_store.packs  # now git's, with its deltas, too
-        name = maint._merge_packs(again.object_store, packs)
+        name = _packs.merge_packs(again.object_store, packs)
         for p in packs:
             again.object_store._remove_pack(p)
     assert [p.stem for p in where.glob("objects/pack/*.pack")] == [name]
     _same(repo, made | more)
+    git(where, "fsck", "--full", "--strict", "--no-dangling")
+
+
+@needs_git
+def test_merged_delta_packs_keep_their_deltas_exactly(tmp_path: Path) -> None:
+    where = tmp_path / "r"
+    repo = Repo.init_bare(where, mkdir=True)
+    made = _history(repo, 60, 300)
+    maint._pack_loose(repo.object_store)
+    (ours,) = repo.object_store.packs
+    size = Path(ours._basename + ".pack").stat().st_size
+    some = [repo.object_store[ObjectID(sha)] for sha in list(made)[::3]]
+    maint.write_pack(repo.object_store, some)  # a second pack: some objects twice
+    packs = sorted(repo.object_store.packs, key=len)  # the copies first: bases move
+    name = _packs.merge_packs(repo.object_store, packs)
+    for p in packs:
+        repo.object_store._remove_pack(p)
+    (merged,) = where.glob("objects/pack/*.pack")
+    assert merged.stem == name
+    _same(repo, made)
+    listed = git(where, "verify-pack", "-v", str(merged))
+    assert max(int(n) for n in re.findall(r"chain length = (\d+):", listed)) <= 2 * _packs._DEPTH
+    assert merged.stat().st_size < 2 * size
     git(where, "fsck", "--full", "--strict", "--no-dangling")
 
 
