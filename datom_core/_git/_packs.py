@@ -4,8 +4,10 @@ Nothing here parses an object: a project's root tree has thousands of entries an
 manifest is a megabyte. Loose objects become pack entries from their inflated bytes; packs
 are merged by copying their entries (a delta keeps its deflated bytes, its base offset is
 re-written); every write of a project rewrites its manifest with a few entries changed, so
-a big object is stored as a git delta against the one before it in size order when that
-is much smaller (found by comparing aligned blocks, checked by applying it before use).
+a big object is stored as a git delta against the next bigger one of its type when that is
+much smaller (found by comparing aligned blocks, checked by applying it before use). The
+biggest of a chain, in a growing project the newest, is stored whole, as git prefers:
+reading it resolves nothing.
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ def pack_entries(objects: Sequence[Whole]) -> list[Entry]:
     out = [_whole(*o) for o in small]
     offsets: dict[bytes, int] = {}  # the packed bytes before an entry, to place deltas
     at = sum(len(e[1]) for e in out)
-    big = sorted((o for o in objects if len(o[2]) >= _DELTA_FROM), key=lambda o: (o[1], len(o[2])))
+    big = sorted((o for o in objects if len(o[2]) >= _DELTA_FROM), key=lambda o: (o[1], -len(o[2])))
     prev: Whole | None = None
     depth = 0
     for obj in big:
