@@ -122,6 +122,7 @@ def _delta(base: bytes, target: bytes) -> bytes | None:
         else:
             runs.append((t, t + size, t + d))
 
+    unmatched = 0
     for t in range(0, nt - _FINE + 1, _BLOCK):
         d = match(t, _BLOCK) if t + _BLOCK <= nt else None
         if d is not None:
@@ -131,6 +132,10 @@ def _delta(base: bytes, target: bytes) -> bytes | None:
             d = match(f, _FINE)
             if d is not None:
                 add(f, _FINE, d)
+            else:
+                unmatched += _FINE
+        if unmatched * 4 > nt:
+            return None  # not worth it: an object unlike its neighbour costs this little
     out = bytearray(_varint(nb) + _varint(nt))
     pos = 0
     for start, end, at in runs:

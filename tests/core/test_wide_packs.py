@@ -84,7 +84,7 @@ def _same(repo: Repo, made: dict[bytes, tuple[int, bytes]]) -> None:
 def test_loose_objects_are_packed_from_their_bytes_exactly(tmp_path: Path) -> None:
     repo = Repo.init_bare(tmp_path / "r", mkdir=True)
     repo.close()
-    made = _history(repo, 120, 3000)
+    made = _history(repo, 100, 1500)
     packed = maint._pack_loose(repo.object_store)
     assert packed == len(made)
     assert repo.object_store.count_loose_objects() == 0
