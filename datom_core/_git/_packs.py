@@ -52,7 +52,9 @@ def loose_entry(store: DiskObjectStore, sha: bytes) -> Whole | None:
     be read whole (zlib checks its own checksum): it is then left where it is."""
     try:
         with open(store._get_shafile_path(ObjectID(sha)), "rb") as f:
-            data = zlib.decompress(f.read())
+            raw = f.read()
+        # Sized for stored (level 0) deflate, which big loose objects are: no regrowing.
+        data = zlib.decompress(raw, bufsize=len(raw) + 4096)
     except (OSError, zlib.error):
         return None
     nul = data.find(b"\0", 0, 32)
@@ -122,18 +124,25 @@ def _delta(base: bytes, target: bytes) -> bytes | None:
         else:
             runs.append((t, t + size, t + d))
 
-    unmatched = 0
-    for t in range(0, nt - _FINE + 1, _BLOCK):
-        d = match(t, _BLOCK) if t + _BLOCK <= nt else None
-        if d is not None:
-            add(t, _BLOCK, d)
+    t, step, unmatched = 0, _BLOCK, 0
+    while t <= nt - _FINE:
+        size = min(step, nt - t)
+        d = match(t, size)
+        if d is not None:  # a run: try twice as much at once next
+            add(t, size, d)
+            t, step = t + size, step * 2
             continue
-        for f in range(t, min(t + _BLOCK, nt - _FINE + 1), _FINE):
+        if step > _BLOCK:
+            step = _BLOCK
+            continue
+        end = min(t + _BLOCK, nt)
+        for f in range(t, end - _FINE + 1, _FINE):
             d = match(f, _FINE)
             if d is not None:
                 add(f, _FINE, d)
             else:
                 unmatched += _FINE
+        t = end
         if unmatched * 4 > nt:
             return None  # not worth it: an object unlike its neighbour costs this little
     out = bytearray(_varint(nb) + _varint(nt))
