@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
+from dulwich.pack import apply_delta
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
@@ -184,3 +185,28 @@ def test_a_wide_project_compacted_many_times_stays_right(tmp_path: Path) -> None
     assert conn.validate().ok
     if GIT is not None:
         git(tmp_path / "repo", "fsck", "--full", "--strict", "--no-dangling")
+
+
+@pytest.mark.parametrize(
+    "edit",
+    ["same", "start", "end", "middle grows", "middle shrinks", "two in place", "appended"],
+)
+def test_a_delta_is_found_for_an_edited_text_and_rebuilds_it(edit: str) -> None:
+    base = os.urandom(150_000).hex().encode()  # 300 kB, no repeats to copy by chance
+    cut = len(base) // 2
+    target = {
+        "same": base,
+        "start": b"X" + base[1:],
+        "end": base[:-5] + b"tail!",
+        "middle grows": base[:cut] + b"inserted" * 9 + base[cut:],
+        "middle shrinks": base[:cut] + base[cut + 777 :],
+        "two in place": base[:1000] + b"ab" + base[1002:cut] + b"cd" + base[cut + 2 :],
+        "appended": base + b"more" * 100,
+    }[edit]
+    delta = _packs._delta(base, target)
+    assert delta is not None and len(delta) < 3000
+    assert b"".join(apply_delta(base, delta)) == target
+
+
+def test_no_delta_between_unlike_objects() -> None:
+    assert _packs._delta(os.urandom(100_000), os.urandom(100_000)) is None
