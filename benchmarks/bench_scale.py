@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     parser.add_argument("--only", choices=["growing", "wide", "deep"], action="append")
     args = parser.parse_args(argv)
-    writes, big, versions, n = (150, 1000, 300, 9) if args.quick else (300, 3000, 1000, 15)
+    writes, big, versions, n = (150, 1000, 300, 9) if args.quick else (300, 3000, 1000, 41)
     parts = set(args.only or ["growing", "wide", "deep"])
     ok = True
     with tempfile.TemporaryDirectory(prefix="datom-bench-scale-") as tmp:
