@@ -116,7 +116,7 @@ def _from_pandas(df: pd.DataFrame) -> ConvertedTable:
                 "or reset_index(drop=True) to drop it",
             )
         )
-    cols = tuple(_pandas_column(df.iloc[:, i], df.columns[i]) for i in range(df.shape[1]))
+    cols = tuple(_pandas_column(series, name) for name, series in df.items())
     return ConvertedTable(cols, tuple(problems))
 
 

@@ -47,12 +47,12 @@ from datom_dagster._naming import KEY_METADATA_KEY, TABLE_METADATA_KEY, table_na
 from datom_dagster._set_pins import open_pinned_set, set_pin_of, set_pins
 from datom_dagster._type_handlers import (
     InputSpec,
-    arrow_schema,
     concat,
     from_read,
     input_spec,
     output_table,
     read_kind,
+    stored_table,
 )
 
 __all__ = ["DatomIOManager"]
@@ -99,9 +99,11 @@ class DatomIOManager(ConfigurableIOManager):
         single = len(tables) == 1
         for pk, table in tables.items():
             try:
+                # Converted once: the write and the column schema shown use the same table.
+                stored = stored_table(table, names[pk])
                 result = conn.write(
                     names[pk],
-                    table,
+                    stored,
                     message=_commit_message(context, label, pk),
                     parents=[item.ref for item in loaded],
                     metadata=_custom(context),
@@ -115,7 +117,7 @@ class DatomIOManager(ConfigurableIOManager):
             metadata = materialization_metadata(
                 conn,
                 written,
-                arrow_schema(table),
+                stored.schema,
                 key=key,
                 parent_assets=[item.asset_key for item in loaded],
             )

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from datom_core._identity._cv1 import ColumnHash, TableHash
 from datom_core._project import _layout as L
-from datom_core._project._columns import footer_digests
+from datom_core._project._columns import footer_digests, known_digests, remember_digests
 from datom_core._project._context import ProjectContext
 from datom_core._project._model import TableMetadata
 from datom_core._project._parquet import BackgroundParquet
@@ -40,6 +40,7 @@ class EarlyParquet:
 
     def provide(self, table_hash: TableHash) -> None:
         """Hashing is over: the footer of the parquet being written gets the digests."""
+        remember_digests(table_hash)
         if self.background is not None:
             self.background.provide(table_hash.column_hashes)
 
@@ -59,6 +60,9 @@ def _recorded(
 ) -> tuple[ColumnHash, ...] | None:
     if current is None or current.ncol != ncol:
         return None
+    known = known_digests(current.data_sha, ncol)
+    if known is not None:
+        return known
     if current.column_hashes is not None and len(current.column_hashes) == ncol:
         return tuple(ColumnHash(c.name, c.sha) for c in current.column_hashes)
     return footer_digests(ctx.store, L.store_parquet(name, current.data_sha))

@@ -169,8 +169,29 @@ def read_verified(
             actual=e.actual,
         ) from e
     try:
-        return pq.read_table(pa.BufferReader(raw), columns=list(columns) if columns else None)
+        return _parse(raw, list(columns) if columns else None)
     except (pa.ArrowInvalid, OSError) as e:
         raise IntegrityError(f"{key} is not a readable parquet file: {e}", key=key) from e
     except KeyError as e:
         raise NotFoundError(f"{key}: no such column {e}") from e
+
+
+#: Below this size the dataset layer behind ``pq.read_table`` costs more than the decoding.
+_SMALL = 1 << 20
+
+
+def _parse(raw: bytes | pa.Buffer, columns: list[str] | None) -> pa.Table:
+    """The parquet in ``raw`` as a table (``pq.read_table``'s result, also for a small one).
+
+    A small file is decoded by ``ParquetFile.read``, which gives the same table without
+    the dataset layer's fixed cost; it treats a missing or repeated column name
+    differently, so a selection of those still goes through ``pq.read_table``.
+    """
+    if len(raw) >= _SMALL:
+        return pq.read_table(pa.BufferReader(raw), columns=columns)
+    file = pq.ParquetFile(pa.BufferReader(raw))
+    if columns is not None:
+        names = file.schema_arrow.names
+        if len(set(columns)) != len(columns) or not set(columns) <= set(names):
+            return pq.read_table(pa.BufferReader(raw), columns=columns)
+    return file.read(columns=columns, use_threads=False)
