@@ -5,11 +5,12 @@ to the table named by :mod:`datom_dagster._naming`; the commit message and the v
 history entry name the asset, the partition and the run. The materialization carries the
 metadata of :mod:`datom_dagster._metadata`, and its Dagster data version is the table's
 ``data_sha``: an identical result leaves downstream assets fresh, a changed one marks them
-stale. A step that materialises several partitions at once (a single-run backfill) must
-return a dict ``{partition_key: table}``; each partition gets its own metadata, and Dagster
-computes the data version as usual (its data-version record is per asset, not per
-partition). Unsupported outputs and unhashable tables fail the step with the recourse,
-without retries, and nothing is written.
+stale. No log line repeats what that event shows (each would be one more event the
+instance stores, per asset and per input). A step that materialises several partitions at
+once (a single-run backfill) must return a dict ``{partition_key: table}``; each partition
+gets its own metadata, and Dagster computes the data version as usual (its data-version
+record is per asset, not per partition). Unsupported outputs and unhashable tables fail
+the step with the recourse, without retries, and nothing is written.
 
 Loading (``load_input``): the current version by default. Input metadata
 (``AssetIn(metadata={...})``) refines it:
@@ -126,10 +127,6 @@ class DatomIOManager(ConfigurableIOManager):
                 internals.set_data_version(context, result.data_sha)
             else:
                 internals.add_partition_metadata(context, str(pk), metadata)
-            context.log.info(
-                f"datom: {label}{_partition_note(pk)} -> {result.table} "
-                f"{result.version[:12]} ({result.change})"
-            )
 
     def _output_table_name(self, context: OutputContext, partition_key: str | None) -> str:
         try:
@@ -196,7 +193,6 @@ class DatomIOManager(ConfigurableIOManager):
             )
             loaded[pk] = from_read(data, spec.kind)
             refs.append(conn.parent(name, version))
-            context.log.debug(f"datom: loaded {name} {version.version[:12]} for {label}")
         record_loaded(context, refs)
         return _shape(loaded, spec, several, partitioned, bool(options.get("datom_concat")), label)
 
