@@ -10,6 +10,7 @@ one built from the stored footers.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import io
 from decimal import Decimal
 from pathlib import Path
@@ -148,3 +149,21 @@ def test_the_digest_memory_is_bounded_by_columns(monkeypatch: pytest.MonkeyPatch
     assert _columns._known_columns <= 10
     assert _columns.known_digests(hashes[-1].data_sha, 3) == hashes[-1].column_hashes
     assert _columns.known_digests(hashes[0].data_sha, 3) is None  # the oldest went first
+
+
+def test_a_small_table_encodes_to_the_same_bytes_in_memory_as_through_a_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    table = _rich()
+    digests = dc.hash_table(table.drop_columns(["dec", "s", "l", "n"])).column_hashes
+    with _parquet.serialized(table, digests) as small:
+        in_memory = (small.path.read_bytes(), small.parquet_sha, small.size_bytes)
+    monkeypatch.setattr(_parquet, "_IN_MEMORY", -1)  # every table through Arrow's file output
+    with _parquet.serialized(table, lambda: digests) as large:
+        through_file = (large.path.read_bytes(), large.parquet_sha, large.size_bytes)
+    assert in_memory == through_file
+    raw, sha, size = in_memory
+    assert hashlib.sha256(raw).hexdigest() == sha and len(raw) == size
+    decoded = _parquet._parse(raw, None)
+    assert decoded.column_names == table.column_names and decoded.num_rows == table.num_rows
+    assert not small.path.exists() and not large.path.exists()
