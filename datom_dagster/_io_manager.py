@@ -73,8 +73,10 @@ class DatomIOManager(ConfigurableIOManager):
     datom: DatomResource
 
     def __init__(self, **data: Any) -> None:
-        # A nested resource cannot have a Dagster default: supply the zero-config project.
-        data.setdefault("datom", DatomResource())
+        # A nested resource cannot have a Dagster default: supply the zero-config project
+        # (only when none is given: Dagster builds this object again for every run).
+        if "datom" not in data:
+            data["datom"] = DatomResource()
         super().__init__(**data)
 
     def connection(self) -> dc.Connection:
