@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import datom_core as dc
-from datom_core._project import _columns, _parquet
+from datom_core._project import _columns, _early, _parquet
 from datom_core._project import _layout as L
 from tests.core.projects import frame, new_project
 
@@ -167,3 +167,30 @@ def test_a_small_table_encodes_to_the_same_bytes_in_memory_as_through_a_file(
     decoded = _parquet._parse(raw, None)
     assert decoded.column_names == table.column_names and decoded.num_rows == table.num_rows
     assert not small.path.exists() and not large.path.exists()
+
+
+def test_a_small_table_is_encoded_by_the_write_itself_to_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[int] = []
+
+    class Counting(_parquet.BackgroundParquet):
+        def __init__(self, table: pa.Table) -> None:
+            started.append(table.num_rows)
+            super().__init__(table)
+
+    monkeypatch.setattr(_early, "BackgroundParquet", Counting)
+    data = [frame(30, seed=s) for s in range(3)]
+    inline = new_project(tmp_path / "inline")
+    inline_results = [inline.write("dm", d) for d in data]
+    assert started == []  # 30 rows: never handed to the worker
+    monkeypatch.setattr(_early, "INLINE_ROWS", 0)
+    early = new_project(tmp_path / "early")
+    early_results = [early.write("dm", d) for d in data]
+    assert started == [30, 30, 30]
+    for a, b in zip(inline_results, early_results, strict=True):
+        assert (a.change, a.data_sha, a.parquet_sha) == (b.change, b.data_sha, b.parquet_sha)
+        key = L.store_parquet("dm", a.data_sha)
+        assert inline.store.read_bytes(key) == early.store.read_bytes(key)
+    assert [r.change for r in inline_results] == ["full", "full", "full"]
+    pd.testing.assert_frame_equal(inline.read("dm"), data[-1])
