@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from itertools import count
 from pathlib import Path
 
@@ -122,12 +123,16 @@ def interleaved(a: Callable[[], object], b: Callable[[], object], n: int) -> tup
     return statistics.median(ta), statistics.median(tb)
 
 
+def _write_new(conn: dc.Connection, name: str) -> object:
+    return conn.write(name, small_table())
+
+
 def growing(root: Path, writes: int, tables: int = 30) -> tuple[float, float, float]:
     conn = new_project(root, "growing")
     latencies = []
     for i in range(writes):
         name = f"t{i % tables:02d}"
-        latencies.append(timed(lambda name=name: conn.write(name, small_table())))
+        latencies.append(timed(partial(_write_new, conn, name)))
     early = statistics.median(latencies[10:60])
     late = statistics.median(latencies[writes - 50 : writes])
     return late / early, early, late
