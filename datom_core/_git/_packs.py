@@ -40,7 +40,7 @@ LEVEL = 1  # zlib level of new entries (git's pack.compression=1)
 _TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 _OID_LEN = 20
 _DELTA_FROM = 8192  # smaller objects are stored whole
-_DEPTH = 16  # longest delta chain written (each read of the last resolves them all)
+_DEPTH = 10  # longest delta chain written (a cold read of its last resolves them all)
 _BLOCK = 4096  # compared at once when looking for what a delta may copy
 _FINE = 256
 Entry = tuple[bytes, bytes, int | None]  # binary id, packed bytes (header on), their crc32
