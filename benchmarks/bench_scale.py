@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from itertools import count
 from pathlib import Path
 
@@ -122,12 +123,16 @@ def interleaved(a: Callable[[], object], b: Callable[[], object], n: int) -> tup
     return statistics.median(ta), statistics.median(tb)
 
 
+def _write_new(conn: dc.Connection, name: str) -> object:
+    return conn.write(name, small_table())
+
+
 def growing(root: Path, writes: int, tables: int = 30) -> tuple[float, float, float]:
     conn = new_project(root, "growing")
     latencies = []
     for i in range(writes):
         name = f"t{i % tables:02d}"
-        latencies.append(timed(lambda name=name: conn.write(name, small_table())))
+        latencies.append(timed(partial(_write_new, conn, name)))
     early = statistics.median(latencies[10:60])
     late = statistics.median(latencies[writes - 50 : writes])
     return late / early, early, late
@@ -169,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     parser.add_argument("--only", choices=["growing", "wide", "deep"], action="append")
     args = parser.parse_args(argv)
-    writes, big, versions, n = (150, 1000, 300, 9) if args.quick else (300, 3000, 1000, 15)
+    writes, big, versions, n = (150, 1000, 300, 9) if args.quick else (300, 3000, 1000, 41)
     parts = set(args.only or ["growing", "wide", "deep"])
     ok = True
     with tempfile.TemporaryDirectory(prefix="datom-bench-scale-") as tmp:

@@ -5,12 +5,11 @@
   checks its clone (or its local remote): more than ``LOOSE_BUDGET`` loose objects are
   packed; more than ``PACK_BUDGET`` packs are merged geometrically (the big pack is kept
   while it outweighs the others together, so the cost stays proportional to what is new).
-  Packs are written here (:func:`write_pack`), not by dulwich's ``add_objects``, which
-  reads every object of a new pack back to index it: the index comes from the write
-  itself. They are deflated at zlib level :data:`PACK_LEVEL` (``pack.compression=1``),
-  on a big project most of a compaction's time (the default level costs ~2.5 times as
-  much for ~10% less space), and fsynced with their index before the loose objects they
-  hold are deleted, so a power cut cannot take both.
+  Packs are written by :mod:`_packs` from the objects' bytes (no object is parsed, and
+  a project's manifest is stored as a delta against its previous version), not by
+  dulwich's ``add_objects``, which reads every object of a new pack back to index it: the
+  index comes from the write itself. Packs are fsynced with their index before the loose
+  objects they hold are deleted, so a power cut cannot take both.
 * **Local remotes** are compacted under an exclusive ``flock`` on
   ``<remote>/datom-maintenance.lock``; datom's own fetches and pushes hold it shared, so no
   reader sees an object vanish between the listing and the read. Compaction only happens
@@ -24,19 +23,20 @@
 
 from __future__ import annotations
 
+import binascii
 import fcntl
 import logging
 import os
-import secrets
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from dulwich.object_store import DiskObjectStore
-from dulwich.objects import ShaFile
-from dulwich.pack import write_pack_index, write_pack_objects
+from dulwich.objects import ObjectID, ShaFile
 from dulwich.repo import Repo
+
+from ._packs import loose_entry, merge_packs, pack_entries, write_entries, write_objects
 
 __all__ = [
     "CLONE_CHECK_EVERY",
@@ -53,7 +53,6 @@ __all__ = [
 log = logging.getLogger("datom_core.git")
 
 LOOSE_BUDGET = 256
-PACK_LEVEL = 1
 PACK_BUDGET = 16
 CLONE_CHECK_EVERY = 16  # object-adding operations of one handle between two checks
 REMOTE_CHECK_EVERY = 8  # pushes of one handle between two checks of a local remote
@@ -78,8 +77,7 @@ def compact(r: Repo, loose_added: int | None = None) -> tuple[int, int]:
     if len(packs) > PACK_BUDGET:
         biggest, rest = packs[0], packs[1:]
         merge = rest if len(biggest) >= 2 * sum(len(p) for p in rest) else packs
-        objects = {o.id: o for p in merge for o in p.iterobjects()}
-        new = write_pack(store, list(objects.values()))
+        new = merge_packs(store, merge)
         for p in merge:
             if os.path.basename(p._basename) != new:
                 store._remove_pack(p)
@@ -91,53 +89,19 @@ def compact(r: Repo, loose_added: int | None = None) -> tuple[int, int]:
 
 def _pack_loose(store: DiskObjectStore) -> int:
     """Pack every loose object, then delete the loose copies; how many were packed."""
-    objects = [
-        obj
-        for obj in (store._get_loose_object(sha) for sha in store._iter_loose_objects())
-        if obj is not None
-    ]
+    shas = list(store._iter_loose_objects())
+    objects = [o for o in (loose_entry(store, sha) for sha in shas) if o is not None]
     if objects:
-        write_pack(store, objects)
-    for obj in objects:
-        store.delete_loose_object(obj.id)
+        write_entries(store, pack_entries(objects))
+    for oid, _type, _content in objects:
+        store.delete_loose_object(ObjectID(binascii.hexlify(oid)))
     return len(objects)
 
 
 def write_pack(store: DiskObjectStore, objects: Sequence[ShaFile]) -> str:
-    """Write ``objects`` (not deltified) as one pack with its index into ``store``, both
-    fsynced; returns its file name without suffix (``pack-`` and its checksum, as git
-    names packs)."""
-    folder = Path(store.pack_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f"tmp_pack_{os.getpid()}_{secrets.token_hex(4)}"
-    try:
-        with open(tmp, "wb") as f:
-            entries, checksum = write_pack_objects(
-                f, objects, store.object_format, compression_level=PACK_LEVEL
-            )
-            f.flush()
-            os.fsync(f.fileno())
-        name = checksum.hex()
-        final = folder / f"pack-{name}"
-        os.replace(tmp, final.with_suffix(".pack"))
-        index = sorted((sha, offset, crc) for sha, (offset, crc) in entries.items())
-        with open(tmp, "wb") as f:
-            write_pack_index(f, index, checksum)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, final.with_suffix(".idx"))  # the pack is visible from here on
-    finally:
-        tmp.unlink(missing_ok=True)
-    _fsync_dir(folder)
-    return final.name
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    """Write ``objects`` as one pack with its index into ``store``, both fsynced; returns
+    its file name without suffix (``pack-`` and its checksum, as git names packs)."""
+    return write_objects(store, objects)
 
 
 def may_need_compaction(r: Repo, loose_added: int | None) -> bool:

@@ -3,8 +3,10 @@
 A write changes one artifact's entry of a manifest that lists thousands, plus the summary
 and ``updated_at``. The one text form prints each artifact entry on its own (at the
 artifacts' depth) and joins them in name order, so a manifest is kept here as its sorted
-names, each entry's printed text and the summary's totals; an update replaces or inserts
-the changed entries' texts, adjusts the totals and prints only the top level around them.
+names, the joined text of its entries with each one's length, and the summary's totals; an
+update prints the changed entries, copies the runs of text between them as they are (one
+copy of the bytes, no entry looked at), adjusts the totals and prints only the top level
+around them.
 The result is byte for byte what printing the whole updated document gives (the
 assembling of :func:`_documents.assemble_manifest`, done entry by entry).
 
@@ -17,6 +19,7 @@ back. A format-1 manifest, one whose entries are not objects, or values only
 from __future__ import annotations
 
 import bisect
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +28,6 @@ from datom_core._errors import DatomError
 from datom_core._project._documents import manifest_doc, summary_weight, utc_now
 from datom_core._project._door import accept_update
 from datom_core._project._pretty import pretty_member, pretty_object
-from datom_core._project._recent import Recent
 from datom_core._project._tip import load_manifest, remember_manifest
 
 __all__ = ["spliced_manifest"]
@@ -42,11 +44,42 @@ class _Form:
     doc: Any  # the document as loaded (what the write door checked)
     artifacts: dict[str, dict[str, Any]]  # in name order
     names: list[str]  # sorted
-    members: list[str]  # '"name": {...}' of each, at the artifacts' depth
+    sizes: list[int]  # bytes of each '"name": {...}' at the artifacts' depth
+    body: bytes | memoryview  # those texts joined by _SEP (a view into the text printed)
     totals: _Totals
 
 
-_forms: Recent[_Form] = Recent(16, 64 << 20)
+class _Kept:
+    """The forms of the last few manifests, by their text: the same object first, then
+    equal bytes. A text printed here is new, so it is kept without comparing it to the
+    others (megabytes that differ only near their end, at 3,000 tables)."""
+
+    def __init__(self, count: int, size: int) -> None:
+        self._items: list[tuple[bytes, _Form]] = []  # newest last
+        self._count, self._size = count, size
+        self._guard = threading.Lock()
+
+    def get(self, raw: bytes) -> _Form | None:
+        with self._guard:
+            items = self._items[::-1]
+        for key, form in items:
+            if key is raw:
+                return form
+        return next((f for k, f in items if len(k) == len(raw) and k == raw), None)
+
+    def put(self, raw: bytes, form: _Form) -> None:
+        with self._guard:
+            items = [item for item in self._items if item[0] is not raw] + [(raw, form)]
+            held = sum(len(k) for k, _ in items)
+            while len(items) > 1 and (len(items) > self._count or held > self._size):
+                held -= len(items.pop(0)[0])
+            self._items = items
+
+
+_forms = _Kept(16, 64 << 20)
+_SEP = b",\n    "  # between two members of an object one level deep
+_OPEN, _CLOSE = "{\n    ", "\n  }"  # around the members of such an object
+_MARK = "\0artifacts\0"  # never in printed JSON: every control character is escaped
 
 
 def _add(a: _Totals, b: _Totals, sign: int = 1) -> _Totals:
@@ -75,13 +108,37 @@ def _form_of(raw: bytes) -> _Form | None:
             member = pretty_member(name, entry, 1) if type(entry) is dict else None
             if member is None:
                 return None
-            members.append(member)
+            members.append(member.encode("utf-8"))
             totals = _add(totals, summary_weight(entry))
     except (TypeError, ValueError):  # a size the summary cannot add: the full path says so
         return None
-    form = _Form(doc, artifacts, names, members, totals)
+    form = _Form(doc, artifacts, names, [len(m) for m in members], _SEP.join(members), totals)
     _forms.put(raw, form)
     return form
+
+
+def _body(old: _Form, new: dict[str, bytes]) -> list[bytes | memoryview]:
+    """The pieces of the new members' text, to be joined by _SEP: the runs of unchanged
+    members between the changed ones are slices of the old text (no entry is looked at)."""
+    pieces: list[bytes | memoryview] = []
+    body, names, sizes, gap = memoryview(old.body), old.names, old.sizes, len(_SEP)
+    at, pos = 0, 0  # the first old member not yet placed, and where its text starts
+
+    def run_to(end: int) -> None:
+        nonlocal at, pos
+        if end > at:
+            stop = pos + sum(sizes[at:end]) + gap * (end - at - 1)
+            pieces.append(body[pos:stop])
+            at, pos = end, stop + gap
+
+    for name in sorted(new):
+        i = bisect.bisect_left(names, name)
+        run_to(i)
+        pieces.append(new[name])
+        if i < len(names) and names[i] == name:  # replaced: its old text is skipped
+            at, pos = i + 1, pos + sizes[i] + gap
+    run_to(len(names))
+    return pieces
 
 
 def spliced_manifest(
@@ -92,41 +149,47 @@ def spliced_manifest(
     old = _form_of(raw) if raw is not None else None
     if old is None:
         return None
-    artifacts, names, members = dict(old.artifacts), list(old.names), list(old.members)
-    totals, inserted = old.totals, False
+    artifacts, names, sizes = dict(old.artifacts), list(old.names), list(old.sizes)
+    totals, inserted, new = old.totals, False, {}
     try:
         for name, given in entries.items():
             entry = dict(given)
             member = pretty_member(name, entry, 1)
             if member is None or not all(type(v) in _SCALARS for v in entry.values()):
                 return None
+            new[name] = text = member.encode("utf-8")
             at = bisect.bisect_left(names, name)
             if at < len(names) and names[at] == name:
                 totals = _add(totals, summary_weight(artifacts[name]), -1)
-                members[at] = member
+                sizes[at] = len(text)
             else:
                 names.insert(at, name)
-                members.insert(at, member)
+                sizes.insert(at, len(text))
                 inserted = True
             totals = _add(totals, summary_weight(entry))
             artifacts[name] = entry
     except (TypeError, ValueError):
         return None
+    if not names:
+        return None  # '{}': printed by the full path
     if inserted:
         artifacts = {name: artifacts[name] for name in names}
     doc = manifest_doc(project_name, artifacts, totals, utc_now(), base=old.doc)
     top = []
     for key, value in doc.items():
-        member = (
-            '"artifacts": ' + pretty_object(members, 1)
-            if key == "artifacts"
-            else pretty_member(key, value, 0)
-        )
+        member = '"artifacts": ' + _MARK if key == "artifacts" else pretty_member(key, value, 0)
         if member is None:
             return None
         top.append(member)
-    text = (pretty_object(top, 0) + "\n").encode("utf-8")
+    head, tail = (pretty_object(top, 0) + "\n").split(_MARK)
+    pieces = _body(old, new)
+    parts: list[bytes | memoryview] = [(head + _OPEN).encode("utf-8")]
+    for i, piece in enumerate(pieces):
+        parts.extend((_SEP, piece) if i else (piece,))
+    parts.append((_CLOSE + tail).encode("utf-8"))
+    text = b"".join(parts)
     remember_manifest(text, doc)
     accept_update(old.doc, doc, entries)
-    _forms.put(text, _Form(doc, artifacts, names, members, totals))
+    body = memoryview(text)[len(parts[0]) : len(text) - len(parts[-1])]
+    _forms.put(text, _Form(doc, artifacts, names, sizes, body, totals))
     return text
