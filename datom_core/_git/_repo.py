@@ -39,6 +39,7 @@ from ._index import FastIndex, UnsupportedIndex
 from ._lock import RepoLock
 from ._objects import TreeReader, blob_data, build_commit, changed_paths
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, is_http_url, resolve_credentials
+from ._tipview import TipView
 from ._transport import Transport, add_objects
 from ._types import Author, author_from
 
@@ -332,6 +333,32 @@ class RepoCore:
                 self._move_to(r, branch, new.id)
                 self._pushed(r, remote, branch, new.id)
                 return new.id.decode()
+
+    def remote_tip(self) -> TipView:
+        """A read-only view of ``origin``'s tip of this clone's branch; the clone's branch,
+        index and working tree stay where they are (``commit`` None: an empty remote).
+
+        A local remote is read in place; an HTTP(S) remote's new objects are fetched into
+        the clone's store. What a write classifies on: the clone moves once, to the commit
+        it pushes (or with :meth:`catch_up`).
+        """
+        with self.lock():
+            r = self._open()
+            self._recover(r)
+            return self._remote().tip_view(r, gi.branch_ref(r))
+
+    def catch_up(self, commit: str | None) -> None:
+        """Move the branch, index and working tree to ``commit``, a commit ``origin`` has
+        (a :meth:`remote_tip`; None: an empty remote), rewriting only the files that
+        differ. Unpushed local commits are dropped, as by ``fetch_and_reset``."""
+        with self.lock():
+            r = self._open()
+            self._recover(r)
+            branch, sha = gi.branch_ref(r), commit.encode() if commit is not None else None
+            if sha is not None and sha != gi.get_ref(r, branch):
+                self._remote().fetch_commit(r, sha, branch)
+                gi.set_ref(r, gi.tracking_ref(branch), sha)
+            self._move_to(r, branch, sha)
 
     def default_author(self) -> Author:
         """:meth:`Author.default`, also consulting this clone's own ``.git/config``."""

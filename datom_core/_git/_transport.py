@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from dulwich.file import FileLocked
-from dulwich.object_store import BaseObjectStore
+from dulwich.object_store import BaseObjectStore, DiskObjectStore
 from dulwich.objects import Commit, ObjectID, ShaFile
 from dulwich.refs import Ref
 from dulwich.repo import Repo
@@ -37,8 +37,9 @@ from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _maintenance as maint
 from ._lock import RepoLock
-from ._loose import commit_object_ids, copy_objects, write_loose
+from ._loose import commit_object_ids, copy_objects, new_fanout_dirs, write_loose
 from ._remote import GitCredentials
+from ._tipview import TipView
 
 __all__ = [
     "FETCH_ROUNDS",
@@ -57,6 +58,9 @@ _HEADS = b"refs/heads/"
 # fewer are loose files (see _loose: linked between a clone and a local remote, never
 # deflated twice), which the handles' compaction packs on its budget.
 _LOOSE_MAX = 256
+# New fan-out directories a transfer between local repositories may create before its
+# objects arrive as a pack instead (each directory costs about as much as a pack's files).
+_NEW_DIRS_MAX = 4
 # Seconds a ref lock in a local remote may live while this writer holds the writers'
 # turn: datom's pushers are then excluded, and other git clients hold a ref lock for
 # milliseconds, so one still there after this was left by a killed process.
@@ -87,11 +91,20 @@ def add_objects(r: Repo, objects: Sequence[ShaFile]) -> int:
 
 def copy_commits(source: Repo, target: Repo, commits: list[bytes]) -> int:
     """Copy ``commits`` (``missing_commits`` order) with the objects they add from one
-    local repository to another; returns how many loose files ``target`` gained."""
-    ids = list(commit_object_ids(source.object_store, commits))
-    if len(ids) > _LOOSE_MAX:
-        return add_objects(target, [source.object_store[ObjectID(sha)] for sha in ids])
-    return copy_objects(source.object_store, target.object_store, ids)
+    local repository to another; returns how many loose files ``target`` gained.
+
+    Many objects, or objects that would need new fan-out directories (a young clone
+    catching up), arrive as one pack, as git keeps a fetched pack past
+    ``transfer.unpackLimit``; else they are linked loose (see ``_loose``)."""
+    ids = list(dict.fromkeys(commit_object_ids(source.object_store, commits)))  # once each
+    store = target.object_store
+    if len(ids) > _LOOSE_MAX or new_fanout_dirs(store, ids) > _NEW_DIRS_MAX:
+        wanted = [source.object_store[ObjectID(sha)] for sha in ids if ObjectID(sha) not in store]
+        if wanted and isinstance(store, DiskObjectStore):
+            maint.write_pack(store, wanted)
+            return 0
+        return add_objects(target, wanted)
+    return copy_objects(source.object_store, store, ids)
 
 
 def missing_commits(source: Repo, target: Repo, tip: bytes) -> list[bytes]:
@@ -134,6 +147,10 @@ class Transport:
     def view(self, r: Repo, branch: bytes) -> Iterator[tuple[bytes | None, BaseObjectStore]]:
         """``(tip, store)``: the branch tip and an object store holding it, to build on."""
         yield self.fetch_branch(r, branch), r.object_store
+
+    def tip_view(self, r: Repo, branch: bytes) -> TipView:
+        """The branch tip as a read-only view, the clone's branch left where it is."""
+        return TipView(r.object_store, self.fetch_branch(r, branch))
 
     def fetch_commit(self, r: Repo, sha: bytes, branch: bytes) -> None:
         """Make ``sha`` (a commit the remote has) and its objects present in the clone."""
@@ -212,6 +229,16 @@ class LocalTransport(Transport):
         other writers wait for their turn (the clone catches up afterwards)."""
         with self._using("fetch from") as remote:
             yield _read_ref(remote, branch), remote.object_store
+
+    def tip_view(self, r: Repo, branch: bytes) -> TipView:
+        """Read in the remote's own store: nothing is copied into the clone."""
+        with self._using("fetch from") as remote:
+            return TipView(remote.object_store, _read_ref(remote, branch), self._reading)
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        with self.errors("read from"), self._access.shared():
+            yield
 
     def fetch_commit(self, r: Repo, sha: bytes, branch: bytes) -> None:
         with self._using("fetch from") as remote:

@@ -115,14 +115,17 @@ def _record(
 ) -> WriteResult:
     """Steps 2 to 5: classify on the remote's tip, upload once, commit and push, mirror."""
     repo = ctx.require_repo()
-    repo.fetch_and_reset()  # the one fetch: a rejected push later rebuilds on the new tip
-    tip = repo.tree()
+    # The one look at the remote, read in place: the clone moves once, to the commit it
+    # pushes (a rejected push rebuilds on the new tip).
+    tip = repo.remote_tip()
     check_write_door(tip, [req.table])
     current = _read_current(tip, req.table)
     if current.metadata is None:  # a new table: one folder per name on every filesystem
-        check_no_case_twin(req.table, (p.name for p in repo.path.iterdir() if p.is_dir()))
+        names = {p.name for p in repo.path.iterdir() if p.is_dir()}
+        check_no_case_twin(req.table, names.union(tip.directories()))
     draft = parse_metadata(_metadata(ctx, req, table, th, None, None), key="draft")
     if current.metadata is not None and current.metadata.version == draft.version:
+        repo.catch_up(tip.commit)  # nothing when the clone is there already
         return _unchanged(ctx, req.table, th)
 
     same_data = current.metadata is not None and current.metadata.data_sha == th.data_sha
@@ -182,7 +185,7 @@ def _record(
 
 
 def _unchanged(ctx: ProjectContext, table: str, th: TableHash) -> WriteResult:
-    """A ``none`` write: the clone is on a tip whose current version is this one; the
+    """A ``none`` write: the clone is on the tip whose current version is this one; the
     store is brought in step with it and the commit that recorded it is reported."""
     repo = ctx.require_repo()
     converged = converge_mirror(ctx, table)
