@@ -231,12 +231,14 @@ class RepoCore:
         checkpoint("git:move:moved")
         self._sync(r, changes, journaled=True)
 
-    def _store_local(
-        self, r: Repo, objects: Sequence[ShaFile], pushed_to: Transport | None = None
-    ) -> None:
-        """Add a new commit's objects to the clone (linked from a local remote they were
-        just pushed to), compacting the clone on its budget."""
-        self._loose += pushed_to.keep(r, objects) if pushed_to else add_objects(r, objects)
+    def _store_local(self, r: Repo, objects: Sequence[ShaFile]) -> None:
+        """Add a new local commit's objects to the clone."""
+        self._count_local(r, add_objects(r, objects))
+
+    def _count_local(self, r: Repo, loose: int) -> None:
+        """Count an operation that added ``loose`` loose objects to the clone, compacting
+        the clone on its budget."""
+        self._loose += loose
         self._added += 1
         if self._added % maint.CLONE_CHECK_EVERY == 0:
             maint.compact(r, self._loose)
@@ -311,10 +313,9 @@ class RepoCore:
                             if new is not None:
                                 remote.push(r, branch, tip, new.id, new.objects)
                         remote.maintain()
-                    if tip is not None:  # the clone catches up outside the turn
-                        remote.fetch_commit(r, tip, branch)
                     if new is None:
                         if tip is not None:
+                            remote.fetch_commit(r, tip, branch)
                             gi.set_ref(r, gi.tracking_ref(branch), tip)
                         self._move_to(r, branch, tip)
                         return None
@@ -329,7 +330,9 @@ class RepoCore:
                     delay = min(delay * 2, _BACKOFF_MAX)
                     continue
                 checkpoint("git:push:swapped")
-                self._store_local(r, new.objects, remote)
+                # The clone catches up outside the turn, the commits it lacked and its own
+                # in one transfer.
+                self._count_local(r, remote.receive(r, branch, tip, new.id, new.objects))
                 self._move_to(r, branch, new.id)
                 self._pushed(r, remote, branch, new.id)
                 return new.id.decode()

@@ -37,7 +37,14 @@ from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _maintenance as maint
 from ._lock import RepoLock
-from ._loose import commit_object_ids, copy_objects, new_fanout_dirs, write_loose
+from ._loose import (
+    commit_object_ids,
+    copy_objects,
+    new_fanout_dirs,
+    pack_copies,
+    split_large,
+    write_loose,
+)
 from ._remote import GitCredentials
 from ._tipview import TipView
 
@@ -98,12 +105,18 @@ def copy_commits(source: Repo, target: Repo, commits: list[bytes]) -> int:
     ``transfer.unpackLimit``; else they are linked loose (see ``_loose``)."""
     ids = list(dict.fromkeys(commit_object_ids(source.object_store, commits)))  # once each
     store = target.object_store
-    if len(ids) > _LOOSE_MAX or new_fanout_dirs(store, ids) > _NEW_DIRS_MAX:
-        wanted = [source.object_store[ObjectID(sha)] for sha in ids if ObjectID(sha) not in store]
-        if wanted and isinstance(store, DiskObjectStore):
-            maint.write_pack(store, wanted)
-            return 0
-        return add_objects(target, wanted)
+    many = len(ids) > _LOOSE_MAX or new_fanout_dirs(store, ids) > _NEW_DIRS_MAX
+    if (
+        many
+        and isinstance(source.object_store, DiskObjectStore)
+        and isinstance(store, DiskObjectStore)
+    ):
+        # An object the clone already has (its own, a revert's blob) may be packed again:
+        # git reads an object from whichever pack holds it.
+        small, large = split_large(source.object_store, ids)
+        if small:
+            pack_copies(source.object_store, store, small)
+        return copy_objects(source.object_store, store, large)
     return copy_objects(source.object_store, store, ids)
 
 
@@ -160,6 +173,15 @@ class Transport:
     def keep(self, r: Repo, objects: Sequence[ShaFile]) -> int:
         """Store in the clone the objects just pushed; returns how many were written loose."""
         return add_objects(r, objects)
+
+    def receive(
+        self, r: Repo, branch: bytes, tip: bytes | None, new: bytes, objects: Sequence[ShaFile]
+    ) -> int:
+        """After a push of ``new`` (with ``objects``) on ``tip``: make both present in the
+        clone; returns how many loose files the clone gained."""
+        if tip is not None:
+            self.fetch_commit(r, tip, branch)
+        return self.keep(r, objects)
 
     def push(
         self, r: Repo, branch: bytes, old: bytes | None, new: bytes, objects: Sequence[ShaFile]
@@ -245,10 +267,13 @@ class LocalTransport(Transport):
             if ObjectID(sha) not in r.object_store:
                 copy_commits(remote, r, missing_commits(remote, r, sha))
 
-    def keep(self, r: Repo, objects: Sequence[ShaFile]) -> int:
-        """The pushed objects are loose files in the remote: linked, not written again."""
+    def receive(
+        self, r: Repo, branch: bytes, tip: bytes | None, new: bytes, objects: Sequence[ShaFile]
+    ) -> int:
+        """The other writers' commits and the one just pushed arrive together (one pack
+        where loose files would need new fan-out directories, else linked)."""
         with self._using("fetch from") as remote:
-            return copy_objects(remote.object_store, r.object_store, [o.id for o in objects])
+            return copy_commits(remote, r, missing_commits(remote, r, new))
 
     def fetch_branch(self, r: Repo, branch: bytes) -> bytes | None:
         with self._using("fetch from") as remote:
