@@ -330,8 +330,7 @@ class RepoCore:
                     delay = min(delay * 2, _BACKOFF_MAX)
                     continue
                 checkpoint("git:push:swapped")
-                # The clone catches up outside the turn, the commits it lacked and its own
-                # in one transfer.
+                # The clone catches up outside the turn: the commits it lacked, then its own.
                 self._count_local(r, remote.receive(r, branch, tip, new.id, new.objects))
                 self._move_to(r, branch, new.id)
                 self._pushed(r, remote, branch, new.id)

@@ -270,10 +270,15 @@ class LocalTransport(Transport):
     def receive(
         self, r: Repo, branch: bytes, tip: bytes | None, new: bytes, objects: Sequence[ShaFile]
     ) -> int:
-        """The other writers' commits and the one just pushed arrive together (one pack
-        where loose files would need new fan-out directories, else linked)."""
+        """The other writers' commits arrive as :func:`copy_commits` sends them; the
+        objects just pushed are loose files in the remote: linked, not written again."""
         with self._using("fetch from") as remote:
-            return copy_commits(remote, r, missing_commits(remote, r, new))
+            added = 0
+            if tip is not None and ObjectID(tip) not in r.object_store:
+                added = copy_commits(remote, r, missing_commits(remote, r, tip))
+            return added + copy_objects(
+                remote.object_store, r.object_store, [o.id for o in objects]
+            )
 
     def fetch_branch(self, r: Repo, branch: bytes) -> bytes | None:
         with self._using("fetch from") as remote:

@@ -39,13 +39,14 @@ from datom_core._project._commits import (
     commits_by_version,
     history_agrees,
     newest_commit_of,
+    parsed_history,
     store_history,
     stored,
     version_of,
     without_commit_sha,
 )
 from datom_core._project._context import ProjectContext
-from datom_core._project._parse import parse_history, parse_metadata
+from datom_core._project._parse import parse_metadata
 
 __all__ = [
     "Converged",
@@ -200,7 +201,7 @@ def _commit_of(history: bytes | None, table: str, version: str) -> str | None:
     if history is None:
         return None
     try:
-        entries = parse_history(history, key=L.store_history(table))
+        entries = parsed_history(history, key=L.store_history(table))
     except DatomError:
         return None
     return next((h.commit_sha for h in entries if h.version == version), None)
