@@ -16,10 +16,10 @@ They are written here rather than by dulwich's ``add_object`` for three reasons:
   filesystem (the clone and its local remote, either way) is hard-linked, as ``git clone
   --local`` does: no decompression, no second deflate, one system call. Where links are
   refused (another filesystem, another owner) the compressed bytes are copied as they are.
-* **A pack where directories would be made.** Creating a directory costs a filesystem
-  far more than a file (on ext4 hundreds of microseconds against tens): a young clone
-  catching up other writers' commits, whose objects would open new fan-out directories,
-  gets them as one pack (:func:`pack_copies`), as git keeps a fetched pack.
+* **A pack for a large transfer.** A clone catching up many commits (a first clone, a
+  long absence) gets them as one pack of raw copies (:func:`pack_copies`), as git keeps
+  a fetched pack: no fan-out directory to make (on ext4 a new directory costs hundreds
+  of microseconds, a file tens), no object parsed.
 * **No directory calls in the common case.** The fan-out directory is created only when
   the first attempt says it is missing (it exists for all but the first object of its 256
   fan-out names).
@@ -52,7 +52,6 @@ __all__ = [
     "STORED_FROM",
     "commit_object_ids",
     "copy_objects",
-    "new_fanout_dirs",
     "pack_copies",
     "split_large",
     "write_loose",
@@ -154,19 +153,6 @@ def write_loose(store: BaseObjectStore, objects: Iterable[ShaFile]) -> int:
             _publish(final, _stored(obj) if big else obj.as_legacy_object(LOOSE_LEVEL))
             written += 1
     return written
-
-
-def new_fanout_dirs(store: BaseObjectStore, shas: Iterable[bytes]) -> int:
-    """How many fan-out directories (``objects/xx/``) storing ``shas`` loose would create.
-
-    Creating a directory costs a filesystem far more than a file (on ext4 hundreds of
-    microseconds against tens): a young repository receiving many objects at once is
-    better given one pack.
-    """
-    if not isinstance(store, DiskObjectStore):
-        return 0
-    prefixes = {sha[:2].decode("ascii") for sha in shas}
-    return sum(not os.path.isdir(os.path.join(store.path, p)) for p in prefixes)
 
 
 def split_large(store: DiskObjectStore, shas: Sequence[bytes]) -> tuple[list[bytes], list[bytes]]:

@@ -40,7 +40,6 @@ from ._lock import RepoLock
 from ._loose import (
     commit_object_ids,
     copy_objects,
-    new_fanout_dirs,
     pack_copies,
     split_large,
     write_loose,
@@ -65,9 +64,10 @@ _HEADS = b"refs/heads/"
 # fewer are loose files (see _loose: linked between a clone and a local remote, never
 # deflated twice), which the handles' compaction packs on its budget.
 _LOOSE_MAX = 256
-# New fan-out directories a transfer between local repositories may create before its
-# objects arrive as a pack instead (each directory costs about as much as a pack's files).
-_NEW_DIRS_MAX = 4
+# Objects from which a transfer between local repositories arrives as a pack (git's
+# transfer.unpackLimit): fewer stay loose, as every pack costs each later lookup until
+# a compaction merges it.
+_UNPACK_LIMIT = 100
 # Seconds a ref lock in a local remote may live while this writer holds the writers'
 # turn: datom's pushers are then excluded, and other git clients hold a ref lock for
 # milliseconds, so one still there after this was left by a killed process.
@@ -100,14 +100,12 @@ def copy_commits(source: Repo, target: Repo, commits: list[bytes]) -> int:
     """Copy ``commits`` (``missing_commits`` order) with the objects they add from one
     local repository to another; returns how many loose files ``target`` gained.
 
-    Many objects, or objects that would need new fan-out directories (a young clone
-    catching up), arrive as one pack, as git keeps a fetched pack past
-    ``transfer.unpackLimit``; else they are linked loose (see ``_loose``)."""
+    Many objects arrive as one pack of raw copies (git keeps a fetched pack past
+    ``transfer.unpackLimit``); a few are linked loose (see ``_loose``)."""
     ids = list(dict.fromkeys(commit_object_ids(source.object_store, commits)))  # once each
     store = target.object_store
-    many = len(ids) > _LOOSE_MAX or new_fanout_dirs(store, ids) > _NEW_DIRS_MAX
     if (
-        many
+        len(ids) >= _UNPACK_LIMIT
         and isinstance(source.object_store, DiskObjectStore)
         and isinstance(store, DiskObjectStore)
     ):
