@@ -37,7 +37,9 @@ import errno
 import hashlib
 import os
 import secrets
+import threading
 import zlib
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -51,6 +53,7 @@ __all__ = [
     "LOOSE_LEVEL",
     "STORED_FROM",
     "commit_object_ids",
+    "commit_of",
     "copy_objects",
     "pack_copies",
     "split_large",
@@ -67,6 +70,10 @@ _NO_LINK = {errno.EPERM, errno.EACCES, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EN
 _SUBMODULE = 0o160000
 _TYPE_NUMS = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 _PACK_LEVEL = 1  # as the compaction packs (``pack.compression=1``)
+# Parsed commits by id (an id names one content in every store), never mutated.
+_COMMITS: OrderedDict[bytes, Commit] = OrderedDict()
+_COMMITS_KEPT = 256
+_COMMITS_GUARD = threading.Lock()
 
 
 def _path(store: DiskObjectStore, sha: bytes) -> str:
@@ -275,14 +282,32 @@ def _link(src: str, dst: str) -> bool:
     return False
 
 
+def commit_of(store: BaseObjectStore, sha: bytes) -> Commit | None:
+    """The commit ``sha`` (None if it is not a commit), parsed once: a clone catching up
+    meets each commit three times (the walk, its own objects, its child's parent)."""
+    with _COMMITS_GUARD:
+        found = _COMMITS.get(sha)
+        if found is not None:
+            _COMMITS.move_to_end(sha)
+            return found
+    obj = store[ObjectID(sha)]
+    if not isinstance(obj, Commit):
+        return None
+    with _COMMITS_GUARD:
+        _COMMITS[sha] = obj
+        if len(_COMMITS) > _COMMITS_KEPT:
+            _COMMITS.popitem(last=False)
+    return obj
+
+
 def commit_object_ids(store: BaseObjectStore, commits: Iterable[bytes]) -> Iterator[bytes]:
     """The ids of each commit and of the trees and blobs it adds over its first parent,
     commit last (blobs are named, never read)."""
     for sha in commits:
-        c = store[ObjectID(sha)]
-        assert isinstance(c, Commit)
-        parent = store[c.parents[0]] if c.parents else None
-        yield from _tree_ids(store, parent.tree if isinstance(parent, Commit) else None, c.tree)
+        c = commit_of(store, sha)
+        assert c is not None
+        parent = commit_of(store, c.parents[0]) if c.parents else None
+        yield from _tree_ids(store, parent.tree if parent is not None else None, c.tree)
         yield sha
 
 

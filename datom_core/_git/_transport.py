@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from dulwich.file import FileLocked
 from dulwich.object_store import BaseObjectStore, DiskObjectStore
-from dulwich.objects import Commit, ObjectID, ShaFile
+from dulwich.objects import ObjectID, ShaFile
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
@@ -39,6 +39,7 @@ from . import _maintenance as maint
 from ._lock import RepoLock
 from ._loose import (
     commit_object_ids,
+    commit_of,
     copy_objects,
     pack_copies,
     split_large,
@@ -129,8 +130,8 @@ def missing_commits(source: Repo, target: Repo, tip: bytes) -> list[bytes]:
             continue
         seen.add(sha)
         order.append(sha)
-        c = source.object_store[ObjectID(sha)]
-        if isinstance(c, Commit):
+        c = commit_of(source.object_store, sha)
+        if c is not None:
             stack.extend(c.parents)
     order.reverse()
     return order
