@@ -17,7 +17,7 @@ from dulwich.object_store import BaseObjectStore
 
 from ._objects import TreeReader, blob_data, tree_of
 
-__all__ = ["TipView"]
+__all__ = ["TipView", "read_in_tree"]
 
 Guard = Callable[[], AbstractContextManager[object]]
 
@@ -58,3 +58,14 @@ class TipView(TreeReader):
                 for name, mode, _ in tree.iteritems()
                 if stat.S_ISDIR(mode)
             ]
+
+
+def read_in_tree(store: BaseObjectStore, tree: bytes, relpath: str) -> bytes | None:
+    """The bytes of the file ``relpath`` under the tree ``tree`` (None: absent there)."""
+    sha = tree
+    for part in relpath.encode().split(b"/"):
+        found = tree_of(store, sha)
+        if found is None or part not in found:
+            return None
+        sha = found[part][1]
+    return blob_data(store, sha)
