@@ -20,6 +20,7 @@ from dulwich.repo import Repo
 
 import datom_core as dc
 from tests.core.projects import frame, new_project, remote_head
+from tests.gitserver import GitHTTPServer
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -131,3 +132,25 @@ def test_a_clone_catching_up_many_commits_gets_one_pack(tmp_path: Path) -> None:
             r[entry.commit.tree]  # every commit's tree is readable by dulwich
     assert {t.name for t in behind.tables()} == {"dm", "lb", *(f"t{i}" for i in range(20))}
     assert behind.validate().ok
+
+
+def test_over_https_a_clone_behind_classifies_on_the_tip_and_ends_on_its_push(
+    git_http_server: GitHTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DATOM_GIT_TOKEN", git_http_server.token)
+    git_http_server.create_bare("proj")
+    url, store = git_http_server.url_for("proj"), dc.LocalStore(tmp_path / "store")
+    ahead = dc.init_repo(tmp_path / "ahead", "STUDY_001", store, remote=url)
+    first = ahead.write("dm", frame(seed=1))
+    behind = dc.clone(url, tmp_path / "behind", store=store)
+    moved = ahead.write("ae", frame(seed=2))
+    assert not (behind.path / "ae").exists()
+    same = behind.write("dm", frame(seed=1))  # none: the tip's dm is this data
+    assert (same.change, same.commit) == ("none", first.commit)
+    assert behind.repo.head() == moved.commit  # caught up to the tip it classified on
+    result = behind.write("lb", frame(seed=3))
+    assert result.change == "full" and behind.repo.head() == result.commit
+    assert _git(behind.path, "rev-parse", "HEAD^").strip() == moved.commit
+    assert _git(behind.path, "status", "--porcelain", "--untracked-files=no") == ""
+    ahead.pull()
+    assert ahead.repo.head() == result.commit and ahead.validate().ok
