@@ -2,7 +2,8 @@
 
 0. the write door (``_door``): refuse a repo this build cannot account for;
 1. validate the name and parents, hash the table (nothing changed anywhere yet);
-2. fetch the remote once, build the metadata and classify the change against its tip;
+2. read the remote's tip in place (the clone does not move), build the metadata and
+   classify the change against it;
 3. for a ``full`` change, reuse a recorded parquet for the same data or upload a new one;
 4. record it (``MetadataRepo.commit_and_push`` of ``_build``'s cheap, pure rebuild of the
    table's documents and the manifest: a push rejected by a concurrent writer is rebuilt
@@ -11,7 +12,8 @@
 
 Every step is safe to interrupt: re-running the same write converges (see ``_mirror``).
 The commit becomes local only once it is pushed, so the ``committed`` and ``pushed``
-checkpoints both mark the point just after ``commit_and_push``.
+checkpoints both mark the point just after ``commit_and_push``; the clone moves once, to
+that commit (a ``none`` write moves it to the tip it classified on, when it is behind).
 """
 
 from __future__ import annotations
