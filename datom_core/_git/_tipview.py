@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager, nullcontext
 
 from dulwich.object_store import BaseObjectStore
 
+from ._loose import commit_of
 from ._objects import TreeReader, blob_data, tree_of
 
 __all__ = ["TipView", "read_in_tree"]
@@ -34,7 +35,14 @@ class TipView(TreeReader):
     ) -> None:
         self._guard = guard
         with guard():
-            super().__init__(store, commit)
+            # The tip's commit parsed once per process (every write and every look at a
+            # still remote meets the same one), then what TreeReader would hold.
+            parsed = commit_of(store, commit) if commit is not None else None
+        if commit is not None and parsed is None:
+            raise KeyError(commit)
+        self._store = store
+        self.commit = commit.decode() if commit is not None else None
+        self._root = parsed.tree if parsed is not None else None
 
     def entry(self, path: str | bytes) -> tuple[int, bytes] | None:
         with self._guard():
