@@ -4,8 +4,8 @@ A project is a git repository of metadata plus a data store of parquet bytes. Ev
 version has three SHA-256 names: ``data_sha`` (the values), ``metadata_sha`` (the version)
 and ``parquet_sha`` (the stored bytes), byte-compatible with the R package ``datom``.
 
-* Identity: :func:`hash_table`, :func:`check_hashable`, :func:`canonical_json`,
-  :func:`metadata_sha`, :func:`file_sha`.
+* Identity: :func:`hash_table`, :func:`check_hashable`, :func:`prepare_table`,
+  :func:`canonical_json`, :func:`metadata_sha`, :func:`file_sha`.
 * Stores: :class:`LocalStore`, :class:`S3Store`, :class:`FsspecStore`, :func:`store_from_url`.
 * Projects: :func:`init_repo`, :func:`connect`, :func:`clone` and :class:`Connection`
   (``write``, ``read``, ``version``, ``diff``, ``history``, ``tables``, ``parent``,
@@ -49,6 +49,7 @@ from datom_core._identity import (
     check_hashable,
     file_sha,
     hash_table,
+    prepare_table,
 )
 from datom_core._identity._canonical import canonical_json, metadata_sha
 from datom_core._names import validate_table_name, validate_version
@@ -176,6 +177,7 @@ __all__ = [
     "check_hashable",
     "file_sha",
     "hash_table",
+    "prepare_table",
     "metadata_sha",
     "AmbiguousVersionError",
     "DatomError",

@@ -24,6 +24,7 @@ __all__ = ["ConvertedColumn", "ConvertedTable", "OutputKind", "from_arrow", "to_
 OutputKind = Literal["pandas", "arrow", "polars"]
 
 _R_INT_MAX = 2147483647
+_THREADED_ROWS = 20_000
 _MIXED = "cast the column to one type explicitly (for example .astype(str))"
 _OTHER = (
     "convert it to a supported type (number, string, date, time, duration, boolean); "
@@ -116,7 +117,7 @@ def _from_pandas(df: pd.DataFrame) -> ConvertedTable:
                 "or reset_index(drop=True) to drop it",
             )
         )
-    cols = tuple(_pandas_column(df.iloc[:, i], df.columns[i]) for i in range(df.shape[1]))
+    cols = tuple(_pandas_column(series, name) for name, series in df.items())
     return ConvertedTable(cols, tuple(problems))
 
 
@@ -174,7 +175,8 @@ def from_arrow(table: pa.Table, as_: OutputKind = "pandas") -> Any:
 def _to_pandas(table: pa.Table) -> pd.DataFrame:
     import pandas as pd
 
-    df = table.to_pandas()
+    # Threads cost more than they save below tens of thousands of rows.
+    df = table.to_pandas(use_threads=table.num_rows > _THREADED_ROWS)
     # numpy dtypes cannot tell NaN from missing, nor keep an int64 next to a missing value,
     # nor nanosecond times of day: those columns stay Arrow-backed.
     for name in table.column_names:

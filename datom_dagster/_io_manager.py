@@ -5,11 +5,12 @@ to the table named by :mod:`datom_dagster._naming`; the commit message and the v
 history entry name the asset, the partition and the run. The materialization carries the
 metadata of :mod:`datom_dagster._metadata`, and its Dagster data version is the table's
 ``data_sha``: an identical result leaves downstream assets fresh, a changed one marks them
-stale. A step that materialises several partitions at once (a single-run backfill) must
-return a dict ``{partition_key: table}``; each partition gets its own metadata, and Dagster
-computes the data version as usual (its data-version record is per asset, not per
-partition). Unsupported outputs and unhashable tables fail the step with the recourse,
-without retries, and nothing is written.
+stale. No log line repeats what that event shows (each would be one more event the
+instance stores, per asset and per input). A step that materialises several partitions at
+once (a single-run backfill) must return a dict ``{partition_key: table}``; each partition
+gets its own metadata, and Dagster computes the data version as usual (its data-version
+record is per asset, not per partition). Unsupported outputs and unhashable tables fail
+the step with the recourse, without retries, and nothing is written.
 
 Loading (``load_input``): the current version by default. Input metadata
 (``AssetIn(metadata={...})``) refines it:
@@ -47,12 +48,12 @@ from datom_dagster._naming import KEY_METADATA_KEY, TABLE_METADATA_KEY, table_na
 from datom_dagster._set_pins import open_pinned_set, set_pin_of, set_pins
 from datom_dagster._type_handlers import (
     InputSpec,
-    arrow_schema,
     concat,
     from_read,
     input_spec,
     output_table,
     read_kind,
+    stored_table,
 )
 
 __all__ = ["DatomIOManager"]
@@ -72,8 +73,10 @@ class DatomIOManager(ConfigurableIOManager):
     datom: DatomResource
 
     def __init__(self, **data: Any) -> None:
-        # A nested resource cannot have a Dagster default: supply the zero-config project.
-        data.setdefault("datom", DatomResource())
+        # A nested resource cannot have a Dagster default: supply the zero-config project
+        # (only when none is given: Dagster builds this object again for every run).
+        if "datom" not in data:
+            data["datom"] = DatomResource()
         super().__init__(**data)
 
     def connection(self) -> dc.Connection:
@@ -99,9 +102,11 @@ class DatomIOManager(ConfigurableIOManager):
         single = len(tables) == 1
         for pk, table in tables.items():
             try:
+                # Converted once: the write and the column schema shown use the same table.
+                stored = stored_table(table, names[pk])
                 result = conn.write(
                     names[pk],
-                    table,
+                    stored,
                     message=_commit_message(context, label, pk),
                     parents=[item.ref for item in loaded],
                     metadata=_custom(context),
@@ -115,7 +120,7 @@ class DatomIOManager(ConfigurableIOManager):
             metadata = materialization_metadata(
                 conn,
                 written,
-                arrow_schema(table),
+                stored.schema,
                 key=key,
                 parent_assets=[item.asset_key for item in loaded],
             )
@@ -124,10 +129,6 @@ class DatomIOManager(ConfigurableIOManager):
                 internals.set_data_version(context, result.data_sha)
             else:
                 internals.add_partition_metadata(context, str(pk), metadata)
-            context.log.info(
-                f"datom: {label}{_partition_note(pk)} -> {result.table} "
-                f"{result.version[:12]} ({result.change})"
-            )
 
     def _output_table_name(self, context: OutputContext, partition_key: str | None) -> str:
         try:
@@ -194,7 +195,6 @@ class DatomIOManager(ConfigurableIOManager):
             )
             loaded[pk] = from_read(data, spec.kind)
             refs.append(conn.parent(name, version))
-            context.log.debug(f"datom: loaded {name} {version.version[:12]} for {label}")
         record_loaded(context, refs)
         return _shape(loaded, spec, several, partitioned, bool(options.get("datom_concat")), label)
 

@@ -20,12 +20,12 @@ import datom_core as dc
 
 __all__ = [
     "InputSpec",
-    "arrow_schema",
     "concat",
     "from_read",
     "input_spec",
     "output_table",
     "read_kind",
+    "stored_table",
 ]
 
 Kind = Literal["pandas", "polars", "polars_lazy", "arrow"]
@@ -63,13 +63,10 @@ def output_table(obj: Any, asset: str) -> Any:
     )
 
 
-def arrow_schema(table: Any) -> pa.Schema:
-    """The Arrow schema of an output (what datom stores), without copying its data."""
-    if isinstance(table, pd.DataFrame):
-        return pa.Schema.from_pandas(table, preserve_index=False).remove_metadata()
-    if isinstance(table, pa.Table | pa.RecordBatch):
-        return table.schema
-    return table.head(0).to_arrow().schema  # polars
+def stored_table(obj: Any, table: str) -> pa.Table:
+    """The Arrow table datom stores for an output (what ``Connection.write`` would make of
+    it), or :class:`~datom_core.UnhashableColumnsError` naming every column to fix."""
+    return dc.prepare_table(obj, table=table)
 
 
 def input_spec(typing_type: Any, asset: str) -> InputSpec:

@@ -104,7 +104,12 @@ def _report(converted: ConvertedTable) -> HashabilityReport:
 
 
 def prepare_table(data: Any, *, table: str | None = None) -> pa.Table:
-    """Convert ``data`` to a hashable Arrow table, or raise naming every problem at once."""
+    """The Arrow table a write of ``data`` stores and hashes, or raise naming every problem.
+
+    Writing the result gives the same version as writing ``data``: a caller that needs the
+    table too (its schema, say) converts once. :class:`UnhashableColumnsError` lists every
+    unsupported column at once (``table`` names the table in the message).
+    """
     converted = to_arrow(data)
     report = _report(converted)
     if not report.ok:

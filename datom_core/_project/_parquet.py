@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -75,18 +76,36 @@ def serialized(table: pa.Table, digests: Digests = None) -> Iterator[SerializedP
 
     ``digests`` (or a callable giving them once known) go into the footer.
     """
+    # Encoding into memory and writing the bytes once costs a fraction of Arrow's file
+    # output for a small table (~0.15 ms instead of ~0.6 ms at 200 rows).
+    small = table.nbytes <= _IN_MEMORY
+    raw = _encoded(pa.BufferOutputStream(), table, digests).getvalue() if small else None
     fd, name = tempfile.mkstemp(prefix="datom-", suffix=".parquet")
-    os.close(fd)
     path = Path(name)
     try:
-        with pq.ParquetWriter(path, table.schema) as writer:
-            writer.write_table(table)
-            known = digests() if callable(digests) else digests
-            if known:
-                writer.add_key_value_metadata({FOOTER_KEY: footer_json(known)})
-        yield SerializedParquet(path, _file_sha(path), path.stat().st_size)
+        if raw is not None:
+            with os.fdopen(fd, "wb") as f:
+                f.write(raw)
+            yield SerializedParquet(path, hashlib.sha256(raw).hexdigest(), raw.size)
+        else:
+            os.close(fd)
+            _encoded(path, table, digests)
+            yield SerializedParquet(path, _file_sha(path), path.stat().st_size)
     finally:
         path.unlink(missing_ok=True)
+
+
+_IN_MEMORY = 16 << 20  # tables up to this size are encoded in memory, then written once
+
+
+def _encoded(sink: Any, table: pa.Table, digests: Digests) -> Any:
+    """``table`` encoded as parquet into ``sink`` (a path or an Arrow output stream)."""
+    with pq.ParquetWriter(sink, table.schema) as writer:
+        writer.write_table(table)
+        known = digests() if callable(digests) else digests
+        if known:
+            writer.add_key_value_metadata({FOOTER_KEY: footer_json(known)})
+    return sink
 
 
 class BackgroundParquet:
@@ -169,8 +188,29 @@ def read_verified(
             actual=e.actual,
         ) from e
     try:
-        return pq.read_table(pa.BufferReader(raw), columns=list(columns) if columns else None)
+        return _parse(raw, list(columns) if columns else None)
     except (pa.ArrowInvalid, OSError) as e:
         raise IntegrityError(f"{key} is not a readable parquet file: {e}", key=key) from e
     except KeyError as e:
         raise NotFoundError(f"{key}: no such column {e}") from e
+
+
+#: Below this size the dataset layer behind ``pq.read_table`` costs more than the decoding.
+_SMALL = 1 << 20
+
+
+def _parse(raw: bytes | pa.Buffer, columns: list[str] | None) -> pa.Table:
+    """The parquet in ``raw`` as a table (``pq.read_table``'s result, also for a small one).
+
+    A small file is decoded by ``ParquetFile.read``, which gives the same table without
+    the dataset layer's fixed cost; it treats a missing or repeated column name
+    differently, so a selection of those still goes through ``pq.read_table``.
+    """
+    if len(raw) >= _SMALL:
+        return pq.read_table(pa.BufferReader(raw), columns=columns)
+    file = pq.ParquetFile(pa.BufferReader(raw))
+    if columns is not None:
+        names = file.schema_arrow.names
+        if len(set(columns)) != len(columns) or not set(columns) <= set(names):
+            return pq.read_table(pa.BufferReader(raw), columns=columns)
+    return file.read(columns=columns, use_threads=False)
