@@ -3,7 +3,8 @@
 8 processes, 10 writes each, first to distinct tables, then all to one shared table. Prints
 per phase: failed writes (target 0), versions recorded once (every successful write's
 version exactly once in its table's history), ``validate`` clean, and aggregate writes/s
-over one writer's writes/s (target >= 0.8). Then the same for the git layer alone
+over one writer's writes/s (target >= 0.8; one writer is measured before and after the
+concurrent phases and the faster run is the baseline). Then the same for the git layer alone
 (``MetadataRepo.commit_and_push`` of a table's documents and a manifest, as the write
 path will call it). The machine may be loaded: read the ratios. ``--git-only`` skips the
 ``Connection.write`` phases.
@@ -103,17 +104,19 @@ def _check_git(repo: MetadataRepo, results: list[Any]) -> tuple[int, bool]:
     return failures, once
 
 
-def _run(clones: list[Path], store: Path, writes: int, shared: bool, target: Any = None
-         ) -> tuple[float, list[Any], float]:  # fmt: skip
+def _run(clones: list[Path], store: Path, writes: int, shared: bool, target: Any = None,
+         base: int = 0) -> tuple[float, list[Any], float]:  # fmt: skip
     """(seconds from the barrier to the last write, the writes' results, CPU seconds per
-    write over all writers: what bounds aggregate throughput when writers outnumber cores)."""
+    write over all writers: what bounds aggregate throughput when writers outnumber cores).
+    Writer ``w`` writes table ``w<base + w>`` (or the shared one) with data of its own."""
     ctx = mp.get_context("spawn")
     # Every writer and this process meet at the barrier once the writers have imported
     # and opened everything: the clock starts when the last one is ready.
     start, out = ctx.Barrier(len(clones) + 1), ctx.Queue()
     procs = [
         ctx.Process(
-            target=target or _writer, args=(str(c), str(store), w, writes, shared, start, out)
+            target=target or _writer,
+            args=(str(c), str(store), base + w, writes, shared, start, out),
         )
         for w, c in enumerate(clones)
     ]
@@ -127,6 +130,12 @@ def _run(clones: list[Path], store: Path, writes: int, shared: bool, target: Any
         p.join()
     results = [r for _, _, rs, _ in reports for r in rs]
     return elapsed, results, sum(cpu for *_, cpu in reports) / max(len(results), 1)
+
+
+def _one_writer(clone: Path, store: Path, writes: int, base: int = 0) -> tuple[float, float]:
+    """(writes/s, CPU seconds per write) of one writer alone."""
+    single, _, cpu = _run([clone], store, writes, shared=False, base=base)
+    return writes / single, cpu
 
 
 def _check(conn: dc.Connection, results: list[Any]) -> tuple[int, bool]:
@@ -159,14 +168,22 @@ def main(argv: list[str] | None = None) -> int:
         for c in clones:
             dc.clone(remote, c, dc.LocalStore(store))
         try:
-            single, _, one_cpu = _run(clones[:1], store, args.writes * 4, shared=False)
+            one_rate, one_cpu = _one_writer(clones[0], store, args.writes * 4)
         except Exception:
             traceback.print_exc()
             return 1
-        one_rate = args.writes * 4 / single
-        print(f"one writer: {one_rate:.1f} writes/s, CPU {1000 * one_cpu:.1f} ms per write")
+        rows = []
         for shared in (False, True):
             elapsed, results, cpu = _run(clones, store, args.writes, shared)
+            rows.append((shared, elapsed, results, cpu))
+        # The one writer again, after: a load spike during one short baseline would flatter
+        # every ratio, so the faster of the two is the baseline.
+        again, again_cpu = _one_writer(clones[0], store, args.writes * 4, base=args.writers)
+        if again > one_rate:
+            one_rate, one_cpu = again, again_cpu
+        print(f"one writer (the faster of before and after): {one_rate:.1f} writes/s, CPU "
+              f"{1000 * one_cpu:.1f} ms per write")  # fmt: skip
+        for shared, elapsed, results, cpu in rows:
             origin.pull()
             failed, once = _check(origin, results)
             report = origin.validate()
@@ -196,14 +213,15 @@ def _git_only(root: Path, writers: int, writes: int) -> bool:
     for c in clones:
         MetadataRepo.clone(origin.remote_url, c)
     single, _, one_cpu = _run(clones[:1], root, writes * 4, False, _git_writer)
-    one_rate = writes * 4 / single
+    rows = [(shared, *_run(clones, root, writes, shared, _git_writer)) for shared in (False, True)]
+    again, _, again_cpu = _run(clones[:1], root, writes * 4, False, _git_writer, len(clones))
+    one_rate, one_cpu = max((writes * 4 / single, one_cpu), (writes * 4 / again, again_cpu))
     print(
-        f"git layer, one writer (commit_and_push): {one_rate:.1f} commits/s, "
-        f"CPU {1000 * one_cpu:.1f} ms per commit"
+        f"git layer, one writer (commit_and_push, the faster of before and after): "
+        f"{one_rate:.1f} commits/s, CPU {1000 * one_cpu:.1f} ms per commit"
     )
     ok = True
-    for shared in (False, True):
-        elapsed, results, cpu = _run(clones, root, writes, shared, _git_writer)
+    for shared, elapsed, results, cpu in rows:
         failed, once = _check_git(origin, results)
         rate = len([r for r in results if r[1]]) / elapsed
         good = failed == 0 and once and rate / one_rate >= 0.8

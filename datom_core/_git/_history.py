@@ -9,12 +9,14 @@ first time, then extended by the commits HEAD gained since (a few tree diffs per
 
 from __future__ import annotations
 
+from dulwich.object_store import BaseObjectStore
 from dulwich.objects import Commit, ObjectID
 from dulwich.repo import Repo
 
+from ._loose import commit_of
 from ._objects import changed_paths, commits_between
 
-__all__ = ["PathHistory"]
+__all__ = ["PathHistory", "first_parents"]
 
 
 class PathHistory:
@@ -60,3 +62,19 @@ class PathHistory:
     def newest(self, path: bytes) -> bytes | None:
         found = self._paths.get(path)
         return found[-1] if found else None
+
+
+def first_parents(
+    store: BaseObjectStore, head: bytes, max_entries: int | None
+) -> list[Commit] | None:
+    """The newest ``max_entries`` commits of a linear history from ``head`` (what a walk
+    would give, without its queue), or None if a merge is met (the walk orders those)."""
+    out: list[Commit] = []
+    sha: bytes | None = head
+    while sha is not None and (max_entries is None or len(out) < max_entries):
+        c = commit_of(store, sha)
+        if c is None or len(c.parents) > 1:
+            return None
+        out.append(c)
+        sha = c.parents[0] if c.parents else None
+    return out

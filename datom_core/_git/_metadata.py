@@ -28,17 +28,19 @@ from collections.abc import Mapping
 from contextlib import closing
 from pathlib import Path
 
-from dulwich.objects import ObjectID, ShaFile
+from dulwich.objects import Commit, ObjectID, ShaFile
 from dulwich.repo import Repo
 
 from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _internals as gi
 from . import _maintenance as maint
-from ._history import PathHistory
-from ._objects import TreeReader, build_commit, objects_to_send
+from ._history import PathHistory, first_parents
+from ._loose import commit_of
+from ._objects import build_commit, objects_to_send
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, normalize_remote
 from ._repo import RepoCore, _now
+from ._tipview import read_in_tree
 from ._types import Author, CommitInfo, commit_info
 
 __all__ = ["MetadataRepo"]
@@ -173,7 +175,19 @@ class MetadataRepo(RepoCore):
         """The bytes of ``relpath`` in ``commit`` (full hex id), or ``None`` if absent there."""
         gi.check_relpath(relpath)
         r = self._open()
-        return TreeReader(r.object_store, gi.commit_object(r, commit).id).read(relpath)
+        return read_in_tree(r.object_store, self._commit(r, commit).tree, relpath)
+
+    def _commit(self, r: Repo, commit: str) -> Commit:
+        """The commit of a full hex id, parsed once (a mirror derives a history's commits
+        by reading a file at each of the last few commits)."""
+        if len(commit) == 40 and all(c in "0123456789abcdef" for c in commit):
+            try:
+                found = commit_of(r.object_store, commit.encode())
+            except KeyError:
+                found = None
+            if found is not None:
+                return found
+        return gi.commit_object(r, commit)  # its error, naming the id
 
     def log(self, relpath: str | None = None, max_entries: int | None = None) -> list[CommitInfo]:
         """Commits reachable from HEAD, newest first; only those changing ``relpath`` if given.
@@ -192,7 +206,10 @@ class MetadataRepo(RepoCore):
         known = index.commits(paths[0]) if index is not None and paths and index.linear else None
         if known is not None:
             newest_first = known[::-1][:max_entries]
-            return [commit_info(gi.commit_object(r, c.decode())) for c in newest_first]
+            return [commit_info(self._commit(r, c.decode())) for c in newest_first]
+        linear = first_parents(r.object_store, head, max_entries) if paths is None else None
+        if linear is not None:
+            return [commit_info(c) for c in linear]
         walker = r.get_walker(include=[ObjectID(head)], paths=paths, max_entries=max_entries)
         return [commit_info(entry.commit) for entry in walker]
 

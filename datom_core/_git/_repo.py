@@ -39,6 +39,7 @@ from ._index import FastIndex, UnsupportedIndex
 from ._lock import RepoLock
 from ._objects import TreeReader, blob_data, build_commit, changed_paths
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, is_http_url, resolve_credentials
+from ._tipview import TipView
 from ._transport import Transport, add_objects
 from ._types import Author, author_from
 
@@ -230,12 +231,14 @@ class RepoCore:
         checkpoint("git:move:moved")
         self._sync(r, changes, journaled=True)
 
-    def _store_local(
-        self, r: Repo, objects: Sequence[ShaFile], pushed_to: Transport | None = None
-    ) -> None:
-        """Add a new commit's objects to the clone (linked from a local remote they were
-        just pushed to), compacting the clone on its budget."""
-        self._loose += pushed_to.keep(r, objects) if pushed_to else add_objects(r, objects)
+    def _store_local(self, r: Repo, objects: Sequence[ShaFile]) -> None:
+        """Add a new local commit's objects to the clone."""
+        self._count_local(r, add_objects(r, objects))
+
+    def _count_local(self, r: Repo, loose: int) -> None:
+        """Count an operation that added ``loose`` loose objects to the clone, compacting
+        the clone on its budget."""
+        self._loose += loose
         self._added += 1
         if self._added % maint.CLONE_CHECK_EVERY == 0:
             maint.compact(r, self._loose)
@@ -310,10 +313,9 @@ class RepoCore:
                             if new is not None:
                                 remote.push(r, branch, tip, new.id, new.objects)
                         remote.maintain()
-                    if tip is not None:  # the clone catches up outside the turn
-                        remote.fetch_commit(r, tip, branch)
                     if new is None:
                         if tip is not None:
+                            remote.fetch_commit(r, tip, branch)
                             gi.set_ref(r, gi.tracking_ref(branch), tip)
                         self._move_to(r, branch, tip)
                         return None
@@ -328,10 +330,37 @@ class RepoCore:
                     delay = min(delay * 2, _BACKOFF_MAX)
                     continue
                 checkpoint("git:push:swapped")
-                self._store_local(r, new.objects, remote)
+                # The clone catches up outside the turn: the commits it lacked, then its own.
+                self._count_local(r, remote.receive(r, branch, tip, new.id, new.objects))
                 self._move_to(r, branch, new.id)
                 self._pushed(r, remote, branch, new.id)
                 return new.id.decode()
+
+    def remote_tip(self) -> TipView:
+        """A read-only view of ``origin``'s tip of this clone's branch; the clone's branch,
+        index and working tree stay where they are (``commit`` None: an empty remote).
+
+        A local remote is read in place; an HTTP(S) remote's new objects are fetched into
+        the clone's store. What a write classifies on: the clone moves once, to the commit
+        it pushes (or with :meth:`catch_up`).
+        """
+        with self.lock():
+            r = self._open()
+            self._recover(r)
+            return self._remote().tip_view(r, gi.branch_ref(r))
+
+    def catch_up(self, commit: str | None) -> None:
+        """Move the branch, index and working tree to ``commit``, a commit ``origin`` has
+        (a :meth:`remote_tip`; None: an empty remote), rewriting only the files that
+        differ. Unpushed local commits are dropped, as by ``fetch_and_reset``."""
+        with self.lock():
+            r = self._open()
+            self._recover(r)
+            branch, sha = gi.branch_ref(r), commit.encode() if commit is not None else None
+            if sha is not None and sha != gi.get_ref(r, branch):
+                self._remote().fetch_commit(r, sha, branch)
+                gi.set_ref(r, gi.tracking_ref(branch), sha)
+            self._move_to(r, branch, sha)
 
     def default_author(self) -> Author:
         """:meth:`Author.default`, also consulting this clone's own ``.git/config``."""

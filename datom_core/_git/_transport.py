@@ -6,8 +6,10 @@ Every transport does these, each O(what changed):
 * ``heads()``: the remote's branches and the branch its ``HEAD`` names;
 * ``fetch_branch()`` / ``fetch_commit()``: bring one tip and only the objects it adds;
 * ``view()``: a tip and an object store holding it, for a commit to be built on;
+  ``tip_view()``: the tip as a read-only view, the clone left where it is;
 * ``push()``: send the objects of new commits (given, never searched for) and move the
-  branch by compare-and-swap from the tip the commits were built on;
+  branch by compare-and-swap from the tip the commits were built on; ``receive()``: then
+  bring the clone the commits it lacked and its own;
 * ``turn()``: where the remote is on this machine, datom writers queue (a ``flock``) from
   ``view`` to ``push`` instead of racing and redoing rejected work.
 
@@ -28,8 +30,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from dulwich.file import FileLocked
-from dulwich.object_store import BaseObjectStore
-from dulwich.objects import Commit, ObjectID, ShaFile
+from dulwich.object_store import BaseObjectStore, DiskObjectStore
+from dulwich.objects import ObjectID, ShaFile
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
@@ -37,8 +39,16 @@ from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _maintenance as maint
 from ._lock import RepoLock
-from ._loose import commit_object_ids, copy_objects, write_loose
+from ._loose import (
+    commit_object_ids,
+    commit_of,
+    copy_objects,
+    pack_copies,
+    split_large,
+    write_loose,
+)
 from ._remote import GitCredentials
+from ._tipview import TipView
 
 __all__ = [
     "FETCH_ROUNDS",
@@ -57,6 +67,10 @@ _HEADS = b"refs/heads/"
 # fewer are loose files (see _loose: linked between a clone and a local remote, never
 # deflated twice), which the handles' compaction packs on its budget.
 _LOOSE_MAX = 256
+# Objects from which a transfer between local repositories arrives as a pack (git's
+# transfer.unpackLimit): fewer stay loose, as every pack costs each later lookup until
+# a compaction merges it.
+_UNPACK_LIMIT = 100
 # Seconds a ref lock in a local remote may live while this writer holds the writers'
 # turn: datom's pushers are then excluded, and other git clients hold a ref lock for
 # milliseconds, so one still there after this was left by a killed process.
@@ -87,11 +101,24 @@ def add_objects(r: Repo, objects: Sequence[ShaFile]) -> int:
 
 def copy_commits(source: Repo, target: Repo, commits: list[bytes]) -> int:
     """Copy ``commits`` (``missing_commits`` order) with the objects they add from one
-    local repository to another; returns how many loose files ``target`` gained."""
-    ids = list(commit_object_ids(source.object_store, commits))
-    if len(ids) > _LOOSE_MAX:
-        return add_objects(target, [source.object_store[ObjectID(sha)] for sha in ids])
-    return copy_objects(source.object_store, target.object_store, ids)
+    local repository to another; returns how many loose files ``target`` gained.
+
+    Many objects arrive as one pack of raw copies (git keeps a fetched pack past
+    ``transfer.unpackLimit``); a few are linked loose (see ``_loose``)."""
+    ids = list(dict.fromkeys(commit_object_ids(source.object_store, commits)))  # once each
+    store = target.object_store
+    if (
+        len(ids) >= _UNPACK_LIMIT
+        and isinstance(source.object_store, DiskObjectStore)
+        and isinstance(store, DiskObjectStore)
+    ):
+        # An object the clone already has (its own, a revert's blob) may be packed again:
+        # git reads an object from whichever pack holds it.
+        small, large = split_large(source.object_store, ids)
+        if small:
+            pack_copies(source.object_store, store, small)
+        return copy_objects(source.object_store, store, large)
+    return copy_objects(source.object_store, store, ids)
 
 
 def missing_commits(source: Repo, target: Repo, tip: bytes) -> list[bytes]:
@@ -105,8 +132,8 @@ def missing_commits(source: Repo, target: Repo, tip: bytes) -> list[bytes]:
             continue
         seen.add(sha)
         order.append(sha)
-        c = source.object_store[ObjectID(sha)]
-        if isinstance(c, Commit):
+        c = commit_of(source.object_store, sha)
+        if c is not None:
             stack.extend(c.parents)
     order.reverse()
     return order
@@ -135,6 +162,10 @@ class Transport:
         """``(tip, store)``: the branch tip and an object store holding it, to build on."""
         yield self.fetch_branch(r, branch), r.object_store
 
+    def tip_view(self, r: Repo, branch: bytes) -> TipView:
+        """The branch tip as a read-only view, the clone's branch left where it is."""
+        return TipView(r.object_store, self.fetch_branch(r, branch))
+
     def fetch_commit(self, r: Repo, sha: bytes, branch: bytes) -> None:
         """Make ``sha`` (a commit the remote has) and its objects present in the clone."""
         if ObjectID(sha) not in r.object_store:
@@ -143,6 +174,15 @@ class Transport:
     def keep(self, r: Repo, objects: Sequence[ShaFile]) -> int:
         """Store in the clone the objects just pushed; returns how many were written loose."""
         return add_objects(r, objects)
+
+    def receive(
+        self, r: Repo, branch: bytes, tip: bytes | None, new: bytes, objects: Sequence[ShaFile]
+    ) -> int:
+        """After a push of ``new`` (with ``objects``) on ``tip``: make both present in the
+        clone; returns how many loose files the clone gained."""
+        if tip is not None:
+            self.fetch_commit(r, tip, branch)
+        return self.keep(r, objects)
 
     def push(
         self, r: Repo, branch: bytes, old: bytes | None, new: bytes, objects: Sequence[ShaFile]
@@ -213,15 +253,33 @@ class LocalTransport(Transport):
         with self._using("fetch from") as remote:
             yield _read_ref(remote, branch), remote.object_store
 
+    def tip_view(self, r: Repo, branch: bytes) -> TipView:
+        """Read in the remote's own store: nothing is copied into the clone."""
+        with self._using("fetch from") as remote:
+            return TipView(remote.object_store, _read_ref(remote, branch), self._reading)
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        with self.errors("read from"), self._access.shared():
+            yield
+
     def fetch_commit(self, r: Repo, sha: bytes, branch: bytes) -> None:
         with self._using("fetch from") as remote:
             if ObjectID(sha) not in r.object_store:
                 copy_commits(remote, r, missing_commits(remote, r, sha))
 
-    def keep(self, r: Repo, objects: Sequence[ShaFile]) -> int:
-        """The pushed objects are loose files in the remote: linked, not written again."""
+    def receive(
+        self, r: Repo, branch: bytes, tip: bytes | None, new: bytes, objects: Sequence[ShaFile]
+    ) -> int:
+        """The other writers' commits arrive as :func:`copy_commits` sends them; the
+        objects just pushed are loose files in the remote: linked, not written again."""
         with self._using("fetch from") as remote:
-            return copy_objects(remote.object_store, r.object_store, [o.id for o in objects])
+            added = 0
+            if tip is not None and ObjectID(tip) not in r.object_store:
+                added = copy_commits(remote, r, missing_commits(remote, r, tip))
+            return added + copy_objects(
+                remote.object_store, r.object_store, [o.id for o in objects]
+            )
 
     def fetch_branch(self, r: Repo, branch: bytes) -> bytes | None:
         with self._using("fetch from") as remote:

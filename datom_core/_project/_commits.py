@@ -27,12 +27,15 @@ from datom_core._project._history_text import (
     remember_store_copy,
     spliced_store_copy,
 )
+from datom_core._project._model import HistoryEntry
 from datom_core._project._parse import parse_history
+from datom_core._project._recent import Recent
 
 __all__ = [
     "commits_by_version",
     "history_agrees",
     "newest_commit_of",
+    "parsed_history",
     "store_history",
     "stored",
     "version_of",
@@ -45,6 +48,14 @@ _WALK_MAX = 64  # commits since the store copy's newest one read before asking t
 # history), per clone and table: a later commit can only re-record them, never produce
 # them first, so they are not looked for again on every write.
 _ABSENT: dict[tuple[str, str], set[str]] = {}
+# A write (and a none write, every Dagster materialization) parses the git and store
+# copies of one history several times; a long history makes that a visible cost.
+_HISTORIES: Recent[tuple[HistoryEntry, ...]] = Recent(32, 64 << 20)
+
+
+def parsed_history(raw: bytes, *, key: str) -> tuple[HistoryEntry, ...]:
+    """:func:`parse_history` of ``raw``, kept by content (errors raised, never kept)."""
+    return _HISTORIES.parsed(raw, lambda b: parse_history(b, key=key))
 
 
 def stored(ctx: ProjectContext, key: str) -> bytes | None:
@@ -187,7 +198,7 @@ def _recorded_commits(raw: bytes | None, table: str) -> tuple[dict[str, str], st
     if raw is None:
         return {}, None
     try:
-        entries = parse_history(raw, key=L.store_history(table))
+        entries = parsed_history(raw, key=L.store_history(table))
     except DatomError:
         return {}, None  # damaged: rebuilt from git
     recorded = {h.version: h.commit_sha for h in entries if h.commit_sha}
@@ -200,8 +211,8 @@ def history_agrees(raw: bytes | None, git_history: bytes, table: str) -> bool:
     if raw is None:
         return False
     try:
-        store_entries = [h.raw for h in parse_history(raw, key=L.store_history(table))]
-        git_entries = [h.raw for h in parse_history(git_history, key=L.git_history(table))]
+        store_entries = [h.raw for h in parsed_history(raw, key=L.store_history(table))]
+        git_entries = [h.raw for h in parsed_history(git_history, key=L.git_history(table))]
     except DatomError:
         return False
     return without_commit_sha(store_entries) == without_commit_sha(git_entries)

@@ -33,18 +33,20 @@ from dataclasses import dataclass
 
 from datom_core._checkpoint import checkpoint
 from datom_core._errors import DatomError
+from datom_core._git import TipView
 from datom_core._project import _layout as L
 from datom_core._project._commits import (
     commits_by_version,
     history_agrees,
     newest_commit_of,
+    parsed_history,
     store_history,
     stored,
     version_of,
     without_commit_sha,
 )
 from datom_core._project._context import ProjectContext
-from datom_core._project._parse import parse_history, parse_metadata
+from datom_core._project._parse import parse_metadata
 
 __all__ = [
     "Converged",
@@ -97,10 +99,10 @@ def _settle(ctx: ProjectContext, docs: TableDocuments, history: bytes, head: str
     }
     git_history = docs.history
     for rounds in range(1, _MAX_ROUNDS + 1):
-        newest = repo.fetch_and_reset()
-        if newest == head:
+        view = repo.remote_tip()  # a look that moves nothing
+        if view.commit == head:
             return  # the remote did not move: its documents are the ones written
-        head = newest
+        head = view.commit
         # The remote moved: the newer writers' mirrors are on their way. Reading back a
         # moment later lets them land (one store read then ends it for us) instead of
         # deriving and writing a tip that they are about to write anyway.
@@ -108,7 +110,7 @@ def _settle(ctx: ProjectContext, docs: TableDocuments, history: bytes, head: str
         mine = {key: data for key, data in mine.items() if stored(ctx, key) == data}
         if not mine:
             return  # each was rewritten after us: its writer settles it
-        tip = _tip_documents(ctx, table, mine, git_history)
+        tip = _tip_documents(ctx, table, mine, git_history, view)
         if tip is None:
             return  # the table left the tip: validate reports what is left
         git_history, changed = tip
@@ -119,19 +121,20 @@ def _settle(ctx: ProjectContext, docs: TableDocuments, history: bytes, head: str
 
 
 def _tip_documents(
-    ctx: ProjectContext, table: str, mine: dict[str, bytes], git_history: bytes
+    ctx: ProjectContext, table: str, mine: dict[str, bytes], git_history: bytes, tip: TipView
 ) -> tuple[bytes, dict[str, bytes]] | None:
-    """``(git history, the store documents of the clone's tip that differ from mine)``,
-    for the keys in ``mine``; the history's store copy is derived only when git's changed."""
-    repo = ctx.require_repo()
+    """``(git history, the store documents of the remote's tip that differ from mine)``,
+    for the keys in ``mine``; the history's store copy is derived only when git's changed
+    (from the clone's log, so only then does the clone move to the tip)."""
     raw_history, raw_metadata, raw_manifest = (
-        repo.read(p) for p in (L.git_history(table), L.git_metadata(table), L.MANIFEST)
+        tip.read(p) for p in (L.git_history(table), L.git_metadata(table), L.MANIFEST)
     )
     if raw_history is None or raw_metadata is None or raw_manifest is None:
         return None
     changed: dict[str, bytes] = {}
     key = L.store_history(table)
     if key in mine and raw_history != git_history:
+        ctx.require_repo().catch_up(tip.commit)
         copy = store_history(ctx, table, raw_history)
         if copy != mine[key]:
             changed[key] = copy
@@ -198,7 +201,7 @@ def _commit_of(history: bytes | None, table: str, version: str) -> str | None:
     if history is None:
         return None
     try:
-        entries = parse_history(history, key=L.store_history(table))
+        entries = parsed_history(history, key=L.store_history(table))
     except DatomError:
         return None
     return next((h.commit_sha for h in entries if h.version == version), None)

@@ -2,7 +2,8 @@
 
 0. the write door (``_door``): refuse a repo this build cannot account for;
 1. validate the name and parents, hash the table (nothing changed anywhere yet);
-2. fetch the remote once, build the metadata and classify the change against its tip;
+2. read the remote's tip in place (the clone does not move), build the metadata and
+   classify the change against it;
 3. for a ``full`` change, reuse a recorded parquet for the same data or upload a new one;
 4. record it (``MetadataRepo.commit_and_push`` of ``_build``'s cheap, pure rebuild of the
    table's documents and the manifest: a push rejected by a concurrent writer is rebuilt
@@ -11,7 +12,8 @@
 
 Every step is safe to interrupt: re-running the same write converges (see ``_mirror``).
 The commit becomes local only once it is pushed, so the ``committed`` and ``pushed``
-checkpoints both mark the point just after ``commit_and_push``.
+checkpoints both mark the point just after ``commit_and_push``; the clone moves once, to
+that commit (a ``none`` write moves it to the tip it classified on, when it is behind).
 """
 
 from __future__ import annotations
@@ -115,14 +117,17 @@ def _record(
 ) -> WriteResult:
     """Steps 2 to 5: classify on the remote's tip, upload once, commit and push, mirror."""
     repo = ctx.require_repo()
-    repo.fetch_and_reset()  # the one fetch: a rejected push later rebuilds on the new tip
-    tip = repo.tree()
+    # The one look at the remote, read in place: the clone moves once, to the commit it
+    # pushes (a rejected push rebuilds on the new tip).
+    tip = repo.remote_tip()
     check_write_door(tip, [req.table])
     current = _read_current(tip, req.table)
     if current.metadata is None:  # a new table: one folder per name on every filesystem
-        check_no_case_twin(req.table, (p.name for p in repo.path.iterdir() if p.is_dir()))
+        names = {p.name for p in repo.path.iterdir() if p.is_dir()}
+        check_no_case_twin(req.table, names.union(tip.directories()))
     draft = parse_metadata(_metadata(ctx, req, table, th, None, None), key="draft")
     if current.metadata is not None and current.metadata.version == draft.version:
+        repo.catch_up(tip.commit)  # nothing when the clone is there already
         return _unchanged(ctx, req.table, th)
 
     same_data = current.metadata is not None and current.metadata.data_sha == th.data_sha
@@ -182,7 +187,7 @@ def _record(
 
 
 def _unchanged(ctx: ProjectContext, table: str, th: TableHash) -> WriteResult:
-    """A ``none`` write: the clone is on a tip whose current version is this one; the
+    """A ``none`` write: the clone is on the tip whose current version is this one; the
     store is brought in step with it and the commit that recorded it is reported."""
     repo = ctx.require_repo()
     converged = converge_mirror(ctx, table)

@@ -1,0 +1,79 @@
+"""The remote's tip, read where it lives (private to the git layer).
+
+A write classifies its table against the remote's tip and a writer settling its mirror
+asks whether the remote moved. Neither needs the clone to move there: for a local remote
+the tip is read from the remote's own object store (nothing copied into the clone, no
+working-tree file rewritten), for an HTTP(S) remote its objects are fetched into the
+clone's store and read there. The clone catches up once, when it commits on that tip.
+"""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+
+from dulwich.object_store import BaseObjectStore
+
+from ._loose import commit_of
+from ._objects import TreeReader, blob_data, tree_of
+
+__all__ = ["TipView", "read_in_tree"]
+
+Guard = Callable[[], AbstractContextManager[object]]
+
+
+class TipView(TreeReader):
+    """A read-only view of one commit in ``store`` (``commit`` None: an empty remote).
+
+    Every read holds ``guard`` (a local remote's shared maintenance lock, so that a
+    compaction never removes a loose object between finding and reading it).
+    """
+
+    def __init__(
+        self, store: BaseObjectStore, commit: bytes | None, guard: Guard = nullcontext
+    ) -> None:
+        self._guard = guard
+        with guard():
+            # The tip's commit parsed once per process (every write and every look at a
+            # still remote meets the same one), then what TreeReader would hold.
+            parsed = commit_of(store, commit) if commit is not None else None
+        if commit is not None and parsed is None:
+            raise KeyError(commit)
+        self._store = store
+        self.commit = commit.decode() if commit is not None else None
+        self._root = parsed.tree if parsed is not None else None
+
+    def entry(self, path: str | bytes) -> tuple[int, bytes] | None:
+        with self._guard():
+            return super().entry(path)
+
+    def read(self, path: str) -> bytes | None:
+        with self._guard():
+            found = super().entry(path)
+            return blob_data(self._store, found[1]) if found is not None else None
+
+    def directories(self) -> list[str]:
+        """The names of the top-level directories of the tip (the tables, ``.datom``...)."""
+        if self._root is None:
+            return []
+        with self._guard():
+            tree = tree_of(self._store, self._root)
+            if tree is None:
+                return []
+            return [
+                name.decode("utf-8", "surrogateescape")
+                for name, mode, _ in tree.iteritems()
+                if stat.S_ISDIR(mode)
+            ]
+
+
+def read_in_tree(store: BaseObjectStore, tree: bytes, relpath: str) -> bytes | None:
+    """The bytes of the file ``relpath`` under the tree ``tree`` (None: absent there)."""
+    sha = tree
+    for part in relpath.encode().split(b"/"):
+        found = tree_of(store, sha)
+        if found is None or part not in found:
+            return None
+        sha = found[part][1]
+    return blob_data(store, sha)
