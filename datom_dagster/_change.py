@@ -23,19 +23,22 @@ def change_summary(
     *,
     unchanged: bool = False,
     key: Sequence[str] | None = None,
+    before: dc.TableMetadata | None = None,
 ) -> dc.TableDiff:
     """``version`` of ``table`` compared with the version before it, or with itself when
     the write that reported it changed nothing (``unchanged``).
 
     Given the recorded :class:`~datom_core.TableMetadata` (what a write returns), an
     unchanged version is summarised from that record alone: comparing a version with
-    itself reads nothing (and the key columns are still checked).
+    itself reads nothing (and the key columns are still checked). ``before``: the version
+    the write replaced (``WriteResult.replaced``), so the history is not searched for it.
     """
     keys = list(key) if key else None
     if unchanged and isinstance(version, dc.TableMetadata):
         return _unchanged(table, version, keys)
-    before = version if unchanged else None  # None: diff takes the version before
-    return conn.diff(table, before, version, key=keys)
+    if unchanged:
+        return conn.diff(table, version, version, key=keys)
+    return conn.diff(table, before, version, key=keys)  # None: diff takes the one before
 
 
 def _unchanged(table: str, record: dc.TableMetadata, key: list[str] | None) -> dc.TableDiff:

@@ -115,7 +115,12 @@ class DatomIOManager(ConfigurableIOManager):
             except _NO_RETRY as e:
                 raise Failure(description=str(e), allow_retries=False) from e
             written = Written(
-                result.table, result.version, result.change, result.commit, result.metadata
+                result.table,
+                result.version,
+                result.change,
+                result.commit,
+                result.metadata,
+                result.replaced,
             )
             metadata = materialization_metadata(
                 conn,

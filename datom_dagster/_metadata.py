@@ -75,6 +75,7 @@ class Written:
     change: str
     commit: str | None  # None: not known (looked up: the commit that recorded the version)
     metadata: dc.TableMetadata | None = None  # the recorded record, when the write gave it
+    replaced: dc.TableMetadata | None = None  # the version the write made non-current
 
 
 def materialization_metadata(
@@ -89,7 +90,12 @@ def materialization_metadata(
     recorded = written.metadata or conn.version(written.table, written.version)
     commit = written.commit or conn.commit_of(written.table, written.version) or ""
     summary = change_summary(
-        conn, written.table, recorded, unchanged=written.change == "none", key=key
+        conn,
+        written.table,
+        recorded,
+        unchanged=written.change == "none",
+        key=key,
+        before=written.replaced,
     )
     entries: dict[str, MetadataValue] = {
         "datom/version": MetadataValue.text(written.version),

@@ -86,8 +86,9 @@ class TableUpdate:
     """A new version of one table, ready to be recorded on any tip.
 
     After a :meth:`build`, :attr:`files` holds the bytes it returned (what the store
-    mirrors once they are pushed) and :attr:`converted_v1` whether that tip's manifest
-    was still in format 1.
+    mirrors once they are pushed), :attr:`converted_v1` whether that tip's manifest was
+    still in format 1 and :attr:`replaced` the metadata bytes of the version it made
+    non-current (a concurrent writer's, when a rejected push rebuilt on a newer tip).
     """
 
     project_name: str
@@ -98,10 +99,15 @@ class TableUpdate:
     written_at: str = field(default_factory=utc_now)
     files: dict[str, bytes] = field(default_factory=dict, compare=False)
     _flags: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
+    _seen: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def converted_v1(self) -> bool:
         return self._flags.get("v1", False)
+
+    @property
+    def replaced(self) -> bytes | None:
+        return self._seen.get("metadata")
 
     def build(self, tree: TreeReader) -> dict[str, bytes]:
         """The files to commit on ``tree``: metadata, history, manifest (and project.yaml
@@ -113,6 +119,9 @@ class TableUpdate:
         check_write_door(tree, [self.table])
         history_path, metadata_path = L.git_history(self.table), L.git_metadata(self.table)
         raw, raw_metadata = tree.read(history_path), tree.read(metadata_path)
+        self._seen.clear()
+        if raw_metadata is not None:
+            self._seen["metadata"] = raw_metadata
         if raw is None and raw_metadata is not None:
             raise IntegrityError(  # a one-entry history would drop every earlier version
                 f"table {self.table!r}: {history_path} is missing from the remote's tip while "

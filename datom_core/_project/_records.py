@@ -26,7 +26,10 @@ Change = Literal["none", "metadata_only", "full"]
 @dataclass(frozen=True)
 class WriteResult:
     """What a write did. ``change`` is ``none`` (nothing recorded), ``metadata_only`` (a new
-    version over the same data, nothing uploaded) or ``full`` (new data)."""
+    version over the same data, nothing uploaded) or ``full`` (new data). ``metadata`` is
+    the recorded version's record; ``replaced`` the record of the version it made
+    non-current, as the tip it was committed on held it (a concurrent writer's version when
+    one landed first; None for a new table and for ``none``)."""
 
     table: str
     change: Change
@@ -36,6 +39,8 @@ class WriteResult:
     commit: str | None  # the commit that recorded the version (for ``none``: the current one's)
     uploaded: bool = False  # whether parquet bytes were sent to the store
     metadata: TableMetadata | None = field(default=None, repr=False, compare=False)
+    # The version this write made non-current (None: a new table, or a ``none`` write).
+    replaced: TableMetadata | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)

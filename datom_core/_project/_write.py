@@ -183,7 +183,17 @@ def _record(
         commit,
         uploaded,
         metadata,
+        _replaced(update),
     )
+
+
+def _replaced(update: TableUpdate) -> TableMetadata | None:
+    """The version the pushed commit made non-current, as the tip it was built on held it."""
+    raw = update.replaced
+    try:
+        return parse_metadata(raw, key=L.git_metadata(update.table)) if raw else None
+    except DatomError:  # a hand-broken predecessor: the summary looks it up instead
+        return None
 
 
 def _unchanged(ctx: ProjectContext, table: str, th: TableHash) -> WriteResult:

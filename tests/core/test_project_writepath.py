@@ -76,6 +76,10 @@ def test_a_writer_beaten_mid_write_records_on_the_new_tip_without_re_uploading(
         result.version, first.version
     ]  # fmt: skip
     assert history == expected, "every version once, newest first"
+    # What it replaced is what the tip it was committed on held, not what it classified on.
+    assert first.replaced is None, "a new table replaces nothing"
+    assert result.replaced is not None
+    assert result.replaced.version == (interloper.version if same_table else first.version)
     log = mine.repo.log()
     assert [c.id for c in log[:2]] == [result.commit, interloper.commit]
     assert result.commit is not None and interloper.commit is not None
