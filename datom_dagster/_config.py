@@ -136,7 +136,10 @@ class DatomResource(ConfigurableResource):
     def _open(self) -> dc.Connection:
         clone = self.project_clone_path()
         if _is_clone(clone):
-            return self._connect(clone)
+            try:
+                return self._connect(clone)
+            except dc.DatomError:
+                pass  # maybe still being created by another process: wait for its lock
         with _init_lock(clone):
             if _is_clone(clone):  # another process created it while we waited
                 return self._connect(clone)
@@ -189,7 +192,8 @@ class DatomResource(ConfigurableResource):
 def _is_clone(path: Path) -> bool:
     # Not .datom/project.yaml: another process's write may be resetting the working tree
     # of a shared clone at this very moment. Clones are only created under the init lock,
-    # so a git directory means creation finished (or failed, which connect reports).
+    # and a git directory appears early in their creation: a connect that fails on one is
+    # tried again under the lock, once the creator has finished (or failed).
     return (path / ".git").is_dir()
 
 
