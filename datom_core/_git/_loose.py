@@ -17,7 +17,7 @@ They are written here rather than by dulwich's ``add_object`` for three reasons:
   --local`` does: no decompression, no second deflate, one system call. Where links are
   refused (another filesystem, another owner) the compressed bytes are copied as they are.
 * **A pack for a large transfer.** A clone catching up many commits (a first clone, a
-  long absence) gets them as one pack of raw copies (:func:`pack_copies`), as git keeps
+  long absence) gets them as one pack of raw copies (``_packs.copy_as_pack``), as git keeps
   a fetched pack: no fan-out directory to make (on ext4 a new directory costs hundreds
   of microseconds, a file tens), no object parsed.
 * **No directory calls in the common case.** The fan-out directory is created only when
@@ -34,7 +34,6 @@ remote's ref update is for (dulwich fsyncs it).
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import secrets
 import threading
@@ -45,7 +44,6 @@ from pathlib import Path
 
 from dulwich.object_store import BaseObjectStore, DiskObjectStore
 from dulwich.objects import Commit, ObjectID, ShaFile
-from dulwich.pack import write_pack_index
 
 from ._objects import tree_of
 
@@ -55,7 +53,6 @@ __all__ = [
     "commit_object_ids",
     "commit_of",
     "copy_objects",
-    "pack_copies",
     "split_large",
     "write_loose",
 ]
@@ -68,8 +65,6 @@ _MAX_PARTS = 512  # buffers in one writev (the system's limit is at least 1,024)
 _NO_LINK = {errno.EPERM, errno.EACCES, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS,
             errno.EXDEV, errno.EMLINK}  # fmt: skip
 _SUBMODULE = 0o160000
-_TYPE_NUMS = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
-_PACK_LEVEL = 1  # as the compaction packs (``pack.compression=1``)
 # Parsed commits by id (an id names one content in every store), never mutated.
 _COMMITS: OrderedDict[bytes, Commit] = OrderedDict()
 _COMMITS_KEPT = 256
@@ -174,67 +169,6 @@ def split_large(store: DiskObjectStore, shas: Sequence[bytes]) -> tuple[list[byt
             big = False  # packed: read from its pack either way
         (large if big else small).append(sha)
     return small, large
-
-
-def pack_copies(source: DiskObjectStore, target: DiskObjectStore, shas: Sequence[bytes]) -> None:
-    """Copy the objects ``shas`` (each once) from ``source`` into ``target`` as one new
-    pack: the pack is named first, its index last (the index makes it visible).
-
-    A loose object is inflated and deflated again as it is, never parsed (parsing costs
-    more than the copy); a packed one is read whole through dulwich. Not fsynced, like
-    the loose copies it stands for (see the module docstring): every object in it is a
-    copy of one the source holds.
-    """
-    folder = Path(target.pack_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f"tmp_pack_{os.getpid()}_{secrets.token_hex(4)}"
-    entries: list[tuple[bytes, int, int | None]] = []
-    try:
-        with open(tmp, "wb") as f:
-            digest = hashlib.sha1(b"PACK" + (2).to_bytes(4, "big") + len(shas).to_bytes(4, "big"))
-            f.write(b"PACK" + (2).to_bytes(4, "big") + len(shas).to_bytes(4, "big"))
-            offset = 12
-            for sha in shas:
-                kind, body = _raw(source, sha)
-                chunk = _entry_head(kind, len(body)) + zlib.compress(body, _PACK_LEVEL)
-                entries.append((bytes.fromhex(sha.decode("ascii")), offset, zlib.crc32(chunk)))
-                f.write(chunk)
-                digest.update(chunk)
-                offset += len(chunk)
-            checksum = digest.digest()
-            f.write(checksum)
-        final = folder / f"pack-{checksum.hex()}"
-        os.replace(tmp, final.with_suffix(".pack"))
-        with open(tmp, "wb") as f:
-            write_pack_index(f, sorted(entries), checksum)
-        os.replace(tmp, final.with_suffix(".idx"))  # the pack is visible from here on
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def _raw(store: DiskObjectStore, sha: bytes) -> tuple[int, bytes]:
-    """``(type number, content)`` of an object, a loose one without parsing it."""
-    try:
-        with open(_path(store, sha), "rb") as f:
-            data = zlib.decompress(f.read())
-    except FileNotFoundError:
-        return store.get_raw(ObjectID(sha))
-    head, _, body = data.partition(b"\0")
-    kind, _, size = head.partition(b" ")
-    if kind not in _TYPE_NUMS or int(size) != len(body):
-        raise ValueError(f"damaged loose object {sha.decode()} in {store.path}")
-    return _TYPE_NUMS[kind], body
-
-
-def _entry_head(kind: int, size: int) -> bytes:
-    """A pack entry's header: the type and the inflated size, 7 bits a byte."""
-    out = bytearray()
-    byte, size = (kind << 4) | (size & 15), size >> 4
-    while size:
-        out.append(byte | 0x80)
-        byte, size = size & 0x7F, size >> 7
-    out.append(byte)
-    return bytes(out)
 
 
 def copy_objects(source: BaseObjectStore, target: BaseObjectStore, shas: Iterable[bytes]) -> int:

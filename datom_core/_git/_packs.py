@@ -21,6 +21,7 @@ import struct
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from dulwich.object_format import DEFAULT_OBJECT_FORMAT
 from dulwich.object_store import DiskObjectStore
@@ -251,10 +252,25 @@ def write_objects(store: DiskObjectStore, objects: Sequence[ShaFile]) -> str:
     return write_entries(store, pack_entries(list(given.values())))
 
 
-def write_entries(store: DiskObjectStore, entries: Sequence[Entry]) -> str:
+def copy_as_pack(source: DiskObjectStore, target: DiskObjectStore, shas: Sequence[bytes]) -> str:
+    """Copy the objects ``shas`` (each once) from ``source`` into ``target`` as one new pack,
+    none of them parsed: a loose one is inflated and deflated again, a packed one read
+    whole. Not fsynced, like the loose copies it stands for (see ``_loose``): every object
+    in it is a copy of one the source holds."""
+    entries = []
+    for sha in shas:
+        found = loose_entry(source, sha)
+        if found is None:  # packed in the source (or damaged: dulwich's read says so)
+            kind, raw = source.get_raw(ObjectID(sha))
+            found = binascii.unhexlify(sha), kind, raw
+        entries.append(_whole(*found))
+    return write_entries(target, entries, sync=False)
+
+
+def write_entries(store: DiskObjectStore, entries: Sequence[Entry], *, sync: bool = True) -> str:
     """Write one pack of ``entries`` (distinct objects, each delta after its base) with its
-    index into ``store``, both fsynced; returns its file name without suffix (``pack-``
-    and its checksum, as git names packs)."""
+    index into ``store``, both fsynced unless ``sync`` is False; returns its file name
+    without suffix (``pack-`` and its checksum, as git names packs)."""
     folder = Path(store.pack_dir)
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f"tmp_pack_{os.getpid()}_{secrets.token_hex(4)}"
@@ -272,20 +288,25 @@ def write_entries(store: DiskObjectStore, entries: Sequence[Entry]) -> str:
                 offset += len(data)
             checksum = digest.digest()
             f.write(checksum)
-            f.flush()
-            os.fsync(f.fileno())
+            _sync(f, sync)
         name = checksum.hex()
         final = folder / f"pack-{name}"
         os.replace(tmp, final.with_suffix(".pack"))
         with open(tmp, "wb") as f:
             write_pack_index(f, sorted(index), checksum)
-            f.flush()
-            os.fsync(f.fileno())
+            _sync(f, sync)
         os.replace(tmp, final.with_suffix(".idx"))  # the pack is visible from here on
     finally:
         tmp.unlink(missing_ok=True)
-    _fsync_dir(folder)
+    if sync:
+        _fsync_dir(folder)
     return final.name
+
+
+def _sync(f: BinaryIO, sync: bool) -> None:
+    if sync:
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def _fsync_dir(folder: Path) -> None:

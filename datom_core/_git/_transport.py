@@ -43,10 +43,10 @@ from ._loose import (
     commit_object_ids,
     commit_of,
     copy_objects,
-    pack_copies,
     split_large,
     write_loose,
 )
+from ._packs import copy_as_pack
 from ._remote import GitCredentials
 from ._tipview import TipView
 
@@ -116,7 +116,7 @@ def copy_commits(source: Repo, target: Repo, commits: list[bytes]) -> int:
         # git reads an object from whichever pack holds it.
         small, large = split_large(source.object_store, ids)
         if small:
-            pack_copies(source.object_store, store, small)
+            copy_as_pack(source.object_store, store, small)
         return copy_objects(source.object_store, store, large)
     return copy_objects(source.object_store, store, ids)
 
