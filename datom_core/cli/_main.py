@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
+
 from datom_core.cli._app import cli
 from datom_core.cli._commands_inbox import (
     check_hashable_command,
@@ -46,5 +50,25 @@ for _command in (
 
 
 def main() -> None:
-    """Entry point of the ``datom`` console script."""
-    cli(prog_name="datom")
+    """Entry point of the ``datom`` console script.
+
+    The process ends by ``os._exit`` once its output is flushed, skipping the interpreter's
+    teardown: Arrow's native thread pools can abort a finishing interpreter ("terminate
+    called without an active exception", apache/arrow#34314) after a command has done all
+    its work, which would turn its exit code into 134. Nothing of datom's runs at exit.
+    """
+    try:
+        cli(prog_name="datom")
+        code: object = 0
+    except SystemExit as e:
+        code = e.code
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)  # what sys.exit("message") prints
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can be said there
+            pass
+    logging.shutdown()
+    os._exit(code or 0)
