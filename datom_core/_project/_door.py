@@ -196,15 +196,22 @@ def _kind_conflict(name: str, found: Any, kind: str, file: str) -> FormatError:
 
 
 def check_write_door(
-    repo: TreeReader, names: Iterable[str] | None = (), *, kind: str = "table"
+    repo: TreeReader,
+    names: Iterable[str] | None = (),
+    *,
+    kind: str = "table",
+    manifest: bool = True,
 ) -> None:
     """Refuse (:class:`FormatError`) a write into what this build cannot account for.
 
     ``names``: the artifacts about to be written (their ``metadata.json`` is checked);
     None for every artifact the manifest lists (mirroring everything, validate-fix).
+    ``manifest=False`` leaves the manifest out: a write's early look at its clone, before
+    hashing, where reading a project's whole manifest would cost more than the check (the
+    write checks the manifest of the tip it builds on before anything changes).
     """
     check_project_config(repo.read(L.PROJECT_YAML))
-    raw = repo.read(L.MANIFEST)
+    raw = repo.read(L.MANIFEST) if manifest or names is None else None
     artifacts: Mapping[str, Any] = {}
     if raw is not None:
         try:
