@@ -19,7 +19,6 @@ back. A format-1 manifest, one whose entries are not objects, or values only
 from __future__ import annotations
 
 import bisect
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +27,7 @@ from datom_core._errors import DatomError
 from datom_core._project._documents import manifest_doc, summary_weight, utc_now
 from datom_core._project._door import accept_update
 from datom_core._project._pretty import pretty_member, pretty_object
+from datom_core._project._recent import Recent
 from datom_core._project._tip import load_manifest, remember_manifest
 
 __all__ = ["spliced_manifest"]
@@ -49,34 +49,7 @@ class _Form:
     totals: _Totals
 
 
-class _Kept:
-    """The forms of the last few manifests, by their text: the same object first, then
-    equal bytes. A text printed here is new, so it is kept without comparing it to the
-    others (megabytes that differ only near their end, at 3,000 tables)."""
-
-    def __init__(self, count: int, size: int) -> None:
-        self._items: list[tuple[bytes, _Form]] = []  # newest last
-        self._count, self._size = count, size
-        self._guard = threading.Lock()
-
-    def get(self, raw: bytes) -> _Form | None:
-        with self._guard:
-            items = self._items[::-1]
-        for key, form in items:
-            if key is raw:
-                return form
-        return next((f for k, f in items if len(k) == len(raw) and k == raw), None)
-
-    def put(self, raw: bytes, form: _Form) -> None:
-        with self._guard:
-            items = [item for item in self._items if item[0] is not raw] + [(raw, form)]
-            held = sum(len(k) for k, _ in items)
-            while len(items) > 1 and (len(items) > self._count or held > self._size):
-                held -= len(items.pop(0)[0])
-            self._items = items
-
-
-_forms = _Kept(16, 64 << 20)
+_forms: Recent[_Form] = Recent(16, 64 << 20)
 _SEP = b",\n    "  # between two members of an object one level deep
 _OPEN, _CLOSE = "{\n    ", "\n  }"  # around the members of such an object
 _MARK = "\0artifacts\0"  # never in printed JSON: every control character is escaped

@@ -17,9 +17,12 @@ T = TypeVar("T")
 
 
 class Recent(Generic[T]):
-    """Values derived from the last ``count`` distinct byte strings (at most ``size``
-    bytes of them in all), looked up by content: the same object first, then equal bytes
-    (lengths compared before any byte)."""
+    """Values derived from the last ``count`` byte strings (at most ``size`` bytes of them
+    in all), looked up by content: the same object first, then equal bytes (lengths
+    compared before any byte). A value is put for a text just missed or just printed, so
+    :meth:`put` drops only the same object, never compares texts (megabytes that differ
+    only near their end, for a 3,000-table manifest); an equal duplicate is harmless, the
+    newest is found first."""
 
     def __init__(self, count: int, size: int = 1 << 62) -> None:
         self._items: list[tuple[bytes, T]] = []  # newest last
@@ -45,7 +48,7 @@ class Recent(Generic[T]):
 
     def put(self, raw: bytes, value: T) -> None:
         with self._guard:
-            items = [(k, v) for k, v in self._items if len(k) != len(raw) or k != raw]
+            items = [(k, v) for k, v in self._items if k is not raw]
             items.append((raw, value))
             held = sum(len(k) for k, _ in items)
             while len(items) > 1 and (len(items) > self._count or held > self._size):

@@ -4,32 +4,19 @@ checked against the real ``git`` (fsck, log) on real repositories."""
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import zlib
 from collections.abc import Callable, Mapping
 from contextlib import closing
 from pathlib import Path
 
-import pytest
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from datom_core._git import Author, MetadataRepo, TreeReader
 from datom_core._git._loose import LOOSE_LEVEL
+from tests.gitcli import git, needs_git
 
 ME = Author("Ada Lovelace", "ada@example.org")
-GIT = shutil.which("git")
-needs_git = pytest.mark.skipif(GIT is None, reason="the git command line is not installed")
-
-
-def git(repo: Path, *args: str) -> str:
-    env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", HOME=str(repo))
-    done = subprocess.run(
-        [GIT or "git", "-C", str(repo), *args], capture_output=True, text=True, env=env
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def put(files: dict[str, bytes]) -> Callable[[TreeReader], Mapping[str, bytes]]:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 import zlib
 from contextlib import closing
 from pathlib import Path
@@ -22,18 +20,7 @@ from dulwich.repo import Repo
 import datom_core as dc
 from datom_core._git import _maintenance as maint
 from datom_core._git import _packs
-
-GIT = shutil.which("git")
-needs_git = pytest.mark.skipif(GIT is None, reason="the git command line is not installed")
-
-
-def git(repo: Path, *args: str) -> str:
-    env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", HOME=str(repo))
-    done = subprocess.run(
-        [GIT or "git", "-C", str(repo), *args], capture_output=True, text=True, env=env
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+from tests.gitcli import GIT, git, needs_git
 
 
 def _history(repo: Repo, commits: int, width: int) -> dict[bytes, tuple[int, bytes]]:
