@@ -24,7 +24,8 @@ their dimensions in name order, as :class:`dagster.MultiPartitionKey` does::
 cannot be confused with another asset's: every key component consists of letters, digits,
 ``_`` and ``-`` and neither holds ``__`` nor begins or ends with ``_``; every partition
 value consists of letters, digits, ``_``, ``-`` and spaces; the name begins with a letter,
-is not reserved and fits in 128 characters. Otherwise the **safe form** is used: every
+fits in 128 characters and is a name datom takes (not reserved, not a Windows device name
+such as ``CON`` or ``NUL``). Otherwise the **safe form** is used: every
 character the plain form may not hold becomes ``_``, a ``t`` is put in front of a name
 that does not begin with a letter, the result is cut to 117 characters, and ``-`` plus the
 first 10 hex digits of the SHA-256 of the exact key and partition values is appended::
@@ -56,7 +57,6 @@ KEY_METADATA_KEY = "datom_key"
 
 _MAX = 128
 _HASH_HEX = 10
-_RESERVED = frozenset({"datom", "input_files", "renv"})  # the letter-first reserved names
 _COMPONENT = re.compile(r"[A-Za-z0-9\-]+(?:_[A-Za-z0-9\-]+)*")  # no "__", no outer "_"
 _PARTITION = re.compile(r"[A-Za-z0-9_\- ]+")
 _NOT_IN_COMPONENT = re.compile(r"[^A-Za-z0-9_\-]")
@@ -86,10 +86,19 @@ def table_name(
         base_ok
         and all(_PARTITION.fullmatch(v) for v in values)
         and len(plain) <= _MAX
-        and plain.lower() not in _RESERVED
+        and _valid(plain)
     ):
         return plain
     return _safe(asset_key, values, override)
+
+
+def _valid(name: str) -> bool:
+    """Whether datom takes ``name`` as it is (not reserved, not a Windows device name)."""
+    try:
+        dc.validate_table_name(name)
+    except dc.InvalidNameError:
+        return False
+    return True
 
 
 def partition_values(

@@ -50,6 +50,8 @@ def test_multi_partition_key_given_as_a_string_is_split_by_the_definition():
         (AssetKey("_staging"), None, "t_staging-"),
         (AssetKey("1st"), None, "t1st-"),
         (AssetKey("datom"), None, "datom-"),  # reserved name
+        (AssetKey("NUL"), None, "NUL-"),  # a Windows device name: no folder can take it
+        (AssetKey("com1"), None, "com1-"),
         (AssetKey(["a__b"]), None, "a__b-"),  # would read as two components
         (AssetKey(["a", "b c"]), None, "a__b_c-"),
         (AssetKey("events"), "2024-01-31-13:00", "events(2024-01-31-13_00)-"),
