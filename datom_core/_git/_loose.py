@@ -36,16 +36,14 @@ from __future__ import annotations
 import errno
 import os
 import secrets
-import threading
 import zlib
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from dulwich.object_store import BaseObjectStore, DiskObjectStore
 from dulwich.objects import Commit, ObjectID, ShaFile
 
-from ._objects import tree_of
+from ._objects import _Recent, tree_of
 
 __all__ = [
     "LOOSE_LEVEL",
@@ -66,9 +64,7 @@ _NO_LINK = {errno.EPERM, errno.EACCES, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EN
             errno.EXDEV, errno.EMLINK}  # fmt: skip
 _SUBMODULE = 0o160000
 # Parsed commits by id (an id names one content in every store), never mutated.
-_COMMITS: OrderedDict[bytes, Commit] = OrderedDict()
-_COMMITS_KEPT = 256
-_COMMITS_GUARD = threading.Lock()
+_COMMITS: _Recent[bytes, Commit] = _Recent(256)  # parsed commits by id, as trees are kept
 
 
 def _path(store: DiskObjectStore, sha: bytes) -> str:
@@ -219,19 +215,14 @@ def _link(src: str, dst: str) -> bool:
 def commit_of(store: BaseObjectStore, sha: bytes) -> Commit | None:
     """The commit ``sha`` (None if it is not a commit), parsed once: a clone catching up
     meets each commit three times (the walk, its own objects, its child's parent)."""
-    with _COMMITS_GUARD:
-        found = _COMMITS.get(sha)
-        if found is not None:
-            _COMMITS.move_to_end(sha)
-            return found
-    obj = store[ObjectID(sha)]
-    if not isinstance(obj, Commit):
-        return None
-    with _COMMITS_GUARD:
-        _COMMITS[sha] = obj
-        if len(_COMMITS) > _COMMITS_KEPT:
-            _COMMITS.popitem(last=False)
-    return obj
+    found = _COMMITS.get(sha)
+    if found is None:
+        obj = store[ObjectID(sha)]
+        if not isinstance(obj, Commit):
+            return None
+        _COMMITS.put(sha, obj)
+        found = obj
+    return found
 
 
 def commit_object_ids(store: BaseObjectStore, commits: Iterable[bytes]) -> Iterator[bytes]:
