@@ -53,7 +53,6 @@ from datom_dagster._type_handlers import (
     input_spec,
     output_table,
     read_kind,
-    stored_table,
 )
 
 __all__ = ["DatomIOManager"]
@@ -103,7 +102,7 @@ class DatomIOManager(ConfigurableIOManager):
         for pk, table in tables.items():
             try:
                 # Converted once: the write and the column schema shown use the same table.
-                stored = stored_table(table, names[pk])
+                stored = dc.prepare_table(table, table=names[pk])
                 result = conn.write(
                     names[pk],
                     stored,

@@ -25,7 +25,6 @@ __all__ = [
     "input_spec",
     "output_table",
     "read_kind",
-    "stored_table",
 ]
 
 Kind = Literal["pandas", "polars", "polars_lazy", "arrow"]
@@ -61,12 +60,6 @@ def output_table(obj: Any, asset: str) -> Any:
         f"Return one of those, or use another IO manager for this asset.{hint} "
         "Nothing was written."
     )
-
-
-def stored_table(obj: Any, table: str) -> pa.Table:
-    """The Arrow table datom stores for an output (what ``Connection.write`` would make of
-    it), or :class:`~datom_core.UnhashableColumnsError` naming every column to fix."""
-    return dc.prepare_table(obj, table=table)
 
 
 def input_spec(typing_type: Any, asset: str) -> InputSpec:
