@@ -4,8 +4,8 @@ Every operation does work proportional to what changed: a commit is the parent c
 tree plus the changed blobs (no working-tree scan), the working tree and the index are
 updated for the changed paths only, a push sends exactly the objects of the new commits
 and moves the remote branch by compare-and-swap, and a fetch brings one branch tip and the
-objects it adds. One dulwich repository (and one remote) is kept open per handle and
-re-opened after ``fork``; the clone's configuration is parsed once.
+objects it adds (none for a clone of a local remote: it reads them there, see ``_shared``).
+One dulwich repository (and one remote) is kept open per handle, re-opened after ``fork``.
 
 The working tree mirrors HEAD for the paths datom writes. A crash while it is being
 updated is repaired by the next operation (a journal in ``.git`` lists the paths in
@@ -20,8 +20,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -34,13 +33,15 @@ from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _internals as gi
 from . import _maintenance as maint
+from ._copy import add_objects
 from ._http import open_transport
 from ._index import FastIndex, UnsupportedIndex
 from ._lock import RepoLock
 from ._objects import TreeReader, blob_data, build_commit, changed_paths
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, is_http_url, resolve_credentials
+from ._shared import missing_object, sharing_wanted
 from ._tipview import TipView
-from ._transport import Transport, add_objects
+from ._transport import Transport
 from ._types import Author, author_from
 
 __all__ = ["Build", "RepoCore"]
@@ -69,10 +70,10 @@ class RepoCore:
         self._config: StackedConfig | None = None
         self._added = 0
         self._loose = 0  # loose objects this handle wrote since it last compacted the clone
-        with self._repo() as r:
-            if r.bare:
-                raise GitError(f"{self.path} is a bare repository; datom needs a clone.")
-            self.controldir = Path(r.controldir())
+        r = self._open()
+        if r.bare:
+            raise GitError(f"{self.path} is a bare repository; datom needs a clone.")
+        self.controldir = Path(r.controldir())
         self._lock_path = self.controldir / "datom.lock"
         self._index = FastIndex(self.controldir / "index")
 
@@ -93,10 +94,6 @@ class RepoCore:
                 FastIndex(Path(self._r.controldir()) / "index"),
             )
         return self._r
-
-    @contextmanager
-    def _repo(self) -> Iterator[Repo]:
-        yield self._open()
 
     def close(self) -> None:
         """Release the open repository and remote (the handle re-opens them when used)."""
@@ -135,6 +132,7 @@ class RepoCore:
             self._transport = open_transport(
                 self._url_of(), self._config_stack(), self.credentials, self.token_env
             )
+            self._transport.attach(self._open(), sharing_wanted(self._config_stack()))
         return self._transport
 
     def _config_stack(self) -> StackedConfig:
@@ -280,17 +278,18 @@ class RepoCore:
         author: Author | None = None,
         *,
         deadline: float = _PUSH_DEADLINE,
+        pushed: Callable[[str], None] | None = None,
     ) -> str | None:
         """Commit the files ``build`` returns on top of ``origin``'s tip and push them.
 
-        ``build(tree)`` gets a read-only view of the tip the commit will have as parent
-        (``tree.read(path) -> bytes | None``) and returns ``{path: bytes}``; it must be
-        cheap and pure, because a push rejected by a concurrent writer fetches the new tip
-        and calls it again, after a randomized exponential backoff, until ``deadline``
-        seconds have passed (then :class:`PushRejectedError`, nothing recorded). Returns
-        the pushed commit, or ``None`` when the tip already holds those bytes (the clone is
-        then moved to the tip). The clone ends on the pushed commit; unpushed local
-        commits are dropped.
+        ``build(tree)`` gets a read-only view of the parent tip (``tree.read(path)``) and
+        returns ``{path: bytes}``; cheap and pure, as a push rejected by a concurrent writer
+        calls it again on the new tip, after a randomized exponential backoff, until
+        ``deadline`` seconds have passed (then :class:`PushRejectedError`, nothing
+        recorded). Returns the pushed commit, or ``None`` when the tip already holds those
+        bytes (the clone is then moved to the tip). The clone ends on the pushed commit
+        (unpushed local commits are dropped); ``pushed(commit)`` is called once the remote
+        holds it, before the clone moves (it must not wait for this clone's lock).
         """
         if not message.strip():
             raise GitError("A commit needs a non-empty message.")
@@ -330,6 +329,8 @@ class RepoCore:
                     delay = min(delay * 2, _BACKOFF_MAX)
                     continue
                 checkpoint("git:push:swapped")
+                if pushed is not None:
+                    pushed(new.id.decode())
                 # The clone catches up outside the turn: the commits it lacked, then its own.
                 self._count_local(r, remote.receive(r, branch, tip, new.id, new.objects))
                 self._move_to(r, branch, new.id)
@@ -369,8 +370,11 @@ class RepoCore:
     def tree(self, commit: str | None = None) -> TreeReader:
         """A read-only view of ``commit`` (default HEAD)."""
         r = self._open()
-        sha = gi.commit_object(r, commit).id if commit is not None else gi.head(r)
-        return TreeReader(r.object_store, sha)
+        try:
+            sha = gi.commit_object(r, commit).id if commit is not None else gi.head(r)
+            return TreeReader(r.object_store, sha)
+        except KeyError as e:
+            raise missing_object(self.path, r.object_store, e) from e
 
 
 def _now() -> int:

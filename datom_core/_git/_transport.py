@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from dulwich.file import FileLocked
-from dulwich.object_store import BaseObjectStore, DiskObjectStore
+from dulwich.object_store import BaseObjectStore
 from dulwich.objects import ObjectID, ShaFile
 from dulwich.refs import Ref
 from dulwich.repo import Repo
@@ -38,39 +38,19 @@ from dulwich.repo import Repo
 from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _maintenance as maint
+from ._copy import add_objects, copy_commits, missing_commits
 from ._lock import RepoLock
-from ._loose import (
-    commit_object_ids,
-    commit_of,
-    copy_objects,
-    split_large,
-    write_loose,
-)
-from ._packs import copy_as_pack
+from ._loose import copy_objects
 from ._remote import GitCredentials
+from ._shared import share_objects
 from ._tipview import TipView
 
-__all__ = [
-    "FETCH_ROUNDS",
-    "LocalTransport",
-    "Transport",
-    "add_objects",
-    "missing_commits",
-    "rejected",
-]
+__all__ = ["FETCH_ROUNDS", "LocalTransport", "Transport", "rejected"]
 
 log = logging.getLogger("datom_core.git")
 T = TypeVar("T")
 
 _HEADS = b"refs/heads/"
-# More objects than this in one transfer arrive as a pack (a first clone, a long absence);
-# fewer are loose files (see _loose: linked between a clone and a local remote, never
-# deflated twice), which the handles' compaction packs on its budget.
-_LOOSE_MAX = 256
-# Objects from which a transfer between local repositories arrives as a pack (git's
-# transfer.unpackLimit): fewer stay loose, as every pack costs each later lookup until
-# a compaction merges it.
-_UNPACK_LIMIT = 100
 # Seconds a ref lock in a local remote may live while this writer holds the writers'
 # turn: datom's pushers are then excluded, and other git clients hold a ref lock for
 # milliseconds, so one still there after this was left by a killed process.
@@ -86,57 +66,6 @@ def rejected(url: str, branch: bytes, why: str) -> PushRejectedError:
         f"Push to {url} rejected: {why} on {branch[len(_HEADS) :].decode()} (another writer "
         "pushed first). Call fetch_and_reset(), redo the write on top, and push again."
     )
-
-
-def add_objects(r: Repo, objects: Sequence[ShaFile]) -> int:
-    """Store ``objects`` in ``r``: loose when few, as one pack when many; returns how many
-    were written loose. (Loose objects go through temporary files of their own, so a
-    ``.lock`` a killed dulwich writer left beside one is never in the way.)"""
-    if len(objects) > _LOOSE_MAX:
-        missing = [o for o in objects if o.id not in r.object_store]
-        r.object_store.add_objects([(o, None) for o in missing])
-        return 0
-    return write_loose(r.object_store, objects)
-
-
-def copy_commits(source: Repo, target: Repo, commits: list[bytes]) -> int:
-    """Copy ``commits`` (``missing_commits`` order) with the objects they add from one
-    local repository to another; returns how many loose files ``target`` gained.
-
-    Many objects arrive as one pack of raw copies (git keeps a fetched pack past
-    ``transfer.unpackLimit``); a few are linked loose (see ``_loose``)."""
-    ids = list(dict.fromkeys(commit_object_ids(source.object_store, commits)))  # once each
-    store = target.object_store
-    if (
-        len(ids) >= _UNPACK_LIMIT
-        and isinstance(source.object_store, DiskObjectStore)
-        and isinstance(store, DiskObjectStore)
-    ):
-        # An object the clone already has (its own, a revert's blob) may be packed again:
-        # git reads an object from whichever pack holds it.
-        small, large = split_large(source.object_store, ids)
-        if small:
-            copy_as_pack(source.object_store, store, small)
-        return copy_objects(source.object_store, store, large)
-    return copy_objects(source.object_store, store, ids)
-
-
-def missing_commits(source: Repo, target: Repo, tip: bytes) -> list[bytes]:
-    """Commits reachable from ``tip`` in ``source`` that ``target`` lacks, parents first."""
-    order: list[bytes] = []
-    seen: set[bytes] = set()
-    stack = [tip]
-    while stack:
-        sha = stack.pop()
-        if sha in seen or ObjectID(sha) in target.object_store:
-            continue
-        seen.add(sha)
-        order.append(sha)
-        c = commit_of(source.object_store, sha)
-        if c is not None:
-            stack.extend(c.parents)
-    order.reverse()
-    return order
 
 
 Errors = Callable[[str], AbstractContextManager[None]]
@@ -156,6 +85,10 @@ class Transport:
 
     def fetch_branch(self, r: Repo, branch: bytes) -> bytes | None:
         raise NotImplementedError
+
+    def attach(self, r: Repo, share: bool) -> None:
+        """Called once per opened clone: let it read the remote's objects in place where
+        the transport can and ``share`` allows (a local remote, see :mod:`._shared`)."""
 
     @contextmanager
     def view(self, r: Repo, branch: bytes) -> Iterator[tuple[bytes | None, BaseObjectStore]]:
@@ -217,6 +150,15 @@ class LocalTransport(Transport):
         self._access = maint.RemoteAccess(self.path)
         self._head_named: bytes | None = None  # the branch HEAD was last seen to name
 
+    def attach(self, r: Repo, share: bool) -> None:
+        if not share or not self.path.is_dir():
+            return  # not wanted, or not there (yet): the clone copies what it fetches
+        try:
+            with self._using("read from") as remote:
+                share_objects(r.object_store, remote.object_store)
+        except GitError:
+            return  # not a repository: the operation that needs it says so
+
     def _open(self) -> Repo:
         if self._repo is None or self._pid != os.getpid():
             try:
@@ -271,8 +213,11 @@ class LocalTransport(Transport):
     def receive(
         self, r: Repo, branch: bytes, tip: bytes | None, new: bytes, objects: Sequence[ShaFile]
     ) -> int:
-        """The other writers' commits arrive as :func:`copy_commits` sends them; the
-        objects just pushed are loose files in the remote: linked, not written again."""
+        """Nothing to copy when the clone reads the remote's objects (see :mod:`._shared`).
+        Otherwise the other writers' commits arrive as :func:`copy_commits` sends them, and
+        the objects just pushed, loose files in the remote, are linked, not written again."""
+        if ObjectID(new) in r.object_store:
+            return 0
         with self._using("fetch from") as remote:
             added = 0
             if tip is not None and ObjectID(tip) not in r.object_store:

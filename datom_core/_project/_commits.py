@@ -117,6 +117,27 @@ def store_history(
     the copy of the history this one grew from, the new entry is spliced onto it
     (``_history_text``); otherwise every entry is derived.
     """
+    out = _store_history(ctx, table, git_history, new, derive=True)
+    assert out is not None
+    return out
+
+
+def store_history_without_git(
+    ctx: ProjectContext, table: str, git_history: bytes, new: tuple[str, str]
+) -> bytes | None:
+    """:func:`store_history` when no commit has to be looked up in the clone (which may
+    be moving meanwhile); None when one would be."""
+    return _store_history(ctx, table, git_history, new, derive=False)
+
+
+def _store_history(
+    ctx: ProjectContext,
+    table: str,
+    git_history: bytes,
+    new: tuple[str, str] | None,
+    *,
+    derive: bool,
+) -> bytes | None:
     key = L.store_history(table)
     git = history_text(git_history, key=L.git_history(table))
     kept = stored(ctx, key)
@@ -130,6 +151,8 @@ def store_history(
         recorded.setdefault(new[0], new[1])
     versions = [e.get("version") for e in entries]
     gaps = {v for v in versions if isinstance(v, str) and v not in recorded}
+    if gaps and not derive:
+        return None
     if gaps:
         repo = ctx.require_repo()
         since = _since(repo, table, gaps, anchor) if anchor is not None else None

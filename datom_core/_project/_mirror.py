@@ -27,8 +27,11 @@ next write of the table, a ``none`` write, or ``validate(fix=True)`` repairs.
 
 from __future__ import annotations
 
+import os
 import random
 import time
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from datom_core._checkpoint import checkpoint
@@ -41,6 +44,7 @@ from datom_core._project._commits import (
     newest_commit_of,
     parsed_history,
     store_history,
+    store_history_without_git,
     stored,
     version_of,
     without_commit_sha,
@@ -49,12 +53,12 @@ from datom_core._project._context import ProjectContext
 from datom_core._project._parse import parse_metadata
 
 __all__ = [
+    "BackgroundMirror",
     "Converged",
     "TableDocuments",
     "commits_by_version",
     "converge_mirror",
     "history_agrees",
-    "mirror_table",
     "newest_commit_of",
     "store_history",
     "without_commit_sha",
@@ -78,14 +82,60 @@ class TableDocuments:
         return parse_metadata(self.metadata, key=L.git_metadata(self.table)).version
 
 
-def mirror_table(
-    ctx: ProjectContext, docs: TableDocuments, new: tuple[str, str] | None = None
-) -> None:
-    """Copy one table's documents to the store, then settle them (see the module
-    docstring). A still remote (one writer) costs one look."""
-    history = store_history(ctx, docs.table, docs.history, new)
-    _write_mirror(ctx, docs, history)
-    _settle(ctx, docs, history, ctx.require_repo().head())
+class BackgroundMirror:
+    """A write's mirror, written while its clone moves to the pushed commit.
+
+    Started by the git layer's ``pushed`` hook (the commit is on the remote: the store may
+    name its version now), in a worker thread; the clone's branch, index and working tree
+    are meanwhile moved by the writing thread (both wait mostly on the disk). ``finish()``
+    waits for it and settles the documents (which reads the remote: after the clone lock
+    is released). The documents go in the order readers rely on (``_write_mirror``).
+    """
+
+    def __init__(self, ctx: ProjectContext, table: str, metadata: bytes, version: str) -> None:
+        self._ctx, self._table, self._metadata, self._version = ctx, table, metadata, version
+        self._job: tuple[TableDocuments, str, Future[bytes | None]] | None = None
+
+    def start(self, files: Mapping[str, bytes], commit: str) -> None:
+        table = self._table
+        docs = TableDocuments(table, self._metadata, files[L.git_history(table)], files[L.MANIFEST])
+        self._job = (docs, commit, _worker().submit(self._write, docs, commit))
+
+    def _write(self, docs: TableDocuments, commit: str) -> bytes | None:
+        new = (self._version, commit)
+        history = store_history_without_git(self._ctx, docs.table, docs.history, new)
+        if history is not None:  # else commits of other writers are looked up, in finish()
+            _write_mirror(self._ctx, docs, history)
+        return history
+
+    def finish(self) -> None:
+        """Wait for the mirror (its error is raised here) and settle it."""
+        if self._job is not None:
+            docs, commit, future = self._job
+            history = future.result()
+            if history is None:  # the clone is on the pushed commit now: its log has them
+                history = store_history(
+                    self._ctx, docs.table, docs.history, (self._version, commit)
+                )
+                _write_mirror(self._ctx, docs, history)
+            _settle(self._ctx, docs, history, commit)
+
+    def abandon(self) -> None:
+        """Wait for a started mirror and drop its outcome (the write failed after its push;
+        the next write of the table, or ``validate(fix=True)``, repairs what it left)."""
+        if self._job is not None:
+            wait([self._job[2]])
+
+
+_WORKER: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _worker() -> ThreadPoolExecutor:
+    """One mirror thread per process (a forked child starts its own)."""
+    global _WORKER
+    if _WORKER is None or _WORKER[0] != os.getpid():
+        _WORKER = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="datom-mirror"))
+    return _WORKER[1]
 
 
 def _settle(ctx: ProjectContext, docs: TableDocuments, history: bytes, head: str | None) -> None:

@@ -8,7 +8,8 @@
 4. record it (``MetadataRepo.commit_and_push`` of ``_build``'s cheap, pure rebuild of the
    table's documents and the manifest: a push rejected by a concurrent writer is rebuilt
    on the new remote tip, never re-hashed or re-uploaded);
-5. mirror the documents into the store.
+5. mirror the documents into the store (started as soon as the push lands, while the
+   clone moves to the pushed commit, see ``_mirror.BackgroundMirror``).
 
 Every step is safe to interrupt: re-running the same write converges (see ``_mirror``).
 The commit becomes local only once it is pushed, so the ``committed`` and ``pushed``
@@ -40,7 +41,7 @@ from datom_core._project._documents import build_metadata, dump, history_entry, 
 from datom_core._project._door import check_write_door
 from datom_core._project._early import EarlyParquet
 from datom_core._project._history_text import HistoryText, history_text
-from datom_core._project._mirror import TableDocuments, converge_mirror, mirror_table
+from datom_core._project._mirror import BackgroundMirror, converge_mirror
 from datom_core._project._model import ParentRef, SourceRef, TableMetadata
 from datom_core._project._parquet import BackgroundParquet, read_verified, serialized
 from datom_core._project._parse import parse_metadata
@@ -156,9 +157,13 @@ def _record(
         extra=req.history_extra,
     )
     update = TableUpdate(ctx.project_name, req.table, metadata_bytes, metadata, entry)
+    mirror = BackgroundMirror(ctx, req.table, metadata_bytes, metadata.version)
     try:
-        commit = repo.commit_and_push(update.build, req.message, author)
+        commit = repo.commit_and_push(
+            update.build, req.message, author, pushed=lambda c: mirror.start(update.files, c)
+        )
     except DatomError:
+        mirror.abandon()
         _undo(ctx, req.table, th.data_sha, uploaded)
         raise
     if commit is None:  # the tip already holds this version: a concurrent twin recorded it
@@ -167,11 +172,7 @@ def _record(
     checkpoint("pushed")
     if update.converted_v1:
         warnings.warn(MANIFEST_MOVED, stacklevel=4)
-    files = update.files
-    docs = TableDocuments(
-        req.table, metadata_bytes, files[L.git_history(req.table)], files[L.MANIFEST]
-    )
-    mirror_table(ctx, docs, new=(metadata.version, commit))
+    mirror.finish()
     checkpoint("mirrored")
     change: Change = "metadata_only" if same_data else "full"
     return WriteResult(
@@ -314,7 +315,9 @@ def _undo(ctx: ProjectContext, table: str, data_sha: str, uploaded: bool) -> Non
         repo.fetch_and_reset()
     except DatomError:
         pass  # the remote is out of reach (the reason the write failed): judge by the clone
-    if uploaded and not _recorded_on_tip(repo.tree(), table, data_sha):
+    # Judged by the clone's working tree (its HEAD's files), which needs no git object:
+    # a clone of a local remote reads those in the remote (see the git layer's _shared).
+    if uploaded and not _recorded_on_tip(repo, table, data_sha):
         ctx.store.delete(L.store_parquet(table, data_sha))
 
 

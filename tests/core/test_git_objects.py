@@ -9,11 +9,13 @@ from collections.abc import Callable, Mapping
 from contextlib import closing
 from pathlib import Path
 
+import pytest
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from datom_core._git import Author, MetadataRepo, TreeReader
 from datom_core._git._loose import LOOSE_LEVEL
+from datom_core._git._shared import SHARE_ENV
 from tests.gitcli import git, needs_git
 
 ME = Author("Ada Lovelace", "ada@example.org")
@@ -33,8 +35,9 @@ def loose_files(objects: Path) -> dict[str, Path]:
 
 @needs_git
 def test_pushed_objects_are_one_file_shared_by_clone_and_remote_and_git_accepts_them(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv(SHARE_ENV, "0")  # clones that copy: their copies are links
     a = MetadataRepo.init(tmp_path / "a", None)
     b = MetadataRepo.clone(a.remote_url, tmp_path / "b")
     big = b'{"rows": [' + b", ".join(b'"x%d"' % i for i in range(3000)) + b"]}"

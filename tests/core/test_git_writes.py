@@ -19,6 +19,7 @@ from datom_core._git import MetadataRepo
 from datom_core._git import _maintenance as maint
 from datom_core._git._index import FILE_MODE
 from datom_core._git._loose import STORED_FROM, write_loose
+from datom_core._git._shared import SHARE_ENV
 from datom_core._git._swap import replace_file
 from tests.core.test_git_objects import ME, git, loose_files, needs_git, put
 
@@ -42,8 +43,9 @@ def tree_files(r: Repo) -> dict[bytes, bytes]:
 
 @needs_git
 def test_a_large_object_is_written_once_and_readable_from_clone_and_remote(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv(SHARE_ENV, "0")  # a clone that copies: its copy is a link
     repo = MetadataRepo.init(tmp_path / "a", None)
     doc = big_document(1)
     assert len(doc) >= STORED_FROM
@@ -107,8 +109,9 @@ def test_the_index_drops_paths_a_reset_removes(tmp_path: Path) -> None:
 
 @needs_git
 def test_compaction_packs_large_loose_objects_and_keeps_every_commit_readable(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv(SHARE_ENV, "0")  # a clone that holds copies, compacted too
     repo = MetadataRepo.init(tmp_path / "a", None)
     writes = maint.LOOSE_BUDGET // 3 + 2 * maint.CLONE_CHECK_EVERY  # 3 objects a write
     docs = [big_document(i, entries=800) for i in range(writes)]

@@ -19,6 +19,7 @@ import pytest
 from dulwich.repo import Repo
 
 import datom_core as dc
+from datom_core._git._shared import SHARE_ENV
 from tests.core.projects import frame, new_project, remote_head
 from tests.gitserver import GitHTTPServer
 
@@ -109,7 +110,10 @@ def test_a_none_write_on_a_clone_behind_catches_up_to_the_tip(tmp_path: Path) ->
     assert (behind.path / "ae" / "metadata.json").exists()
 
 
-def test_a_clone_catching_up_many_commits_gets_one_pack(tmp_path: Path) -> None:
+def test_a_clone_catching_up_many_commits_gets_one_pack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SHARE_ENV, "0")  # a clone that copies what it fetches
     ahead = new_project(tmp_path)
     ahead.write("dm", frame(seed=0))
     behind = dc.clone(ahead.repo.remote_url, tmp_path / "behind", store=ahead.store)

@@ -18,8 +18,9 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 import datom_core as dc
+from datom_core._git import MetadataRepo, _packs
 from datom_core._git import _maintenance as maint
-from datom_core._git import _packs
+from datom_core._git._shared import SHARE_ENV
 from tests.gitcli import GIT, git, needs_git
 
 
@@ -154,16 +155,27 @@ def test_an_unreadable_loose_object_is_left_loose(tmp_path: Path) -> None:
         assert again.object_store.get_raw(good.id) == (3, b"good")
 
 
-def test_a_wide_project_compacted_many_times_stays_right(tmp_path: Path) -> None:
+@pytest.mark.parametrize("share", ["1", "0"], ids=["shared clone", "copying clone"])
+def test_a_wide_project_compacted_many_times_stays_right(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, share: str
+) -> None:
+    monkeypatch.setenv(SHARE_ENV, share)
     conn = dc.init_repo(tmp_path / "repo", "P", dc.LocalStore(tmp_path / "store"))
     tables = [f"t{i:03d}" for i in range(200)]
     for name in tables:  # 200 writes: past the budgets of the clone and of its remote
         conn.write(name, pa.table({"k": [name], "v": [1.0]}))
     for i in range(120):
         conn.write(tables[i % 7], pa.table({"k": [f"x{i}"], "v": [float(i)]}))
-    with closing(Repo(str(tmp_path / "repo"))) as repo:
-        assert repo.object_store.count_loose_objects() <= maint.LOOSE_BUDGET
-        assert repo.object_store.packs  # the clone was compacted
+    remote = MetadataRepo.embedded_remote_path(tmp_path / "repo")
+    compacted = [remote] if share == "1" else [remote, tmp_path / "repo"]
+    for where in compacted:
+        with closing(Repo(str(where))) as repo:
+            assert repo.object_store.count_loose_objects() <= maint.LOOSE_BUDGET
+            assert repo.object_store.packs  # compacted on its budget
+    if share == "1":  # the clone holds no copy: it reads the remote's objects
+        with closing(Repo(str(tmp_path / "repo"))) as repo:
+            # (but the first commit's, made before the clone met its remote)
+            assert repo.object_store.count_loose_objects() < 10 and not repo.object_store.packs
     for i, name in enumerate(tables[:7]):
         assert len(conn.history(name)) == 1 + len(range(i, 120, 7))
         last = max(range(i, 120, 7))

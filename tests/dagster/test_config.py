@@ -82,7 +82,8 @@ def test_s3_store_with_envvar_credentials_never_leaks_them(
         for k in store.list()
         if not k.endswith(".parquet")
     ]
-    objects = [_text(p) for p in (tmp_path / "repo" / ".git" / "objects").rglob("*") if p.is_file()]
+    # the clone's and its embedded remote's (whose objects the clone reads in place)
+    objects = [_text(p) for p in tmp_path.rglob("*") if p.is_file() and "objects" in p.parts]
     assert any("dagster: materialize measures" in t for t in objects)  # really decompressed
     for text in places:
         assert SECRET not in text and KEY_ID not in text
@@ -91,7 +92,7 @@ def test_s3_store_with_envvar_credentials_never_leaks_them(
 
 def _text(path: Path) -> str:
     raw = path.read_bytes()
-    if ".git" in path.parts and "objects" in path.parts:
+    if "objects" in path.parts:
         try:  # git's loose objects are zlib-compressed
             raw = zlib.decompress(raw)
         except zlib.error:
