@@ -171,6 +171,49 @@ def set_ref(r: Repo, name: bytes, sha: bytes) -> None:
     unstale(lambda: refs.__setitem__(name, sha))
 
 
+def set_tracking(r: Repo, branch: bytes, sha: bytes) -> None:
+    """Point ``branch``'s remote-tracking ref at ``sha`` (under the clone lock), by git's
+    lock-file protocol but without an fsync: it only records what the remote held (a
+    stale or, after a power cut on a filesystem that allows it, unreadable one is read as
+    absent by :func:`tracking`, and the next fetch or push writes it again)."""
+    name = tracking_ref(branch)
+    if tracking(r, branch) == sha:
+        return
+    path = Path(r.controldir()) / os.fsdecode(name)
+    lock = path.with_name(path.name + ".lock")
+    try:
+        fd = _create(lock)
+    except FileExistsError:  # under the clone lock: left by a killed process
+        log.warning("removed the stale git lock %s (left by a killed process)", lock)
+        lock.unlink(missing_ok=True)
+        fd = _create(lock)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(sha + b"\n")
+        replace_file(lock, path)
+    except BaseException:
+        lock.unlink(missing_ok=True)
+        raise
+
+
+def _create(path: Path) -> int:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    try:
+        return os.open(path, flags, 0o644)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, flags, 0o644)
+
+
+def tracking(r: Repo, branch: bytes) -> bytes | None:
+    """The sha ``branch``'s remote-tracking ref holds; None if absent or unreadable."""
+    try:
+        sha = r.refs[Ref(tracking_ref(branch))]
+    except (KeyError, ValueError, OSError):
+        return None
+    return sha if len(sha) == 40 and all(c in b"0123456789abcdef" for c in sha) else None
+
+
 def swap_ref(r: Repo, name: bytes, old: bytes | None, new: bytes) -> bool:
     """Compare-and-swap ``name`` from ``old`` (None: absent) to ``new``."""
     refs: Any = r.refs

@@ -238,7 +238,7 @@ class MetadataRepo(RepoCore):
         head = gi.head(r)
         if head is None:
             return False
-        tracking = gi.get_ref(r, gi.tracking_ref(gi.branch_ref(r)))
+        tracking = gi.tracking(r, gi.branch_ref(r))
         return tracking is None or not gi.is_ancestor(r, head, tracking)
 
     def stale_git_locks(self) -> list[Path]:
@@ -340,7 +340,7 @@ class MetadataRepo(RepoCore):
             branch = gi.branch_ref(r)
             target = self._remote().fetch_branch(r, branch)
             if target is not None:
-                gi.set_ref(r, gi.tracking_ref(branch), target)
+                gi.set_tracking(r, branch, target)
             self._move_to(r, branch, target)
             return target.decode() if target is not None else None
 
@@ -356,7 +356,7 @@ class MetadataRepo(RepoCore):
             branch = gi.branch_ref(r)
             theirs, ours = self._remote().fetch_branch(r, branch), gi.head(r)
             if theirs is not None:
-                gi.set_ref(r, gi.tracking_ref(branch), theirs)
+                gi.set_tracking(r, branch, theirs)
             if theirs is None or theirs == ours:
                 return
             if ours is not None and gi.is_ancestor(r, theirs, ours):
@@ -385,6 +385,6 @@ class MetadataRepo(RepoCore):
             for name in heads:
                 sha = remote.fetch_branch(r, name)
                 if sha is not None:
-                    gi.set_ref(r, gi.tracking_ref(name), sha)
+                    gi.set_tracking(r, name, sha)
                     target = sha if name == branch else target
             self._move_to(r, branch, target)

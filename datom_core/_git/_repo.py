@@ -248,7 +248,7 @@ class RepoCore:
     def _target_branch(self, r: Repo, remote: Transport) -> bytes:
         """The branch to push: ours, unless a remote we never pushed to names another."""
         branch = gi.branch_ref(r)
-        if gi.get_ref(r, gi.tracking_ref(branch)) is not None:
+        if gi.tracking(r, branch) is not None:
             return branch
         heads, named = remote.heads("push to")
         if branch in heads or named is None or named == branch or not named.startswith(gi.HEADS):
@@ -266,7 +266,7 @@ class RepoCore:
         return named
 
     def _pushed(self, r: Repo, remote: Transport, branch: bytes, sha: bytes) -> None:
-        gi.set_ref(r, gi.tracking_ref(branch), sha)
+        gi.set_tracking(r, branch, sha)
         remote.adopt_head(branch)
 
     # -- commit_and_push -------------------------------------------------------------------
@@ -315,7 +315,7 @@ class RepoCore:
                     if new is None:
                         if tip is not None:
                             remote.fetch_commit(r, tip, branch)
-                            gi.set_ref(r, gi.tracking_ref(branch), tip)
+                            gi.set_tracking(r, branch, tip)
                         self._move_to(r, branch, tip)
                         return None
                 except PushRejectedError:
@@ -360,7 +360,7 @@ class RepoCore:
             branch, sha = gi.branch_ref(r), commit.encode() if commit is not None else None
             if sha is not None and sha != gi.get_ref(r, branch):
                 self._remote().fetch_commit(r, sha, branch)
-                gi.set_ref(r, gi.tracking_ref(branch), sha)
+                gi.set_tracking(r, branch, sha)
             self._move_to(r, branch, sha)
 
     def default_author(self) -> Author:

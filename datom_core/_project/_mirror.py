@@ -64,6 +64,7 @@ __all__ = [
     "without_commit_sha",
 ]
 
+_MIRROR_STEPS = ("mirror:snapshot", "mirror:history", "mirror:metadata")  # then the manifest
 _MAX_ROUNDS = 10  # looks at a moving remote before leaving the rest to the next writer
 _SETTLE_PAUSE = 0.01  # seconds, times the round, before reading back under contention
 
@@ -259,11 +260,13 @@ def _commit_of(history: bytes | None, table: str, version: str) -> str | None:
 
 def _write_mirror(ctx: ProjectContext, docs: TableDocuments, history: bytes) -> None:
     # Order matters for readers: the snapshot exists before anything names the version.
-    store, table = ctx.store, docs.table
-    store.put_if_absent(L.store_snapshot(table, docs.version), docs.metadata)
-    checkpoint("mirror:snapshot")
-    store.write_bytes(L.store_history(table), history)
-    checkpoint("mirror:history")
-    store.write_bytes(L.store_metadata(table), docs.metadata)
-    checkpoint("mirror:metadata")
-    store.write_bytes(L.STORE_MANIFEST, docs.manifest)
+    table = docs.table
+    ctx.store.write_in_order(
+        [
+            (L.store_snapshot(table, docs.version), docs.metadata, True),
+            (L.store_history(table), history, False),
+            (L.store_metadata(table), docs.metadata, False),
+            (L.STORE_MANIFEST, docs.manifest, False),
+        ],
+        after=lambda i: checkpoint(_MIRROR_STEPS[i]) if i < len(_MIRROR_STEPS) else None,
+    )

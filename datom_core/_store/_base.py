@@ -14,7 +14,7 @@ import hashlib
 import io
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -22,11 +22,13 @@ import numpy as np
 from datom_core._errors import DatomError, IntegrityError, NotFoundError, StoreError
 from datom_core._store._paths import TEMP_NAME, check_source, split_source, validate_key
 
-__all__ = ["CHUNK_SIZE", "Store", "uninitialised_buffer"]
+__all__ = ["CHUNK_SIZE", "Document", "Store", "uninitialised_buffer"]
 
 logger = logging.getLogger("datom_core.store")
 
 CHUNK_SIZE = 1 << 20
+# (key, bytes, exclusive): what Store.write_in_order stores, exclusive ones only if absent
+Document = tuple[str, bytes, bool]
 """Bytes per read when hashing or copying: memory stays constant whatever the object size."""
 
 # For these actions "not found" means the key is absent; otherwise (write, list...) it
@@ -277,6 +279,20 @@ class Store:
             except FileExistsError:
                 return False
         return True
+
+    def write_in_order(
+        self, documents: Sequence[Document], after: Callable[[int], None] | None = None
+    ) -> None:
+        """Store each ``(key, data, exclusive)`` in turn: an exclusive one only where no
+        object is (as :meth:`put_if_absent`), the others replacing (:meth:`write_bytes`).
+        Readers meet them in this order; ``after(i)`` runs once the ``i``-th is in place."""
+        for i, (key, data, exclusive) in enumerate(documents):
+            if exclusive:
+                self.put_if_absent(key, data)
+            else:
+                self.write_bytes(key, data)
+            if after is not None:
+                after(i)
 
     def delete(self, key: str) -> None:
         """Remove the object at ``key`` (repair and tests only). Missing is not an error."""

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import hashlib
 import os
 import secrets
 import shutil
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from datom_core._errors import StoreError
-from datom_core._store._base import CHUNK_SIZE, Store, uninitialised_buffer
+from datom_core._store._base import CHUNK_SIZE, Document, Store, uninitialised_buffer
 from datom_core._store._paths import TEMP_MARKER, check_source, normalise_prefix
 
 __all__ = ["LocalStore"]
@@ -86,6 +87,47 @@ class LocalStore(Store):
         if self.exists(key):
             return False
         return self._publish(key, writer, exclusive=True)
+
+    def write_in_order(
+        self, documents: Sequence[Document], after: Callable[[int], None] | None = None
+    ) -> None:
+        """As :meth:`Store.write_in_order`, every document's bytes synced before any is
+        named, as :meth:`_publish` does one by one, but in one journal commit: each temp
+        file's writeback is started first, so the first ``fsync`` commits the blocks of all
+        of them and the later ones only wait for their own (on ext4: one commit, not four).
+        """
+        temps: list[tuple[str, Path, Path, bool]] = []
+        try:
+            for key, data, exclusive in documents:
+                if exclusive and self.exists(key):
+                    temps.append((key, Path(), Path(), exclusive))
+                    continue
+                final = Path(self._path(key))
+                temp = final.with_name(f".{final.name}{TEMP_MARKER}{secrets.token_hex(8)}")
+                with self._translated("write", key):
+                    fd = _create(temp)
+                    temps.append((key, temp, final, exclusive))
+                    try:
+                        _write_all(fd, bytes(data))
+                        _start_writeback(fd)
+                    finally:
+                        os.close(fd)
+            for key, temp, _final, _exclusive in temps:
+                if temp.name:
+                    with self._translated("write", key):
+                        _fsync_file(temp)
+            for i, (key, temp, final, exclusive) in enumerate(temps):
+                if temp.name:
+                    with self._translated("write", key):
+                        _link_or_replace(temp, final, exclusive=exclusive)
+                        if _MIRROR_SEGMENT not in key.split("/"):
+                            _fsync_dir(final.parent)
+                if after is not None:
+                    after(i)
+        finally:
+            for _key, temp, _final, _exclusive in temps:
+                if temp.name:
+                    temp.unlink(missing_ok=True)
 
     def read_bytes(self, key: str) -> bytes:
         """The whole object at ``key``. :class:`NotFoundError` if there is none."""
@@ -177,6 +219,40 @@ def _create(temp: Path) -> int:
     except FileNotFoundError:
         temp.parent.mkdir(parents=True, exist_ok=True)
         return os.open(temp, flags, 0o666)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _start_writeback(fd: int) -> None:
+    """Start writing the file's dirty pages out, without waiting (Linux; a no-op elsewhere)."""
+    if _sync_file_range is not None:
+        _sync_file_range(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _load_sync_file_range() -> Any:
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (AttributeError, OSError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_SYNC_FILE_RANGE_WRITE = 2
+_sync_file_range: Any = _load_sync_file_range()
 
 
 def _copier(source: str) -> Callable[[BinaryIO], None]:

@@ -19,6 +19,7 @@ from datom_core._store import (
     store_from_description,
     store_from_url,
 )
+from datom_core._store._paths import TEMP_MARKER
 
 
 def test_layout_is_root_prefix_datom(tmp_path: Path) -> None:
@@ -175,3 +176,55 @@ def test_missing_object_on_fsspec_is_not_found(tmp_path: Path) -> None:
     store = FsspecStore(f"file://{tmp_path}")
     with pytest.raises(NotFoundError, match="dm/none"):
         store.read_bytes("dm/none")
+
+
+def test_documents_written_in_order_appear_in_order_and_only_once_synced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = LocalStore(tmp_path)
+    store.write_bytes("a/old.json", b"old")
+    store.put_if_absent("a/pinned.json", b"first")
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    seen: list[list[str]] = []
+
+    def after(i: int) -> None:  # what a reader finds at each step
+        seen.append(store.list("a/"))
+        # every new document's bytes were synced before the first was named (then the
+        # folder, after each rename: these keys are not mirror documents)
+        assert [TEMP_MARKER in p for p in synced] == [True, True] + [False] * i  # 0: skipped
+
+    store.write_in_order(
+        [
+            ("a/pinned.json", b"second", True),  # there already: left alone
+            ("a/new.json", b"new", True),
+            ("a/old.json", b"newer", False),
+        ],
+        after=after,
+    )
+    assert seen == [
+        ["a/old.json", "a/pinned.json"],
+        ["a/new.json", "a/old.json", "a/pinned.json"],
+        ["a/new.json", "a/old.json", "a/pinned.json"],
+    ]
+    assert [store.read_bytes(k) for k in ("a/pinned.json", "a/new.json", "a/old.json")] == [
+        b"first",
+        b"new",
+        b"newer",
+    ]
+    assert not [p for p in (tmp_path / "datom" / "a").iterdir() if TEMP_MARKER in p.name]
+
+
+def test_a_refused_document_names_nothing_after_it_and_leaves_no_temp(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    (tmp_path / "datom" / "a" / "dir.json").mkdir(parents=True)  # cannot be replaced
+    with pytest.raises(StoreError):
+        store.write_in_order([("a/dir.json", b"x", False), ("a/later.json", b"y", False)])
+    assert not store.exists("a/later.json")
+    assert not [p for p in (tmp_path / "datom" / "a").iterdir() if TEMP_MARKER in p.name]

@@ -1,0 +1,42 @@
+"""The clone's remote-tracking ref is written without an fsync (it only records what the
+remote held): one left empty or locked by a crash is read as absent and written again."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from datom_core._git import MetadataRepo
+from tests.core.test_git_objects import ME, put
+from tests.gitcli import GIT, git
+
+
+def test_an_unreadable_or_locked_tracking_ref_is_repaired_by_the_next_push(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    first = repo.commit_and_push(put({"t/m.json": b"1"}), "one", ME)
+    ref = tmp_path / "a" / ".git" / "refs" / "remotes" / "origin" / "main"
+    assert ref.read_bytes() == f"{first}\n".encode()
+    ref.write_bytes(b"")  # what a power cut may leave of an unsynced file
+    (ref.parent / "main.lock").write_bytes(b"")  # and a killed writer's lock
+    assert repo.has_unpushed_commits() is True  # unknown: judged as not pushed, no crash
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    second = repo.commit_and_push(put({"t/m.json": b"2"}), "two", ME)
+    assert any("heads/main" in p for p in synced)  # the remote's ref, and the clone's branch
+    assert not any("remotes/origin" in p for p in synced)
+    assert ref.read_bytes() == f"{second}\n".encode()
+    assert not (ref.parent / "main.lock").exists()
+    assert repo.has_unpushed_commits() is False
+    if GIT is not None:
+        assert git(tmp_path / "a", "rev-parse", "origin/main").strip() == second
+        git(tmp_path / "a", "fsck", "--strict", "--no-dangling")
