@@ -55,7 +55,11 @@ def _count(label: str, call: Callable[[], Any]) -> Any:
 
 def main() -> None:
     warnings.simplefilter("ignore")
-    root = Path(tempfile.mkdtemp(prefix="datom-bench-reads-"))
+    with tempfile.TemporaryDirectory(prefix="datom-bench-reads-") as tmp:
+        measure(Path(tmp))
+
+
+def measure(root: Path) -> None:
     store = CountingStore(root / "store")
     conn = dc.init_repo(root / "repo", "BENCH", store)
     frame = pd.DataFrame({"a": range(1000), "b": [1.5] * 1000})

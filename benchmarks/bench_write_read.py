@@ -39,8 +39,12 @@ class CountingStore(dc.LocalStore):
 
 def main() -> None:
     print("1,000,000-row mixed table, local store; ratios measured in this run, interleaved")
+    with tempfile.TemporaryDirectory(prefix="datom-bench-") as tmp:
+        measure(Path(tmp))
+
+
+def measure(tmp: Path) -> None:
     table = mixed_table()
-    tmp = Path(tempfile.mkdtemp(prefix="datom-bench-"))
     conn = dc.init_repo(tmp / "repo", "BENCH", dc.LocalStore(tmp / "store"))
 
     def baseline_write() -> None:
