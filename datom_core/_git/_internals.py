@@ -64,7 +64,14 @@ def write_file_atomic(path: Path, data: bytes) -> None:
     what differs from HEAD), and put in place by :func:`replace_file` (no flush forced by
     the filesystem either). Folders are made only when the first try finds one missing.
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    _replace_with(
+        path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"), path, data
+    )
+
+
+def _replace_with(tmp: Path, path: Path, data: bytes) -> None:
+    """Write ``data`` to the new file ``tmp`` (:class:`FileExistsError` if it is there),
+    then put it in place of ``path``."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
     try:
         fd = os.open(tmp, flags, 0o666)
@@ -182,27 +189,11 @@ def set_tracking(r: Repo, branch: bytes, sha: bytes) -> None:
     path = Path(r.controldir()) / os.fsdecode(name)
     lock = path.with_name(path.name + ".lock")
     try:
-        fd = _create(lock)
+        _replace_with(lock, path, sha + b"\n")
     except FileExistsError:  # under the clone lock: left by a killed process
         log.warning("removed the stale git lock %s (left by a killed process)", lock)
         lock.unlink(missing_ok=True)
-        fd = _create(lock)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(sha + b"\n")
-        replace_file(lock, path)
-    except BaseException:
-        lock.unlink(missing_ok=True)
-        raise
-
-
-def _create(path: Path) -> int:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-    try:
-        return os.open(path, flags, 0o644)
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return os.open(path, flags, 0o644)
+        _replace_with(lock, path, sha + b"\n")
 
 
 def tracking(r: Repo, branch: bytes) -> bytes | None:

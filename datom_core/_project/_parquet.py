@@ -148,14 +148,15 @@ class BackgroundParquet:
         self.close()
 
 
-_WORKER: ThreadPoolExecutor | None = None
+_WORKER: tuple[int, ThreadPoolExecutor] | None = None
 
 
 def _worker() -> ThreadPoolExecutor:
+    """One serialising thread per process (a forked child, which has none, starts its own)."""
     global _WORKER
-    if _WORKER is None:
-        _WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="datom-parquet")
-    return _WORKER
+    if _WORKER is None or _WORKER[0] != os.getpid():
+        _WORKER = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="datom-parquet"))
+    return _WORKER[1]
 
 
 def _file_sha(path: Path) -> str:

@@ -3,7 +3,6 @@ remote held): one left empty or locked by a crash is read as absent and written 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from datom_core._git import MetadataRepo
 from tests.core.test_git_objects import ME, put
 from tests.gitcli import GIT, git
+from tests.syncs import record_fsyncs
 
 
 def test_an_unreadable_or_locked_tracking_ref_is_repaired_by_the_next_push(
@@ -23,14 +23,7 @@ def test_an_unreadable_or_locked_tracking_ref_is_repaired_by_the_next_push(
     ref.write_bytes(b"")  # what a power cut may leave of an unsynced file
     (ref.parent / "main.lock").write_bytes(b"")  # and a killed writer's lock
     assert repo.has_unpushed_commits() is True  # unknown: judged as not pushed, no crash
-    synced: list[str] = []
-    real_fsync = os.fsync
-
-    def fsync(fd: int) -> None:
-        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
+    synced = record_fsyncs(monkeypatch)
     second = repo.commit_and_push(put({"t/m.json": b"2"}), "two", ME)
     assert any("heads/main" in p for p in synced)  # the remote's ref, and the clone's branch
     assert not any("remotes/origin" in p for p in synced)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dulwich.objects import Commit
@@ -209,3 +210,20 @@ def test_unusual_values_fall_back_to_json_dumps() -> None:
         assert pretty_json(doc) == json.dumps(doc, indent=2, ensure_ascii=False)
     with pytest.raises(TypeError):
         pretty_json({"a": {1, 2}})
+
+
+def _write_in_child(conn: dc.Connection, out: Any) -> None:
+    out.put(conn.write("dm", frame(seed=12)).change)
+
+
+def test_a_forked_child_writes_with_its_own_worker_threads(tmp_path: Path) -> None:
+    conn = new_project(tmp_path)
+    conn.write("dm", frame(seed=11))  # the parent's mirror (and parquet) threads exist now
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_write_in_child, args=(conn, out))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0, "the child's write hung or failed"
+    assert out.get(timeout=5) == "full"
+    assert conn.history("dm")[0].data_sha == conn.metadata("dm")["data_sha"]

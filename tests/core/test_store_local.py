@@ -20,6 +20,7 @@ from datom_core._store import (
     store_from_url,
 )
 from datom_core._store._paths import TEMP_MARKER
+from tests.syncs import record_fsyncs
 
 
 def test_layout_is_root_prefix_datom(tmp_path: Path) -> None:
@@ -184,14 +185,7 @@ def test_documents_written_in_order_appear_in_order_and_only_once_synced(
     store = LocalStore(tmp_path)
     store.write_bytes("a/old.json", b"old")
     store.put_if_absent("a/pinned.json", b"first")
-    synced: list[str] = []
-    real_fsync = os.fsync
-
-    def fsync(fd: int) -> None:
-        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
+    synced = record_fsyncs(monkeypatch)
     seen: list[list[str]] = []
 
     def after(i: int) -> None:  # what a reader finds at each step
