@@ -51,6 +51,7 @@ from datom_core._project._commits import (
 )
 from datom_core._project._context import ProjectContext
 from datom_core._project._parse import parse_metadata
+from datom_core._store import Document, Staged
 
 __all__ = [
     "BackgroundMirror",
@@ -64,6 +65,7 @@ __all__ = [
     "without_commit_sha",
 ]
 
+_Prepared = tuple[bytes, Staged]  # the store's history copy, and the documents ready to name
 _MIRROR_STEPS = ("mirror:snapshot", "mirror:history", "mirror:metadata")  # then the manifest
 _MAX_ROUNDS = 10  # looks at a moving remote before leaving the rest to the next writer
 _SETTLE_PAUSE = 0.01  # seconds, times the round, before reading back under contention
@@ -84,48 +86,59 @@ class TableDocuments:
 
 
 class BackgroundMirror:
-    """A write's mirror, written while its clone moves to the pushed commit.
+    """A write's mirror, prepared while its clone moves to the pushed commit.
 
-    Started by the git layer's ``pushed`` hook (the commit is on the remote: the store may
-    name its version now), in a worker thread; the clone's branch, index and working tree
-    are meanwhile moved by the writing thread (both wait mostly on the disk). ``finish()``
-    waits for it and settles the documents (which reads the remote: after the clone lock
-    is released). The documents go in the order readers rely on (``_write_mirror``).
+    Started by the git layer's ``pushed`` hook, in a worker thread: the store documents are
+    derived and their bytes written and synced (``Store.stage_in_order``) while the writing
+    thread moves the clone's branch, index and working tree (both wait mostly on the disk).
+    ``finish()`` names them, in the order readers rely on, once the clone is on the pushed
+    commit (so a crash leaves what it left before: a clone that has the commit, a mirror
+    that lags it), then settles them (a look at the remote, the clone lock released).
     """
 
     def __init__(self, ctx: ProjectContext, table: str, metadata: bytes, version: str) -> None:
         self._ctx, self._table, self._metadata, self._version = ctx, table, metadata, version
-        self._job: tuple[TableDocuments, str, Future[bytes | None]] | None = None
+        self._job: tuple[TableDocuments, str, Future[_Prepared | None]] | None = None
 
     def start(self, files: Mapping[str, bytes], commit: str) -> None:
         table = self._table
         docs = TableDocuments(table, self._metadata, files[L.git_history(table)], files[L.MANIFEST])
         self._job = (docs, commit, _worker().submit(self._write, docs, commit))
 
-    def _write(self, docs: TableDocuments, commit: str) -> bytes | None:
+    def _write(self, docs: TableDocuments, commit: str) -> _Prepared | None:
         new = (self._version, commit)
         history = store_history_without_git(self._ctx, docs.table, docs.history, new)
-        if history is not None:  # else commits of other writers are looked up, in finish()
-            _write_mirror(self._ctx, docs, history)
-        return history
+        if history is None:  # commits of other writers are looked up, in finish()
+            return None
+        return history, self._ctx.store.stage_in_order(_documents(docs, history))
 
     def finish(self) -> None:
-        """Wait for the mirror (its error is raised here) and settle it."""
+        """Name the prepared documents in order (the clone is on the pushed commit now, as
+        a crash-time repair from the clone expects), then settle them."""
         if self._job is not None:
             docs, commit, future = self._job
-            history = future.result()
-            if history is None:  # the clone is on the pushed commit now: its log has them
+            prepared = future.result()
+            if prepared is None:  # the clone's log has the other writers' commits now
                 history = store_history(
                     self._ctx, docs.table, docs.history, (self._version, commit)
                 )
                 _write_mirror(self._ctx, docs, history)
+            else:
+                history, staged = prepared
+                staged.publish(after=_checkpoint_mirror)
             _settle(self._ctx, docs, history, commit)
 
     def abandon(self) -> None:
-        """Wait for a started mirror and drop its outcome (the write failed after its push;
-        the next write of the table, or ``validate(fix=True)``, repairs what it left)."""
+        """Drop a started mirror unnamed (the write failed after its push; the next write
+        of the table, or ``validate(fix=True)``, mirrors it)."""
         if self._job is not None:
             wait([self._job[2]])
+            try:
+                prepared = self._job[2].result()
+            except DatomError:
+                return
+            if prepared is not None:
+                prepared[1].discard()
 
 
 _WORKER: tuple[int, ThreadPoolExecutor] | None = None
@@ -260,13 +273,20 @@ def _commit_of(history: bytes | None, table: str, version: str) -> str | None:
 
 def _write_mirror(ctx: ProjectContext, docs: TableDocuments, history: bytes) -> None:
     # Order matters for readers: the snapshot exists before anything names the version.
+    ctx.store.write_in_order(_documents(docs, history), after=_checkpoint_mirror)
+
+
+def _documents(docs: TableDocuments, history: bytes) -> list[Document]:
+    """The store documents of one table's write, in the order readers rely on."""
     table = docs.table
-    ctx.store.write_in_order(
-        [
-            (L.store_snapshot(table, docs.version), docs.metadata, True),
-            (L.store_history(table), history, False),
-            (L.store_metadata(table), docs.metadata, False),
-            (L.STORE_MANIFEST, docs.manifest, False),
-        ],
-        after=lambda i: checkpoint(_MIRROR_STEPS[i]) if i < len(_MIRROR_STEPS) else None,
-    )
+    return [
+        (L.store_snapshot(table, docs.version), docs.metadata, True),
+        (L.store_history(table), history, False),
+        (L.store_metadata(table), docs.metadata, False),
+        (L.STORE_MANIFEST, docs.manifest, False),
+    ]
+
+
+def _checkpoint_mirror(i: int) -> None:
+    if i < len(_MIRROR_STEPS):
+        checkpoint(_MIRROR_STEPS[i])

@@ -278,7 +278,7 @@ def _store_parquet(
         size = recorded.raw.get("size_bytes")
         return recorded.parquet_sha, size if isinstance(size, int) else store.size(key), False
     with nullcontext(early.result()) if early else serialized(table, th.column_hashes) as sp:
-        if store.put_if_absent(key, sp.path):
+        if store.put_if_absent(key, sp.source):
             return sp.parquet_sha, sp.size_bytes, True
     # An object nobody recorded (an interrupted or concurrent write): keep it if it holds our data.
     existing = store.sha256(key)

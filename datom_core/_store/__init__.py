@@ -8,7 +8,7 @@ rebuilds one from what :meth:`Store.describe` recorded in ``project.yaml``.
 
 from __future__ import annotations
 
-from datom_core._store._base import Store
+from datom_core._store._base import Document, Staged, Store
 from datom_core._store._factory import store_from_description, store_from_url
 from datom_core._store._fsspec import FsspecStore
 from datom_core._store._local import LocalStore
@@ -16,9 +16,11 @@ from datom_core._store._paths import validate_key
 from datom_core._store._s3 import S3Store
 
 __all__ = [
+    "Document",
     "FsspecStore",
     "LocalStore",
     "S3Store",
+    "Staged",
     "Store",
     "store_from_description",
     "store_from_url",

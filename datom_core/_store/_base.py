@@ -22,7 +22,7 @@ import numpy as np
 from datom_core._errors import DatomError, IntegrityError, NotFoundError, StoreError
 from datom_core._store._paths import TEMP_NAME, check_source, split_source, validate_key
 
-__all__ = ["CHUNK_SIZE", "Document", "Store", "uninitialised_buffer"]
+__all__ = ["CHUNK_SIZE", "Document", "Staged", "Store", "uninitialised_buffer"]
 
 logger = logging.getLogger("datom_core.store")
 
@@ -286,13 +286,12 @@ class Store:
         """Store each ``(key, data, exclusive)`` in turn: an exclusive one only where no
         object is (as :meth:`put_if_absent`), the others replacing (:meth:`write_bytes`).
         Readers meet them in this order; ``after(i)`` runs once the ``i``-th is in place."""
-        for i, (key, data, exclusive) in enumerate(documents):
-            if exclusive:
-                self.put_if_absent(key, data)
-            else:
-                self.write_bytes(key, data)
-            if after is not None:
-                after(i)
+        self.stage_in_order(documents).publish(after)
+
+    def stage_in_order(self, documents: Sequence[Document]) -> Staged:
+        """Prepare :meth:`write_in_order` of ``documents`` (a local store writes and syncs
+        their bytes now), naming none of them before ``publish()``."""
+        return Staged(self, documents)
 
     def delete(self, key: str) -> None:
         """Remove the object at ``key`` (repair and tests only). Missing is not an error."""
@@ -310,6 +309,27 @@ class Store:
                 self._fs.info(self._root)
             except FileNotFoundError:
                 pass  # nothing written yet: reachable is all we can ask
+
+
+class Staged:
+    """Documents a store has prepared: ``publish(after)`` names them in order (see
+    :meth:`Store.write_in_order`), ``discard()`` drops them unnamed. Here nothing was
+    prepared: publishing writes each in turn."""
+
+    def __init__(self, store: Store, documents: Sequence[Document]) -> None:
+        self._store, self._documents = store, list(documents)
+
+    def publish(self, after: Callable[[int], None] | None = None) -> None:
+        for i, (key, data, exclusive) in enumerate(self._documents):
+            if exclusive:
+                self._store.put_if_absent(key, data)
+            else:
+                self._store.write_bytes(key, data)
+            if after is not None:
+                after(i)
+
+    def discard(self) -> None:
+        self._documents = []
 
 
 def uninitialised_buffer(size: int) -> memoryview:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from datom_core._errors import StoreError
-from datom_core._store._base import CHUNK_SIZE, Document, Store, uninitialised_buffer
+from datom_core._store._base import CHUNK_SIZE, Document, Staged, Store, uninitialised_buffer
 from datom_core._store._paths import TEMP_MARKER, check_source, normalise_prefix
 
 __all__ = ["LocalStore"]
@@ -88,46 +88,21 @@ class LocalStore(Store):
             return False
         return self._publish(key, writer, exclusive=True)
 
-    def write_in_order(
-        self, documents: Sequence[Document], after: Callable[[int], None] | None = None
-    ) -> None:
-        """As :meth:`Store.write_in_order`, every document's bytes synced before any is
-        named, as :meth:`_publish` does one by one, but in one journal commit: each temp
-        file's writeback is started first, so the first ``fsync`` commits the blocks of all
-        of them and the later ones only wait for their own (on ext4: one commit, not four).
+    def stage_in_order(self, documents: Sequence[Document]) -> Staged:
+        """Every document's bytes written and synced now, none named before ``publish()``
+        (as :meth:`_publish` does one by one), in one journal commit: each temp file's
+        writeback is started first, so the first ``fsync`` commits the blocks of all of
+        them and the later ones only wait for their own (on ext4: one commit, not four).
         """
-        temps: list[tuple[str, Path, Path, bool]] = []
+        staged = _LocalStaged(self)
         try:
             for key, data, exclusive in documents:
-                if exclusive and self.exists(key):
-                    temps.append((key, Path(), Path(), exclusive))
-                    continue
-                final = Path(self._path(key))
-                temp = final.with_name(f".{final.name}{TEMP_MARKER}{secrets.token_hex(8)}")
-                with self._translated("write", key):
-                    fd = _create(temp)
-                    temps.append((key, temp, final, exclusive))
-                    try:
-                        _write_all(fd, bytes(data))
-                        _start_writeback(fd)
-                    finally:
-                        os.close(fd)
-            for key, temp, _final, _exclusive in temps:
-                if temp.name:
-                    with self._translated("write", key):
-                        _fsync_file(temp)
-            for i, (key, temp, final, exclusive) in enumerate(temps):
-                if temp.name:
-                    with self._translated("write", key):
-                        _link_or_replace(temp, final, exclusive=exclusive)
-                        if _MIRROR_SEGMENT not in key.split("/"):
-                            _fsync_dir(final.parent)
-                if after is not None:
-                    after(i)
-        finally:
-            for _key, temp, _final, _exclusive in temps:
-                if temp.name:
-                    temp.unlink(missing_ok=True)
+                staged.add(key, data, exclusive)
+            staged.sync()
+        except BaseException:
+            staged.discard()
+            raise
+        return staged
 
     def read_bytes(self, key: str) -> bytes:
         """The whole object at ``key``. :class:`NotFoundError` if there is none."""
@@ -208,6 +183,55 @@ class LocalStore(Store):
                 return wrote
             finally:
                 temp.unlink(missing_ok=True)
+
+
+class _LocalStaged(Staged):
+    """Temp files beside their documents, synced, renamed into place by ``publish()``."""
+
+    def __init__(self, store: LocalStore) -> None:
+        super().__init__(store, ())
+        self._local = store
+        self._temps: list[tuple[str, Path | None, Path, bool]] = []  # None: already there
+
+    def add(self, key: str, data: bytes, exclusive: bool) -> None:
+        final = Path(self._local._path(key))
+        if exclusive and self._local.exists(key):
+            self._temps.append((key, None, final, exclusive))
+            return
+        temp = final.with_name(f".{final.name}{TEMP_MARKER}{secrets.token_hex(8)}")
+        with self._local._translated("write", key):
+            fd = _create(temp)
+            self._temps.append((key, temp, final, exclusive))
+            try:
+                _write_all(fd, bytes(data))
+                _start_writeback(fd)
+            finally:
+                os.close(fd)
+
+    def sync(self) -> None:
+        for key, temp, _final, _exclusive in self._temps:
+            if temp is not None:
+                with self._local._translated("write", key):
+                    _fsync_file(temp)
+
+    def publish(self, after: Callable[[int], None] | None = None) -> None:
+        try:
+            for i, (key, temp, final, exclusive) in enumerate(self._temps):
+                if temp is not None:
+                    with self._local._translated("write", key):
+                        _link_or_replace(temp, final, exclusive=exclusive)
+                        if _MIRROR_SEGMENT not in key.split("/"):
+                            _fsync_dir(final.parent)
+                if after is not None:
+                    after(i)
+        finally:
+            self.discard()
+
+    def discard(self) -> None:
+        for _key, temp, _final, _exclusive in self._temps:
+            if temp is not None:
+                temp.unlink(missing_ok=True)
+        self._temps = []
 
 
 def _create(temp: Path) -> int:

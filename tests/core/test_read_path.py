@@ -157,16 +157,18 @@ def test_a_small_table_encodes_to_the_same_bytes_in_memory_as_through_a_file(
     table = _rich()
     digests = dc.hash_table(table.drop_columns(["dec", "s", "l", "n"])).column_hashes
     with _parquet.serialized(table, digests) as small:
-        in_memory = (small.path.read_bytes(), small.parquet_sha, small.size_bytes)
+        assert isinstance(small.source, bytes)  # no temporary file
+        in_memory = (small.source, small.parquet_sha, small.size_bytes)
     monkeypatch.setattr(_parquet, "_IN_MEMORY", -1)  # every table through Arrow's file output
     with _parquet.serialized(table, lambda: digests) as large:
-        through_file = (large.path.read_bytes(), large.parquet_sha, large.size_bytes)
+        assert isinstance(large.source, Path)
+        through_file = (large.source.read_bytes(), large.parquet_sha, large.size_bytes)
     assert in_memory == through_file
     raw, sha, size = in_memory
     assert hashlib.sha256(raw).hexdigest() == sha and len(raw) == size
     decoded = _parquet._parse(raw, None)
     assert decoded.column_names == table.column_names and decoded.num_rows == table.num_rows
-    assert not small.path.exists() and not large.path.exists()
+    assert not large.source.exists()
 
 
 def test_a_small_table_is_encoded_by_the_write_itself_to_the_same_bytes(

@@ -222,3 +222,18 @@ def test_a_refused_document_names_nothing_after_it_and_leaves_no_temp(tmp_path: 
         store.write_in_order([("a/dir.json", b"x", False), ("a/later.json", b"y", False)])
     assert not store.exists("a/later.json")
     assert not [p for p in (tmp_path / "datom" / "a").iterdir() if TEMP_MARKER in p.name]
+
+
+def test_staged_documents_are_synced_but_unnamed_until_published(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = LocalStore(tmp_path)
+    synced = record_fsyncs(monkeypatch)
+    staged = store.stage_in_order([("a/one.json", b"1", True), ("a/two.json", b"2", False)])
+    assert len(synced) == 2 and store.list("a/") == []  # the bytes are down, no name yet
+    staged.publish()
+    assert [store.read_bytes(k) for k in ("a/one.json", "a/two.json")] == [b"1", b"2"]
+    dropped = store.stage_in_order([("a/three.json", b"3", False)])
+    dropped.discard()
+    assert store.list("a/") == ["a/one.json", "a/two.json"]
+    assert not [p for p in (tmp_path / "datom" / "a").iterdir() if TEMP_MARKER in p.name]
