@@ -27,11 +27,10 @@ next write of the table, a ``none`` write, or ``validate(fix=True)`` repairs.
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 
 from datom_core._checkpoint import checkpoint
@@ -51,6 +50,7 @@ from datom_core._project._commits import (
 )
 from datom_core._project._context import ProjectContext
 from datom_core._project._parse import parse_metadata
+from datom_core._project._worker import ProcessWorker
 from datom_core._store import Document, Staged
 
 __all__ = [
@@ -103,7 +103,7 @@ class BackgroundMirror:
     def start(self, files: Mapping[str, bytes], commit: str) -> None:
         table = self._table
         docs = TableDocuments(table, self._metadata, files[L.git_history(table)], files[L.MANIFEST])
-        self._job = (docs, commit, _worker().submit(self._write, docs, commit))
+        self._job = (docs, commit, _WORKER.executor().submit(self._write, docs, commit))
 
     def _write(self, docs: TableDocuments, commit: str) -> _Prepared | None:
         new = (self._version, commit)
@@ -141,15 +141,7 @@ class BackgroundMirror:
                 prepared[1].discard()
 
 
-_WORKER: tuple[int, ThreadPoolExecutor] | None = None
-
-
-def _worker() -> ThreadPoolExecutor:
-    """One mirror thread per process (a forked child starts its own)."""
-    global _WORKER
-    if _WORKER is None or _WORKER[0] != os.getpid():
-        _WORKER = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="datom-mirror"))
-    return _WORKER[1]
+_WORKER = ProcessWorker("datom-mirror")
 
 
 def _settle(ctx: ProjectContext, docs: TableDocuments, history: bytes, head: str | None) -> None:

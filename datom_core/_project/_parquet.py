@@ -13,7 +13,7 @@ import os
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import wait
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from datom_core._errors import IntegrityError, NotFoundError
 from datom_core._identity._cv1 import ColumnHash
+from datom_core._project._worker import ProcessWorker
 from datom_core._store import Store
 
 __all__ = [
@@ -118,7 +119,7 @@ class BackgroundParquet:
         self._stack = ExitStack()
         self._digests: Sequence[ColumnHash] | None = None
         self._known = threading.Event()
-        self._future = _worker().submit(
+        self._future = _WORKER.executor().submit(
             self._stack.enter_context, serialized(table, self._wait_for_digests)
         )
 
@@ -146,15 +147,7 @@ class BackgroundParquet:
         self.close()
 
 
-_WORKER: tuple[int, ThreadPoolExecutor] | None = None
-
-
-def _worker() -> ThreadPoolExecutor:
-    """One serialising thread per process (a forked child, which has none, starts its own)."""
-    global _WORKER
-    if _WORKER is None or _WORKER[0] != os.getpid():
-        _WORKER = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="datom-parquet"))
-    return _WORKER[1]
+_WORKER = ProcessWorker("datom-parquet")
 
 
 def _file_sha(path: Path) -> str:

@@ -1,0 +1,23 @@
+"""One worker thread per process for a kind of background work (private to the project
+layer): a forked child, which inherits the parent's executor but not its thread, starts
+its own instead of waiting on one that does not exist."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+__all__ = ["ProcessWorker"]
+
+
+class ProcessWorker:
+    """``executor()``: this process's single-thread executor named ``name``."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._pool: tuple[int, ThreadPoolExecutor] | None = None
+
+    def executor(self) -> ThreadPoolExecutor:
+        if self._pool is None or self._pool[0] != os.getpid():
+            self._pool = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix=self._name))
+        return self._pool[1]
