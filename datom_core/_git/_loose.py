@@ -43,7 +43,8 @@ from pathlib import Path
 from dulwich.object_store import BaseObjectStore, DiskObjectStore
 from dulwich.objects import Commit, ObjectID, ShaFile
 
-from ._objects import _Recent, tree_of
+from .._memory import KeyedMemory
+from ._objects import tree_of
 
 __all__ = [
     "LOOSE_LEVEL",
@@ -64,7 +65,7 @@ _NO_LINK = {errno.EPERM, errno.EACCES, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EN
             errno.EXDEV, errno.EMLINK}  # fmt: skip
 _SUBMODULE = 0o160000
 # Parsed commits by id (an id names one content in every store), never mutated.
-_COMMITS: _Recent[bytes, Commit] = _Recent(256)  # parsed commits by id, as trees are kept
+_COMMITS: KeyedMemory[bytes, Commit] = KeyedMemory(256)  # parsed commits by id, as trees are kept
 
 
 def _path(store: DiskObjectStore, sha: bytes) -> str:

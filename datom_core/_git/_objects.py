@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import binascii
 import stat
-import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
 
 from dulwich.object_store import BaseObjectStore
 from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
 
+from .._memory import KeyedMemory
 from ._index import FILE_MODE
 
 __all__ = [
@@ -37,40 +36,17 @@ __all__ = [
     "objects_to_send",
 ]
 
-K = TypeVar("K")
-V = TypeVar("V")
 _Change = tuple[list[bytes], bytes | None]  # path components, blob id (None: delete)
 _Entry = tuple[int, bytes]  # mode, hex id
 
 
-class _Recent(Generic[K, V]):
-    """The latest items put (at most ``count``, and ``size`` in all if given), thread-safe.
-    Keys are git ids of the values: never stale, shared by every repository."""
-
-    def __init__(self, count: int, size: int = 0) -> None:
-        self._items: dict[K, tuple[V, int]] = {}
-        self._count, self._size, self._held = count, size, 0
-        self._guard = threading.Lock()
-
-    def get(self, key: K) -> V | None:
-        item = self._items.get(key)
-        return item[0] if item is not None else None
-
-    def put(self, key: K, value: V, size: int = 0) -> None:
-        with self._guard:
-            self._held += size - self._items.pop(key, (None, 0))[1]
-            self._items[key] = (value, size)
-            while len(self._items) > self._count or (self._size and self._held > self._size):
-                self._held -= self._items.pop(next(iter(self._items)))[1]
-
-
 # Parsed trees by id (a 3,000-entry root takes a millisecond to parse), never mutated.
-_TREES: _Recent[bytes, Tree] = _Recent(64)
-_BLOBS: _Recent[bytes, bytes] = _Recent(256, 64 << 20)  # blob id -> its bytes
-_OFFSETS: _Recent[bytes, dict[bytes, int]] = _Recent(64)  # name -> where its id starts
+_TREES: KeyedMemory[bytes, Tree] = KeyedMemory(64)
+_BLOBS: KeyedMemory[bytes, bytes] = KeyedMemory(256, 64 << 20)  # blob id -> its bytes
+_OFFSETS: KeyedMemory[bytes, dict[bytes, int]] = KeyedMemory(64)  # name -> where its id starts
 _PATCHED_FROM = 64  # entries: a smaller tree is re-serialised (as cheap, and simpler)
 # tree id -> (the tree it was made from, the names whose entries may differ between them)
-_MADE_FROM: _Recent[bytes, tuple[bytes, frozenset[bytes]]] = _Recent(256)
+_MADE_FROM: KeyedMemory[bytes, tuple[bytes, frozenset[bytes]]] = KeyedMemory(256)
 _OID_LEN = 20
 
 

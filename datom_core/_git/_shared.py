@@ -61,25 +61,20 @@ def unreachable(store: BaseObjectStore) -> list[str]:
     return [path for path in _listed(store) if not os.path.isdir(path)]
 
 
-def share_objects(clone: BaseObjectStore, remote: BaseObjectStore) -> bool:
-    """Make ``clone`` read ``remote``'s objects in place; True if it does (now or already).
+def share_objects(clone: BaseObjectStore, remote: BaseObjectStore) -> None:
+    """Make ``clone`` read ``remote``'s objects in place, unless it does already.
 
     Anything but two on-disk stores (or a remote that is the clone itself) is left alone.
     """
     if not isinstance(clone, DiskObjectStore) or not isinstance(remote, DiskObjectStore):
-        return False
+        return
     target = os.path.realpath(remote.path)
-    if target == os.path.realpath(clone.path):
-        return False
-    listed = _listed(clone)
-    if target in listed:
-        return True
+    if target == os.path.realpath(clone.path) or target in _listed(clone):
+        return
     try:
         clone.add_alternate_path(target)
     except OSError as e:  # a read-only clone: it keeps copying, as before
         log.debug("cannot share the objects of %s with %s: %s", target, clone.path, e)
-        return False
-    return True
 
 
 def missing_object(clone: Path, store: BaseObjectStore, e: KeyError) -> GitError:

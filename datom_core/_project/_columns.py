@@ -12,14 +12,13 @@ write just recorded, the current one a write compares with) needs no footer read
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from datom_core._errors import DatomError
 from datom_core._identity._cv1 import ColumnHash, TableHash, hash_arrow_table
+from datom_core._memory import KeyedMemory
 from datom_core._project import _layout as L
 from datom_core._project._context import ProjectContext
 from datom_core._project._model import TableMetadata
@@ -28,31 +27,19 @@ from datom_core._store import Store
 
 __all__ = ["column_digests", "footer_digests", "known_digests", "remember_digests"]
 
-_KEPT_COLUMNS = 1 << 16  # digests kept in all (~10 MB at most), oldest tables dropped first
-_known: OrderedDict[str, tuple[ColumnHash, ...]] = OrderedDict()
-_known_columns = 0
-_guard = threading.Lock()
+# Digests by data_sha, ~10 MB at most: 65,536 columns in all, the oldest tables dropped first.
+_KNOWN: KeyedMemory[str, tuple[ColumnHash, ...]] = KeyedMemory(1 << 16, 1 << 16)
 
 
 def remember_digests(table_hash: TableHash) -> None:
     """Keep the digests of a table this process hashed, under its ``data_sha``."""
-    global _known_columns
     digests = tuple(table_hash.column_hashes)
-    with _guard:
-        old = _known.pop(table_hash.data_sha, None)
-        _known_columns -= len(old) if old is not None else 0
-        _known[table_hash.data_sha] = digests
-        _known_columns += len(digests)
-        while len(_known) > 1 and _known_columns > _KEPT_COLUMNS:
-            _known_columns -= len(_known.popitem(last=False)[1])
+    _KNOWN.put(table_hash.data_sha, digests, size=len(digests))
 
 
 def known_digests(data_sha: str, ncol: int) -> tuple[ColumnHash, ...] | None:
     """The digests of ``data_sha`` if this process hashed it (and it has ``ncol`` columns)."""
-    with _guard:
-        found = _known.get(data_sha)
-        if found is not None:
-            _known.move_to_end(data_sha)
+    found = _KNOWN.get(data_sha)
     return found if found is not None and len(found) == ncol else None
 
 

@@ -94,7 +94,7 @@ def serialized(table: pa.Table, digests: Digests = None) -> Iterator[SerializedP
         path.unlink(missing_ok=True)
 
 
-_IN_MEMORY = 16 << 20  # tables up to this size are encoded in memory, then written once
+_IN_MEMORY = 16 << 20  # tables up to this size are encoded in memory, handed over as bytes
 
 
 def _encoded(sink: Any, table: pa.Table, digests: Digests) -> Any:

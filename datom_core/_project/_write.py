@@ -8,8 +8,8 @@
 4. record it (``MetadataRepo.commit_and_push`` of ``_build``'s cheap, pure rebuild of the
    table's documents and the manifest: a push rejected by a concurrent writer is rebuilt
    on the new remote tip, never re-hashed or re-uploaded);
-5. mirror the documents into the store (started as soon as the push lands, while the
-   clone moves to the pushed commit, see ``_mirror.BackgroundMirror``).
+5. mirror the documents into the store (prepared as soon as the push lands, while the
+   clone moves to the pushed commit, and named after it: ``_mirror.BackgroundMirror``).
 
 Every step is safe to interrupt: re-running the same write converges (see ``_mirror``).
 The commit becomes local only once it is pushed, so the ``committed`` and ``pushed``

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import datom_core as dc
+from datom_core._memory import KeyedMemory
 from datom_core._project import _columns, _early, _parquet
 from datom_core._project import _layout as L
 from tests.core.projects import frame, new_project
@@ -120,7 +121,7 @@ def test_reads_are_the_same_either_way_and_tampering_is_still_caught(
 
 
 def test_digests_hashed_here_are_known_by_data_sha_and_summarise_as_the_footers_do(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     conn = new_project(tmp_path)
     first = conn.write("dm", frame(8))
@@ -130,7 +131,7 @@ def test_digests_hashed_here_are_known_by_data_sha_and_summarise_as_the_footers_
     assert _columns.known_digests(second.data_sha, len(expected)) == expected
     assert _columns.known_digests(second.data_sha, len(expected) + 1) is None
     remembered = conn.diff("dm")
-    _columns._known.clear()
+    monkeypatch.setattr(_columns, "_KNOWN", KeyedMemory(16))  # forget what was hashed here
     from_footers = conn.diff("dm")
     assert remembered == from_footers
     assert remembered.before == first.version and remembered.after == second.version
@@ -140,13 +141,11 @@ def test_digests_hashed_here_are_known_by_data_sha_and_summarise_as_the_footers_
 
 
 def test_the_digest_memory_is_bounded_by_columns(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_columns, "_KEPT_COLUMNS", 10)
-    monkeypatch.setattr(_columns, "_known", type(_columns._known)())
-    monkeypatch.setattr(_columns, "_known_columns", 0)
+    monkeypatch.setattr(_columns, "_KNOWN", KeyedMemory(1 << 16, 10))  # 10 columns in all
     hashes = [dc.hash_table(frame(3, seed=i)) for i in range(5)]  # 3 columns each
     for h in hashes:
         _columns.remember_digests(h)
-    assert _columns._known_columns <= 10
+    assert _columns._KNOWN.held <= 10
     assert _columns.known_digests(hashes[-1].data_sha, 3) == hashes[-1].column_hashes
     assert _columns.known_digests(hashes[0].data_sha, 3) is None  # the oldest went first
 
