@@ -45,6 +45,7 @@ from dulwich.objects import Commit, ObjectID, ShaFile
 
 from .._memory import KeyedMemory
 from ._objects import tree_of
+from ._read import load
 
 __all__ = [
     "LOOSE_LEVEL",
@@ -218,7 +219,7 @@ def commit_of(store: BaseObjectStore, sha: bytes) -> Commit | None:
     meets each commit three times (the walk, its own objects, its child's parent)."""
     found = _COMMITS.get(sha)
     if found is None:
-        obj = store[ObjectID(sha)]
+        obj = load(store, sha)
         if not isinstance(obj, Commit):
             return None
         _COMMITS.put(sha, obj)

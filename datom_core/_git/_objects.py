@@ -24,6 +24,7 @@ from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
 
 from .._memory import KeyedMemory
 from ._index import FILE_MODE
+from ._read import load
 
 __all__ = [
     "NewCommit",
@@ -54,7 +55,7 @@ def tree_of(store: BaseObjectStore, sha: bytes) -> Tree | None:
     """The tree ``sha`` (None if it is not a tree), parsed once."""
     tree = _TREES.get(sha)
     if tree is None:
-        obj = store[ObjectID(sha)]
+        obj = load(store, sha)
         tree = obj if isinstance(obj, Tree) else None
         if tree is not None:
             _TREES.put(sha, tree)
@@ -65,7 +66,7 @@ def blob_data(store: BaseObjectStore, sha: bytes) -> bytes | None:
     """The bytes of the blob ``sha`` (None if it is not a blob), kept for the next reader."""
     data = _BLOBS.get(sha)
     if data is None:
-        obj = store[ObjectID(sha)]
+        obj = load(store, sha)
         data = obj.as_raw_string() if isinstance(obj, Blob) else None
         if data is not None:
             _BLOBS.put(sha, data, len(data))
@@ -81,7 +82,7 @@ class TreeReader:
     def __init__(self, store: BaseObjectStore, commit: bytes | None) -> None:
         self._store = store
         self.commit: str | None = commit.decode() if commit is not None else None
-        root = store[ObjectID(commit)] if commit is not None else None
+        root = load(store, commit) if commit is not None else None
         self._root: bytes | None = root.tree if isinstance(root, Commit) else None
 
     def entry(self, path: str | bytes) -> _Entry | None:
@@ -296,7 +297,7 @@ def _names_between(
 def _tree_of(store: BaseObjectStore, commit: bytes | None) -> bytes | None:
     if commit is None:
         return None
-    obj = store[ObjectID(commit)]
+    obj = load(store, commit)
     return obj.tree if isinstance(obj, Commit) else None
 
 
@@ -308,7 +309,7 @@ def commits_between(store: BaseObjectStore, head: bytes, base: bytes | None) -> 
     chain, sha = [], head
     while sha != base:
         chain.append(sha)
-        obj = store[ObjectID(sha)]
+        obj = load(store, sha)
         if not isinstance(obj, Commit) or len(obj.parents) > 1:
             return None
         if not obj.parents:

@@ -10,11 +10,13 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from dulwich.objects import ObjectID, ShaFile
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from datom_core._git import Author, MetadataRepo, TreeReader
 from datom_core._git._loose import LOOSE_LEVEL
+from datom_core._git._read import load
 from datom_core._git._shared import SHARE_ENV
 from tests.gitcli import git, needs_git
 
@@ -132,3 +134,66 @@ def test_a_history_with_a_merge_is_walked_as_before(tmp_path: Path) -> None:
         for path in ("t0/m", "t1/m", "side.txt"):
             walked = [e.commit.id.decode() for e in r.get_walker([head], paths=[path.encode()])]
             assert [c.id for c in reopened.log(path)] == walked != []
+
+
+def _loose_of(store: Path) -> dict[str, Path]:
+    return loose_files(store)
+
+
+def test_objects_are_read_from_loose_files_of_the_clone_or_its_alternate_as_dulwich_reads_them(
+    tmp_path: Path,
+) -> None:
+    a = MetadataRepo.init(tmp_path / "a", None)
+    for i in range(3):
+        a.commit_and_push(put({f"t{i}/m.json": b'{"i": %d}' % i, "m.json": b"%d" % i}), f"c{i}", ME)
+    remote = MetadataRepo.embedded_remote_path(tmp_path / "a") / "objects"
+    with closing(Repo(str(tmp_path / "a"))) as r:
+        clone_store = r.object_store
+        assert [s.path for s in clone_store.alternates] == [str(remote.resolve())]
+        ids = sorted(_loose_of(remote))
+        assert len(ids) >= 9
+        for sha in ids:  # through the alternate, and from the remote's own store
+            for store in (clone_store, clone_store.alternates[0]):
+                got, want = load(store, sha.encode()), store[ObjectID(sha.encode())]
+                assert type(got) is type(want)
+                assert got.as_raw_string() == want.as_raw_string()
+                assert got.id == want.id == sha.encode()
+        with pytest.raises(KeyError):
+            load(clone_store, b"0" * 40)
+
+
+def _outcome(read: Callable[[], ShaFile]) -> tuple[str, bytes]:
+    """What a read gave: the object's type and bytes, or the error's type."""
+    try:
+        obj = read()
+    except Exception as e:
+        return type(e).__name__, b""
+    return type(obj).__name__, obj.as_raw_string()
+
+
+def test_a_loose_file_that_is_not_a_whole_object_is_left_to_dulwich(tmp_path: Path) -> None:
+    a = MetadataRepo.init(tmp_path / "a", None)
+    a.commit_and_push(put({"t/m.json": b'{"a": 1}'}), "c", ME)
+    objects = MetadataRepo.embedded_remote_path(tmp_path / "a") / "objects"
+    with closing(Repo(str(tmp_path / "a"))) as r:
+        store = r.object_store.alternates[0]
+        sha, path = next(iter(_loose_of(objects).items()))
+        good = path.read_bytes()
+        body = zlib.decompress(good)
+        for broken in (
+            good[: len(good) // 2],  # cut short
+            zlib.compress(body.replace(b" ", b"  ", 1)),  # a size that does not match
+            zlib.compress(b"bogus 3\0abc"),  # no such type
+            zlib.compress(body) + b"trailing",  # bytes after the stream
+        ):
+            path.chmod(0o644)
+            path.write_bytes(broken)
+            assert _outcome(lambda: load(store, sha.encode())) == _outcome(
+                lambda: store[ObjectID(sha.encode())]
+            )
+        # the object also in a pack: a broken loose copy is not what is returned
+        path.write_bytes(good)
+        pack = store.add_objects([(store[ObjectID(sha.encode())], None)])
+        assert pack is not None
+        path.write_bytes(zlib.compress(b"blob 1\0x"))  # well formed, not what its name says
+        assert load(store, sha.encode()).as_raw_string() == body.split(b"\0", 1)[1]

@@ -1,0 +1,63 @@
+"""Reading one object by id, loose files first (private to the git layer).
+
+dulwich's ``DiskObjectStore[sha]`` looks in the store's packs first (listing the pack
+folder again whenever the id is in none of them), then in its loose files, then in each
+alternate the same way: about 60 µs for an object a clone reads through its alternate.
+What a write reads is mostly what was pushed moments ago, loose files in the local remote
+(which a clone lists as its alternate, :mod:`._shared`): those are opened here directly
+(one ``open``, one inflate, ~20 µs). Everything else (packed objects, other kinds of store,
+a file that does not inflate to a well-formed object of that id) goes through dulwich,
+whose answer or error it then is. The bytes are checked against the id (SHA-1 of the
+inflated file, a few µs for a document): a loose file that is not what its name says is
+never returned, where dulwich, trusting the name, would return it unless a pack has the id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import zlib
+
+from dulwich.object_store import BaseObjectStore, DiskObjectStore
+from dulwich.objects import DEFAULT_LOOSE_OBJECT_SIZE_LIMIT, ObjectID, ShaFile
+
+__all__ = ["load"]
+
+_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
+_HEADER_MAX = 32  # "commit 4294967296\0" and then some
+
+
+def load(store: BaseObjectStore, sha: bytes) -> ShaFile:
+    """The object ``sha`` (40 hex digits) of ``store``; :class:`KeyError` if it has none."""
+    if isinstance(store, DiskObjectStore) and len(sha) == 40:
+        name = sha.decode("ascii")
+        for folder in _folders(store):
+            found = _loose(os.path.join(folder, name[:2], name[2:]), sha)
+            if found is not None:
+                return found
+    return store[ObjectID(sha)]
+
+
+def _folders(store: DiskObjectStore) -> list[str]:
+    """The store's own folder, then its alternates' (dulwich reads the list once)."""
+    return [store.path, *(s.path for s in store.alternates if isinstance(s, DiskObjectStore))]
+
+
+def _loose(path: str, sha: bytes) -> ShaFile | None:
+    """The loose object at ``path``; None when there is none or it is not well formed."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+        inflater = zlib.decompressobj()
+        data = inflater.decompress(raw, DEFAULT_LOOSE_OBJECT_SIZE_LIMIT + _HEADER_MAX)
+    except (OSError, zlib.error):
+        return None
+    nul = data.find(b"\0", 0, _HEADER_MAX)
+    kind, _, size = data[: max(nul, 0)].partition(b" ")
+    type_num = _TYPES.get(kind)
+    whole = inflater.eof and not inflater.unconsumed_tail
+    if nul < 0 or type_num is None or not size.isdigit() or not whole:
+        return None
+    if int(size) != len(data) - nul - 1 or hashlib.sha1(data).hexdigest().encode() != sha:
+        return None
+    return ShaFile.from_raw_string(type_num, data[nul + 1 :], ObjectID(sha))
