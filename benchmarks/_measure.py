@@ -84,3 +84,24 @@ def ratio_of(
         top.append(best_of(numerator, 1, clock))
         bottom.append(best_of(denominator, 1, clock))
     return min(top) / min(bottom)
+
+
+def file_churn_cost(folder: str | os.PathLike[str], files: int = 200) -> str:
+    """How dear making a file is in ``folder`` right now, as a line to print beside ratios.
+
+    On ext4 without a journal (this kind of VM's disk), allocating an inode skips every
+    inode of its block group freed in the last one to six minutes (``recently_deleted`` in
+    the kernel's ``find_inode_bit``), so after heavy create-and-replace traffic (a test
+    run, another benchmark) a new file can cost 20-40x what it does on a quiet disk. The
+    datom write path makes ~20 files a write where the filesystem IO manager rewrites one
+    in place, so its ratios move with this state; read them with it.
+    """
+    start = time.perf_counter()
+    names = [os.path.join(folder, f".churn-probe-{os.getpid()}-{i}") for i in range(files)]
+    for name in names:
+        os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    made = time.perf_counter()
+    for name in names:
+        os.unlink(name)
+    per_file = (made - start) / files * 1e6
+    return f"making a file here costs {per_file:.0f} us now (a quiet ext4 disk: ~20-30 us)"

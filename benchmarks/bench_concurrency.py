@@ -29,6 +29,9 @@ import pyarrow as pa
 import datom_core as dc
 from datom_core._git import MetadataRepo, TreeReader
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _measure import file_churn_cost  # noqa: E402
+
 
 def _table(writer: int, i: int) -> pa.Table:
     return pa.table({"USUBJID": [f"W{writer}-{i}-{k}" for k in range(5)], "AVAL": [1.0 * i] * 5})
@@ -181,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         again, again_cpu = _one_writer(clones[0], store, args.writes * 4, base=args.writers)
         if again > one_rate:
             one_rate, one_cpu = again, again_cpu
+        print(f"after the writes, {file_churn_cost(root)}")
         print(f"one writer (the faster of before and after): {one_rate:.1f} writes/s, CPU "
               f"{1000 * one_cpu:.1f} ms per write")  # fmt: skip
         for shared, elapsed, results, cpu in rows:

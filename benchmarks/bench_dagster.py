@@ -41,6 +41,7 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dagster_deltalake import DeltalakeBaseArrowTypeHandler, DeltaLakeIOManager, LocalConfig  # noqa: E402
 
+from _measure import file_churn_cost  # noqa: E402
 from dagster import (  # noqa: E402
     AssetIn,
     AssetsDefinition,
@@ -281,11 +282,13 @@ def main(argv: list[str] | None = None) -> None:
         shape = f"{CHAIN}-chain + 1->{FANOUT} fan-out, {ROWS} rows each"
         print(f"{len(SMALL_ASSETS)} small pandas assets ({shape}), best of {args.repeat},")
         print("interleaved; ratios only (the machine may be loaded)")
+        print(f"before: {file_churn_cost(root)}")
         measure_new_versions(datom, filesystem, root, args.repeat)
         measure_rerun(datom, filesystem, args.repeat)
         measure_big(datom_io_manager(root, "big"), filesystem, max(3, args.repeat // 2))
         commits = len(datom.connection().repo.log())
         elapsed = time.perf_counter() - started
+        print(f"after: {file_churn_cost(root)}")
         print(f"(measured in {elapsed:.0f} s; the project grew to {commits} commits)")
         if args.profile:
             profile_runs(datom, datom_io_manager(root, "young"), args.profile_lines)

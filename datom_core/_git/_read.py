@@ -40,7 +40,8 @@ def load(store: BaseObjectStore, sha: bytes) -> ShaFile:
 
 def _folders(store: DiskObjectStore) -> list[str]:
     """The store's own folder, then its alternates' (dulwich reads the list once)."""
-    return [store.path, *(s.path for s in store.alternates if isinstance(s, DiskObjectStore))]
+    stores = [store, *(s for s in store.alternates if isinstance(s, DiskObjectStore))]
+    return [os.fspath(s.path) for s in stores]
 
 
 def _loose(path: str, sha: bytes) -> ShaFile | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,6 +104,11 @@ def _report(converted: ConvertedTable) -> HashabilityReport:
     return HashabilityReport(tuple(rows))
 
 
+# The tables prepare_table made, while they live: the Dagster IO manager prepares a table
+# (for the column schema it shows) and then writes it, which would check it again.
+_PREPARED: weakref.WeakValueDictionary[int, pa.Table] = weakref.WeakValueDictionary()
+
+
 def prepare_table(data: Any, *, table: str | None = None) -> pa.Table:
     """The Arrow table a write of ``data`` stores and hashes, or raise naming every problem.
 
@@ -110,6 +116,8 @@ def prepare_table(data: Any, *, table: str | None = None) -> pa.Table:
     table too (its schema, say) converts once. :class:`UnhashableColumnsError` lists every
     unsupported column at once (``table`` names the table in the message).
     """
+    if isinstance(data, pa.Table) and _PREPARED.get(id(data)) is data:
+        return data  # it passed every check when it was made (Arrow tables do not change)
     converted = to_arrow(data)
     report = _report(converted)
     if not report.ok:
@@ -120,7 +128,9 @@ def prepare_table(data: Any, *, table: str | None = None) -> pa.Table:
             + "\n".join(lines),
             report,
         )
-    return converted.table()
+    prepared = converted.table()
+    _PREPARED[id(prepared)] = prepared
+    return prepared
 
 
 def hash_table(data: Any) -> TableHash:

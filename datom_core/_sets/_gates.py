@@ -25,6 +25,7 @@ from datom_core._store import Store
 __all__ = ["check_parents", "declared_set", "member_stores"]
 
 _READERS = 16
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # as _project._parse
 
 
 def declared_set(repo: MetadataRepo, project_name: str, name: str | None) -> str:
@@ -34,7 +35,7 @@ def declared_set(repo: MetadataRepo, project_name: str, name: str | None) -> str
         raise NotProductRepoError(f"{repo.path} holds no {M.PROJECT_YAML}: not a datom project")
     # Its format first: the gates below read fields out of it.
     M.check_project_config(raw)
-    config = yaml.safe_load(raw) or {}
+    config = yaml.load(raw, Loader=_YAML_LOADER) or {}
     mode = config.get("mode")
     if mode != "product":
         said = "declares no mode" if mode is None else f"declares mode {mode!r}"

@@ -224,3 +224,16 @@ def _snapshot(data: object) -> object:
     if isinstance(data, pl.DataFrame):
         return (data.columns, [str(d) for d in data.dtypes], data.height)
     return (data.schema, data.num_rows)
+
+
+def test_a_prepared_table_is_not_checked_again_and_an_equal_unprepared_one_is() -> None:
+    frame = pd.DataFrame({"USUBJID": ["S1", None], "AVAL": [1.5, np.nan], "N": [1, 2]})
+    prepared = datom_core.prepare_table(frame)
+    assert datom_core.prepare_table(prepared) is prepared  # made here: passed every check
+    again = pa.table(prepared.columns, names=prepared.column_names)  # equal, made elsewhere
+    redone = datom_core.prepare_table(again)
+    assert redone is not again and redone.equals(prepared)
+    assert datom_core.hash_table(prepared) == datom_core.hash_table(frame)
+    bad = pa.table({"ok": OK, "bad": pa.array([[1], [2, 3]])})  # never prepared: refused
+    with pytest.raises(UnhashableColumnsError):
+        datom_core.prepare_table(bad)
