@@ -35,10 +35,11 @@ from dulwich.pack import (
     write_pack_index,
 )
 
+from ._read import inflate_loose
+
 __all__ = ["loose_entry", "merge_packs", "pack_entries", "write_entries", "write_objects"]
 
 LEVEL = 1  # zlib level of new entries (git's pack.compression=1)
-_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 _OID_LEN = 20
 _DELTA_FROM = 8192  # smaller objects are stored whole
 _DEPTH = 10  # longest delta chain written (a cold read of its last resolves them all)
@@ -50,20 +51,12 @@ Whole = tuple[bytes, int, bytes]  # binary id, type, content
 
 def loose_entry(store: DiskObjectStore, sha: bytes) -> Whole | None:
     """The loose object ``sha``'s (id, type, content), from its bytes; None if it cannot
-    be read whole (zlib checks its own checksum): it is then left where it is."""
-    try:
-        with open(store._get_shafile_path(ObjectID(sha)), "rb") as f:
-            raw = f.read()
-        # Sized for stored (level 0) deflate, which big loose objects are: no regrowing.
-        data = zlib.decompress(raw, bufsize=len(raw) + 4096)
-    except (OSError, zlib.error):
+    be read whole: it is then left where it is."""
+    found = inflate_loose(store._get_shafile_path(ObjectID(sha)))
+    if found is None:
         return None
-    nul = data.find(b"\0", 0, 32)
-    kind, _, size = data[: max(nul, 0)].partition(b" ")
-    type_num = _TYPES.get(kind)
-    if nul < 0 or type_num is None or not size.isdigit() or int(size) != len(data) - nul - 1:
-        return None
-    return binascii.unhexlify(sha), type_num, data[nul + 1 :]
+    type_num, data, start = found
+    return binascii.unhexlify(sha), type_num, data[start:]
 
 
 def _header(type_num: int, size: int, base: int | None = None) -> bytes:

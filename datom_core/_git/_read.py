@@ -10,6 +10,7 @@ a file that does not inflate to a well-formed object of that id) goes through du
 whose answer or error it then is. The bytes are checked against the id (SHA-1 of the
 inflated file, a few µs for a document): a loose file that is not what its name says is
 never returned, where dulwich, trusting the name, would return it unless a pack has the id.
+Compaction inflates loose objects into pack entries the same way (``inflate_loose``).
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ import zlib
 from dulwich.object_store import BaseObjectStore, DiskObjectStore
 from dulwich.objects import DEFAULT_LOOSE_OBJECT_SIZE_LIMIT, ObjectID, ShaFile
 
-__all__ = ["load"]
+__all__ = ["inflate_loose", "load"]
 
-_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
+_TYPES: dict[bytes, int] = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 _HEADER_MAX = 32  # "commit 4294967296\0" and then some
 
 
@@ -45,7 +46,20 @@ def _folders(store: DiskObjectStore) -> list[str]:
 
 
 def _loose(path: str, sha: bytes) -> ShaFile | None:
-    """The loose object at ``path``; None when there is none or it is not well formed."""
+    """The loose object ``sha`` at ``path``; None when there is none or it is not that."""
+    found = inflate_loose(path)
+    if found is None:
+        return None
+    type_num, data, start = found
+    if hashlib.sha1(data).hexdigest().encode() != sha:
+        return None
+    return ShaFile.from_raw_string(type_num, data[start:], ObjectID(sha))
+
+
+def inflate_loose(path: str) -> tuple[int, bytes, int] | None:
+    """``(type, inflated bytes, where the content starts)`` of the loose object file at
+    ``path`` (the bytes begin with git's header, what the id is the SHA-1 of); None when
+    it is absent or not a whole, well-formed object (zlib checks its own checksum)."""
     try:
         with open(path, "rb") as f:
             raw = f.read()
@@ -59,6 +73,4 @@ def _loose(path: str, sha: bytes) -> ShaFile | None:
     whole = inflater.eof and not inflater.unconsumed_tail
     if nul < 0 or type_num is None or not size.isdigit() or not whole:
         return None
-    if int(size) != len(data) - nul - 1 or hashlib.sha1(data).hexdigest().encode() != sha:
-        return None
-    return ShaFile.from_raw_string(type_num, data[nul + 1 :], ObjectID(sha))
+    return (type_num, data, nul + 1) if int(size) == len(data) - nul - 1 else None

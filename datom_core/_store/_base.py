@@ -27,9 +27,9 @@ __all__ = ["CHUNK_SIZE", "Document", "Staged", "Store", "uninitialised_buffer"]
 logger = logging.getLogger("datom_core.store")
 
 CHUNK_SIZE = 1 << 20
+"""Bytes per read when hashing or copying: memory stays constant whatever the object size."""
 # (key, bytes, exclusive): what Store.write_in_order stores, exclusive ones only if absent
 Document = tuple[str, bytes, bool]
-"""Bytes per read when hashing or copying: memory stays constant whatever the object size."""
 
 # For these actions "not found" means the key is absent; otherwise (write, list...) it
 # means the bucket or directory itself is missing: a store problem, not a missing object.

@@ -10,6 +10,7 @@ import secrets
 import shutil
 import stat
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -185,53 +186,69 @@ class LocalStore(Store):
                 temp.unlink(missing_ok=True)
 
 
+@dataclass
+class _Temp:
+    """One staged document: its temp file (None: an exclusive one already there), open
+    until synced."""
+
+    key: str
+    final: Path
+    exclusive: bool
+    path: Path | None = None
+    fd: int | None = None
+
+
 class _LocalStaged(Staged):
     """Temp files beside their documents, synced, renamed into place by ``publish()``."""
 
     def __init__(self, store: LocalStore) -> None:
         super().__init__(store, ())
         self._local = store
-        self._temps: list[tuple[str, Path | None, Path, bool]] = []  # None: already there
+        self._temps: list[_Temp] = []
 
     def add(self, key: str, data: bytes, exclusive: bool) -> None:
-        final = Path(self._local._path(key))
+        item = _Temp(key, Path(self._local._path(key)), exclusive)
+        self._temps.append(item)
         if exclusive and self._local.exists(key):
-            self._temps.append((key, None, final, exclusive))
             return
-        temp = final.with_name(f".{final.name}{TEMP_MARKER}{secrets.token_hex(8)}")
+        item.path = item.final.with_name(f".{item.final.name}{TEMP_MARKER}{secrets.token_hex(8)}")
         with self._local._translated("write", key):
-            fd = _create(temp)
-            self._temps.append((key, temp, final, exclusive))
-            try:
-                _write_all(fd, bytes(data))
-                _start_writeback(fd)
-            finally:
-                os.close(fd)
+            item.fd = _create(item.path)
+            _write_all(item.fd, bytes(data))
+            _start_writeback(item.fd)
 
     def sync(self) -> None:
-        for key, temp, _final, _exclusive in self._temps:
-            if temp is not None:
-                with self._local._translated("write", key):
-                    _fsync_file(temp)
+        for item in self._temps:
+            if item.fd is not None:
+                with self._local._translated("write", item.key):
+                    os.fsync(item.fd)
+                _close(item)
 
     def publish(self, after: Callable[[int], None] | None = None) -> None:
         try:
-            for i, (key, temp, final, exclusive) in enumerate(self._temps):
-                if temp is not None:
-                    with self._local._translated("write", key):
-                        _link_or_replace(temp, final, exclusive=exclusive)
-                        if _MIRROR_SEGMENT not in key.split("/"):
-                            _fsync_dir(final.parent)
+            for i, item in enumerate(self._temps):
+                if item.path is not None:
+                    with self._local._translated("write", item.key):
+                        _link_or_replace(item.path, item.final, exclusive=item.exclusive)
+                        if _MIRROR_SEGMENT not in item.key.split("/"):
+                            _fsync_dir(item.final.parent)
                 if after is not None:
                     after(i)
         finally:
             self.discard()
 
     def discard(self) -> None:
-        for _key, temp, _final, _exclusive in self._temps:
-            if temp is not None:
-                temp.unlink(missing_ok=True)
+        for item in self._temps:
+            _close(item)
+            if item.path is not None:
+                item.path.unlink(missing_ok=True)
         self._temps = []
+
+
+def _close(item: _Temp) -> None:
+    if item.fd is not None:
+        fd, item.fd = item.fd, None
+        os.close(fd)
 
 
 def _create(temp: Path) -> int:
@@ -255,14 +272,6 @@ def _start_writeback(fd: int) -> None:
     """Start writing the file's dirty pages out, without waiting (Linux; a no-op elsewhere)."""
     if _sync_file_range is not None:
         _sync_file_range(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)
-
-
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _load_sync_file_range() -> Any:
