@@ -6,8 +6,10 @@ version exactly once in its table's history), ``validate`` clean, and aggregate 
 over one writer's writes/s (target >= 0.8; one writer is measured before and after the
 concurrent phases and the faster run is the baseline). Then the same for the git layer alone
 (``MetadataRepo.commit_and_push`` of a table's documents and a manifest, as the write
-path will call it). The machine may be loaded: read the ratios. ``--git-only`` skips the
-``Connection.write`` phases.
+path calls it): failures and versions are checked there too; its ratio is for reference
+(the target is the write's), as most of a bare ``commit_and_push`` runs inside the writers'
+turn, where writers queue. The machine may be loaded: read the ratios. ``--git-only``
+skips the ``Connection.write`` phases.
 """
 
 from __future__ import annotations
@@ -242,13 +244,14 @@ def _git_only(root: Path, writers: int, writes: int) -> bool:
     for shared, elapsed, results, cpu in rows:
         failed, once = _check_git(origin, results)
         rate = len([r for r in results if r[1]]) / elapsed
-        good = failed == 0 and once and rate / one_rate >= 0.8
+        good = failed == 0 and once
         ok &= good
         label = "one shared table" if shared else "distinct tables"
         print(
             f"git layer, {writers} writers x {writes}, {label:<16}: failures {failed}, versions "
-            f"once {once}, {rate:.1f} commits/s = {rate / one_rate:.2f} x one writer "
-            f"(target >= 0.8) {'ok' if good else 'MISSED'}; CPU {1000 * cpu:.1f} ms per commit"
+            f"once {once} {'ok' if good else 'MISSED'}, {rate:.1f} commits/s = "
+            f"{rate / one_rate:.2f} x one writer (for reference); CPU {1000 * cpu:.1f} ms per "
+            "commit"
         )
     return ok
 

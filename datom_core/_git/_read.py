@@ -22,7 +22,7 @@ import zlib
 from dulwich.object_store import BaseObjectStore, DiskObjectStore
 from dulwich.objects import DEFAULT_LOOSE_OBJECT_SIZE_LIMIT, ObjectID, ShaFile
 
-__all__ = ["inflate_loose", "load"]
+__all__ = ["has", "inflate_loose", "load"]
 
 _TYPES: dict[bytes, int] = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 _HEADER_MAX = 32  # "commit 4294967296\0" and then some
@@ -37,6 +37,18 @@ def load(store: BaseObjectStore, sha: bytes) -> ShaFile:
             if found is not None:
                 return found
     return store[ObjectID(sha)]
+
+
+def has(store: BaseObjectStore, sha: bytes) -> bool:
+    """Whether ``store`` (or an alternate) holds ``sha``: a loose file's name first, as
+    ``sha in store`` decides for a loose object, without dulwich's look through every pack
+    (and the listing of each pack folder that a miss there costs) before it."""
+    if isinstance(store, DiskObjectStore) and len(sha) == 40:
+        name = sha.decode("ascii")
+        for folder in _folders(store):
+            if os.path.isfile(os.path.join(folder, name[:2], name[2:])):
+                return True
+    return ObjectID(sha) in store
 
 
 def _folders(store: DiskObjectStore) -> list[str]:

@@ -41,6 +41,7 @@ from . import _maintenance as maint
 from ._copy import add_objects, copy_commits, missing_commits
 from ._lock import RepoLock
 from ._loose import copy_objects
+from ._read import has
 from ._remote import GitCredentials
 from ._shared import share_objects
 from ._tipview import TipView
@@ -101,7 +102,7 @@ class Transport:
 
     def fetch_commit(self, r: Repo, sha: bytes, branch: bytes) -> None:
         """Make ``sha`` (a commit the remote has) and its objects present in the clone."""
-        if ObjectID(sha) not in r.object_store:
+        if not has(r.object_store, sha):
             self.fetch_branch(r, branch)
 
     def keep(self, r: Repo, objects: Sequence[ShaFile]) -> int:
@@ -207,7 +208,7 @@ class LocalTransport(Transport):
 
     def fetch_commit(self, r: Repo, sha: bytes, branch: bytes) -> None:
         with self._using("fetch from") as remote:
-            if ObjectID(sha) not in r.object_store:
+            if not has(r.object_store, sha):
                 copy_commits(remote, r, missing_commits(remote, r, sha))
 
     def receive(
@@ -216,11 +217,11 @@ class LocalTransport(Transport):
         """Nothing to copy when the clone reads the remote's objects (see :mod:`._shared`).
         Otherwise the other writers' commits arrive as :func:`copy_commits` sends them, and
         the objects just pushed, loose files in the remote, are linked, not written again."""
-        if ObjectID(new) in r.object_store:
+        if has(r.object_store, new):
             return 0
         with self._using("fetch from") as remote:
             added = 0
-            if tip is not None and ObjectID(tip) not in r.object_store:
+            if tip is not None and not has(r.object_store, tip):
                 added = copy_commits(remote, r, missing_commits(remote, r, tip))
             return added + copy_objects(
                 remote.object_store, r.object_store, [o.id for o in objects]
@@ -232,7 +233,7 @@ class LocalTransport(Transport):
                 tip = remote.refs[Ref(branch)]
             except KeyError:
                 return None
-            if tip not in r.object_store:
+            if not has(r.object_store, tip):
                 copy_commits(remote, r, missing_commits(remote, r, tip))
         return tip
 

@@ -16,7 +16,7 @@ from dulwich.repo import Repo
 
 from datom_core._git import Author, MetadataRepo, TreeReader
 from datom_core._git._loose import LOOSE_LEVEL
-from datom_core._git._read import load
+from datom_core._git._read import has, load
 from datom_core._git._shared import SHARE_ENV
 from tests.gitcli import git, needs_git
 
@@ -160,6 +160,28 @@ def test_objects_are_read_from_loose_files_of_the_clone_or_its_alternate_as_dulw
                 assert got.id == want.id == sha.encode()
         with pytest.raises(KeyError):
             load(clone_store, b"0" * 40)
+
+
+def test_an_object_is_found_where_dulwich_finds_it_loose_packed_or_through_the_alternate(
+    tmp_path: Path,
+) -> None:
+    a = MetadataRepo.init(tmp_path / "a", None)
+    for i in range(3):
+        a.commit_and_push(put({f"t{i}/m.json": b'{"i": %d}' % i}), f"c{i}", ME)
+    remote = MetadataRepo.embedded_remote_path(tmp_path / "a")
+    loose = sorted(_loose_of(remote / "objects"))
+    with closing(Repo(str(remote))) as r:  # some of the remote's objects only in a pack
+        packed = loose[:4]
+        r.object_store.add_objects([(r.object_store[ObjectID(s.encode())], None) for s in packed])
+        for sha in packed:
+            r.object_store.delete_loose_object(ObjectID(sha.encode()))
+    with closing(Repo(str(tmp_path / "a"))) as r:
+        store = r.object_store
+        for sha in [*loose, "0" * 40, "f" * 40]:
+            for where in (store, store.alternates[0]):
+                assert has(where, sha.encode()) == (ObjectID(sha.encode()) in where), sha
+        assert all(has(store, s.encode()) for s in loose)  # through the alternate
+        assert not has(store, b"0" * 40)
 
 
 def _outcome(read: Callable[[], ShaFile]) -> tuple[str, bytes]:
