@@ -10,7 +10,8 @@ a file that does not inflate to a well-formed object of that id) goes through du
 whose answer or error it then is. The bytes are checked against the id (SHA-1 of the
 inflated file, a few µs for a document): a loose file that is not what its name says is
 never returned, where dulwich, trusting the name, would return it unless a pack has the id.
-Compaction inflates loose objects into pack entries the same way (``inflate_loose``).
+Compaction inflates loose objects into pack entries the same way (``inflate_loose``), and
+whether a clone holds an object is asked of those file names first (``has``).
 """
 
 from __future__ import annotations

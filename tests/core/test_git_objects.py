@@ -27,6 +27,14 @@ def put(files: dict[str, bytes]) -> Callable[[TreeReader], Mapping[str, bytes]]:
     return lambda tree: files
 
 
+def pushed(tmp_path: Path, count: int, files: Callable[[int], dict[str, bytes]]) -> MetadataRepo:
+    """A project at ``tmp_path / "a"`` with ``count`` pushed commits of ``files(i)``."""
+    a = MetadataRepo.init(tmp_path / "a", None)
+    for i in range(count):
+        a.commit_and_push(put(files(i)), f"c{i}", ME)
+    return a
+
+
 def loose_files(objects: Path) -> dict[str, Path]:
     return {
         p.parent.name + p.name: p
@@ -69,9 +77,7 @@ def test_pushed_objects_are_one_file_shared_by_clone_and_remote_and_git_accepts_
 def test_objects_missing_from_the_remote_as_files_are_copied_from_its_pack(
     tmp_path: Path,
 ) -> None:
-    a = MetadataRepo.init(tmp_path / "a", None)
-    for i in range(5):
-        a.commit_and_push(put({f"t{i}/m": b"%d" % i}), f"c{i}", ME)
+    a = pushed(tmp_path, 5, lambda i: {f"t{i}/m": b"%d" % i})
     remote = MetadataRepo.embedded_remote_path(tmp_path / "a")
     with closing(Repo(str(remote))) as r:
         r.object_store.pack_loose_objects()
@@ -165,9 +171,7 @@ def test_objects_are_read_from_loose_files_of_the_clone_or_its_alternate_as_dulw
 def test_an_object_is_found_where_dulwich_finds_it_loose_packed_or_through_the_alternate(
     tmp_path: Path,
 ) -> None:
-    a = MetadataRepo.init(tmp_path / "a", None)
-    for i in range(3):
-        a.commit_and_push(put({f"t{i}/m.json": b'{"i": %d}' % i}), f"c{i}", ME)
+    pushed(tmp_path, 3, lambda i: {f"t{i}/m.json": b'{"i": %d}' % i})
     remote = MetadataRepo.embedded_remote_path(tmp_path / "a")
     loose = sorted(_loose_of(remote / "objects"))
     with closing(Repo(str(remote))) as r:  # some of the remote's objects only in a pack
