@@ -44,6 +44,7 @@ from datom_core._project._validate import validate
 from datom_core._project._verify import Verify
 from datom_core._project._write import WriteRequest, write_table
 from datom_core._sets._methods import SetMethods
+from datom_core._sets._validate import validate_sets
 from datom_core._store import Store
 from datom_core._version import DATOM_VERSION
 
@@ -290,10 +291,14 @@ class Connection(SetMethods):
     ) -> ValidationReport:
         """Compare repo and store (fetching first); ``fix=True`` repairs what git can restore.
 
+        Tables and sets alike: a set's payload, current snapshot and mirrors are checked
+        against git (its members' data is :meth:`verify_set`'s to check).
         ``verify_data``: ``"bytes"`` (or True), ``"content"`` (re-hash each table) or False.
         Killed writers' temp objects older than ``grace_s`` seconds are reported (and fixed).
         """
-        return validate(self._ctx, fix=fix, verify_data=verify_data, grace_s=grace_s)
+        report = validate(self._ctx, fix=fix, verify_data=verify_data, grace_s=grace_s)
+        sets = validate_sets(self._ctx, fix=fix)
+        return ValidationReport(report.problems + tuple(sets), report.fetched, report.remote)
 
     # -- onboarding ------------------------------------------------------------------------
 

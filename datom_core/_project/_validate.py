@@ -96,7 +96,7 @@ def _table_docs(ctx: ProjectContext, problems: list[Problem], fix: bool) -> _Doc
             not child.is_dir()
             or child.name.startswith(".")
             or not (child / "metadata.json").exists()
-            or (child / L.SET_PAYLOAD).exists()  # a set: verify_set checks it
+            or (child / L.SET_PAYLOAD).exists()  # a set: _sets._validate checks it
         ):
             continue
         found = _documents(ctx, child.name, problems, fix)

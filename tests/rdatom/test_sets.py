@@ -198,6 +198,17 @@ def test_python_reads_the_r_set(
         assert dc.hash_table(data).data_sha == want
 
 
+def test_python_validates_the_r_set_clean(r_set: tuple[Project, Any], tmp_path: Path) -> None:
+    """R's store copy of its set (payload, snapshot, mirrors) is what Python's validate
+    expects from git: nothing reported, nothing written."""
+    p, _ = r_set
+    conn = dc.clone(p.remote, tmp_path / "c")
+    before = tree_snapshot(p.store)
+    report = conn.validate()
+    assert report.ok and report.problems == (), report.problems
+    assert tree_snapshot(p.store) == before
+
+
 def test_identical_python_rewrite_of_the_r_set_is_none(
     src: Project, r_set: tuple[Project, Any], tmp_path: Path
 ) -> None:
