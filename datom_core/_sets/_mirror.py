@@ -22,7 +22,14 @@ from datom_core._sets._read import read_json
 from datom_core._sets._records import SetWriteResult
 from datom_core._store import Store
 
-__all__ = ["SetPlan", "commits_by_version", "converge_set", "mirror_set", "settle_copies"]
+__all__ = [
+    "SetPlan",
+    "commits_by_version",
+    "converge_set",
+    "mirror_set",
+    "settle_copies",
+    "stored_bytes",
+]
 
 _MAX_ROUNDS = 10  # looks at a moving remote before leaving the rest to the next writer
 
@@ -62,7 +69,8 @@ class SetPlan:
         )  # fmt: skip
 
 
-def _stored(store: Store, key: str) -> bytes | None:
+def stored_bytes(store: Store, key: str) -> bytes | None:
+    """The bytes stored at ``key``; None when there are none."""
     try:
         return store.read_bytes(key)
     except NotFoundError:
@@ -73,8 +81,8 @@ def converge_set(store: Store, repo: MetadataRepo, plan: SetPlan) -> None:
     """An unchanged set: finish a mirror an interrupted write left behind, if any."""
     history = read_json(store, M.store_history(plan.name)) or []
     stale = (
-        _stored(store, M.store_metadata(plan.name)) != plan.metadata
-        or _stored(store, M.STORE_MANIFEST) != plan.manifest
+        stored_bytes(store, M.store_metadata(plan.name)) != plan.metadata
+        or stored_bytes(store, M.STORE_MANIFEST) != plan.manifest
         or [h.get("version") for h in history] != [h.get("version") for h in plan.history]
         or not store.exists(M.store_snapshot(plan.name, plan.version))
         or not store.exists(M.store_payload(plan.name, plan.data_sha))
@@ -151,7 +159,9 @@ def settle_copies(
         if newest == head:
             return
         head = newest
-        mine = {k: (path, data) for k, (path, data) in mine.items() if _stored(store, k) == data}
+        mine = {
+            k: (path, data) for k, (path, data) in mine.items() if stored_bytes(store, k) == data
+        }
         changed = {
             k: (path, tip)
             for k, (path, data) in mine.items()
