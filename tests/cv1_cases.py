@@ -1,9 +1,15 @@
 """Build the conformance vectors of ``fixtures/cv1_tables.json`` as Arrow tables, and pick
-the ``chr`` values encoder (compiled or the Arrow fallback) a test runs with."""
+the ``chr`` values encoder (compiled or the Arrow fallback) a test runs with.
+
+``DATOM_TEST_CHRENC=<path>`` makes "compiled" mean the extension module at ``path``
+instead of the installed one: ``test_identity_sanitized`` runs the encoder tests on a build
+instrumented with AddressSanitizer and UBSan that way."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +25,22 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 ENCODERS = ("compiled", "arrow")
 """The two ``chr`` values encoders, which must write the same bytes."""
+
+TEST_BUILD_ENV = "DATOM_TEST_CHRENC"
+
+
+def _use_test_build(path: str) -> None:
+    spec = importlib.util.spec_from_file_location("datom_core._identity._chrenc", path)
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"{TEST_BUILD_ENV}={path} is not an extension module")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    _chr._chrenc = module
+    _chr.compiled = module
+
+
+if os.environ.get(TEST_BUILD_ENV):
+    _use_test_build(os.environ[TEST_BUILD_ENV])
 
 
 @contextmanager
