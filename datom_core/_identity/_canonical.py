@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -119,12 +120,23 @@ def _value(value: Any) -> str:
     )
 
 
+# What jsonlite_string changes: a quote, a backslash, a control character, a "/" after "<".
+_TO_ESCAPE = re.compile(r'["\\\x00-\x1f]|</')
+
+
 def jsonlite_string(text: str) -> str:
     """A JSON string literal exactly as R's jsonlite writes it.
 
     jsonlite escapes ``</`` as ``<\\/`` (so JSON can sit inside an HTML script tag); R
-    hashes those bytes, so the escape is identity.
+    hashes those bytes, so the escape is identity. Most strings (names, ids, times) need
+    no escape and are quoted as they are.
     """
+    if _TO_ESCAPE.search(text) is None:
+        return '"' + text + '"'
+    return _escaped(text)
+
+
+def _escaped(text: str) -> str:
     out = []
     previous = ""
     for ch in text:

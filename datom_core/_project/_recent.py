@@ -16,28 +16,39 @@ __all__ = ["Recent"]
 T = TypeVar("T")
 
 
+_Print = tuple[int, bytes, bytes]
+_ENDS = 96  # bytes of each end: where two documents of one shape differ (shas, times)
+
+
+def _print(raw: bytes) -> _Print:
+    return len(raw), raw[:_ENDS], raw[-_ENDS:]
+
+
 class Recent(Generic[T]):
     """Values derived from the last ``count`` byte strings (at most ``size`` bytes of them
-    in all), looked up by content: the same object first, then equal bytes (lengths
-    compared before any byte). A value is put for a text just missed or just printed, so
-    :meth:`put` drops only the same object, never compares texts (megabytes that differ
-    only near their end, for a 3,000-table manifest); an equal duplicate is harmless, the
-    newest is found first."""
+    in all), looked up by content: among the kept texts with the same length, head and
+    tail (a dictionary on those, so a miss among hundreds of kept documents of one shape
+    costs one lookup, and no text is hashed whole), the same object first, then equal
+    bytes. A value is put for a text just missed or just printed, so :meth:`put` drops
+    only the same object, never compares texts (megabytes that differ only near their
+    end, for a 3,000-table manifest); an equal duplicate is harmless, the newest is found
+    first."""
 
     def __init__(self, count: int, size: int = 1 << 62) -> None:
         self._items: list[tuple[bytes, T]] = []  # newest last
-        self._count, self._size = count, size
+        self._similar: dict[_Print, list[tuple[bytes, T]]] = {}  # each newest last
+        self._count, self._size, self._held = count, size, 0
         self._guard = threading.Lock()
 
     def get(self, raw: bytes) -> T | None:
         with self._guard:
-            items = self._items[::-1]
-        for key, value in items:
+            same = self._similar.get(_print(raw))
+            candidates = same[::-1] if same else []
+        for key, value in candidates:
             if key is raw:
                 return value
-        n = len(raw)
-        for key, value in items:
-            if len(key) == n and key == raw:
+        for key, value in candidates:
+            if key == raw:
                 return value
         return None
 
@@ -48,12 +59,31 @@ class Recent(Generic[T]):
 
     def put(self, raw: bytes, value: T) -> None:
         with self._guard:
-            items = [(k, v) for k, v in self._items if k is not raw]
-            items.append((raw, value))
-            held = sum(len(k) for k, _ in items)
-            while len(items) > 1 and (len(items) > self._count or held > self._size):
-                held -= len(items.pop(0)[0])
-            self._items = items
+            self._drop(raw)
+            self._items.append((raw, value))
+            self._similar.setdefault(_print(raw), []).append((raw, value))
+            self._held += len(raw)
+            while len(self._items) > 1 and (
+                len(self._items) > self._count or self._held > self._size
+            ):
+                self._drop(self._items[0][0])
+
+    def _drop(self, raw: bytes) -> None:
+        """Forget the entry of this very object, if kept (under the guard)."""
+        key = _print(raw)
+        same = self._similar.get(key)
+        if not same or not any(k is raw for k, _ in same):
+            return
+        if self._items[0][0] is raw:  # the oldest, going past a bound
+            del self._items[0]
+        else:
+            self._items = [(k, v) for k, v in self._items if k is not raw]
+        kept = [(k, v) for k, v in same if k is not raw]
+        if kept:
+            self._similar[key] = kept
+        else:
+            del self._similar[key]
+        self._held -= len(raw)
 
     def parsed(self, raw: bytes, parse: Callable[[bytes], T]) -> T:
         """The kept value for ``raw``, else ``parse(raw)`` kept (errors are not kept)."""

@@ -8,9 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import hypothesis.strategies as st
 import pytest
+from hypothesis import given, settings
 
 from datom_core._errors import DatomError
+from datom_core._identity._canonical import _escaped as escaped_by_character
 from datom_core._sets import (
     ConflictingMemberError,
     EmptySetError,
@@ -258,3 +261,10 @@ def test_untagged_single_member_payload() -> None:
 def test_strings_escape_as_jsonlite(text: str, literal: str) -> None:
     assert jsonlite_string(text) == literal
     assert json.loads(literal) == text
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(st.sampled_from('ab</"\\\x00\x01\n\x1f\x7f\u00e9\u2028\U0001f600')))
+def test_a_string_quoted_as_it_is_needed_no_escape(text: str) -> None:
+    """The fast path (no character to escape) writes what escaping each character does."""
+    assert jsonlite_string(text) == escaped_by_character(text)
