@@ -31,12 +31,10 @@ _HEADER_MAX = 32  # "commit 4294967296\0" and then some
 
 def load(store: BaseObjectStore, sha: bytes) -> ShaFile:
     """The object ``sha`` (40 hex digits) of ``store``; :class:`KeyError` if it has none."""
-    if isinstance(store, DiskObjectStore) and len(sha) == 40:
-        name = sha.decode("ascii")
-        for folder in _folders(store):
-            found = _loose(os.path.join(folder, name[:2], name[2:]), sha)
-            if found is not None:
-                return found
+    for path in _loose_paths(store, sha):
+        found = _loose(path, sha)
+        if found is not None:
+            return found
     return store[ObjectID(sha)]
 
 
@@ -44,18 +42,17 @@ def has(store: BaseObjectStore, sha: bytes) -> bool:
     """Whether ``store`` (or an alternate) holds ``sha``: a loose file's name first, as
     ``sha in store`` decides for a loose object, without dulwich's look through every pack
     (and the listing of each pack folder that a miss there costs) before it."""
-    if isinstance(store, DiskObjectStore) and len(sha) == 40:
-        name = sha.decode("ascii")
-        for folder in _folders(store):
-            if os.path.isfile(os.path.join(folder, name[:2], name[2:])):
-                return True
-    return ObjectID(sha) in store
+    return any(os.path.isfile(p) for p in _loose_paths(store, sha)) or ObjectID(sha) in store
 
 
-def _folders(store: DiskObjectStore) -> list[str]:
-    """The store's own folder, then its alternates' (dulwich reads the list once)."""
+def _loose_paths(store: BaseObjectStore, sha: bytes) -> list[str]:
+    """Where ``sha`` would be a loose file: the store's own folder, then its alternates'
+    (dulwich reads that list once); none for another kind of store or id."""
+    if not isinstance(store, DiskObjectStore) or len(sha) != 40:
+        return []
+    name = sha.decode("ascii")
     stores = [store, *(s for s in store.alternates if isinstance(s, DiskObjectStore))]
-    return [os.fspath(s.path) for s in stores]
+    return [os.path.join(os.fspath(s.path), name[:2], name[2:]) for s in stores]
 
 
 def _loose(path: str, sha: bytes) -> ShaFile | None:

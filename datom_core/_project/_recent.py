@@ -58,19 +58,21 @@ class Recent(Generic[T]):
             return [value for _, value in self._items[::-1]]
 
     def put(self, raw: bytes, value: T) -> None:
+        key = _print(raw)
         with self._guard:
-            self._drop(raw)
+            self._drop(raw, key)
             self._items.append((raw, value))
-            self._similar.setdefault(_print(raw), []).append((raw, value))
+            self._similar.setdefault(key, []).append((raw, value))
             self._held += len(raw)
             while len(self._items) > 1 and (
                 len(self._items) > self._count or self._held > self._size
             ):
-                self._drop(self._items[0][0])
+                oldest = self._items[0][0]
+                self._drop(oldest, _print(oldest))
 
-    def _drop(self, raw: bytes) -> None:
-        """Forget the entry of this very object, if kept (under the guard)."""
-        key = _print(raw)
+    def _drop(self, raw: bytes, key: _Print) -> None:
+        """Forget the entry of this very object (``key``: its print), if kept (under the
+        guard)."""
         same = self._similar.get(key)
         if not same or not any(k is raw for k, _ in same):
             return

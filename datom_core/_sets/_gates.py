@@ -8,8 +8,6 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import yaml
-
 from datom_core._errors import (
     InconsistentParentsError,
     NotProductRepoError,
@@ -25,7 +23,6 @@ from datom_core._store import Store
 __all__ = ["check_parents", "declared_set", "member_stores"]
 
 _READERS = 16
-_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # as _project._parse
 
 
 def declared_set(repo: MetadataRepo, project_name: str, name: str | None) -> str:
@@ -33,9 +30,9 @@ def declared_set(repo: MetadataRepo, project_name: str, name: str | None) -> str
     raw = repo.read(M.PROJECT_YAML)
     if raw is None:
         raise NotProductRepoError(f"{repo.path} holds no {M.PROJECT_YAML}: not a datom project")
-    # Its format first: the gates below read fields out of it.
+    # Its format first: the gates below read fields out of it (parsed once, by the door).
     M.check_project_config(raw)
-    config = yaml.load(raw, Loader=_YAML_LOADER) or {}
+    config = M.load_project_config(raw).raw
     mode = config.get("mode")
     if mode != "product":
         said = "declares no mode" if mode is None else f"declares mode {mode!r}"

@@ -17,6 +17,7 @@ from datom_core._project import _layout as L
 from datom_core._project._build import manifest_is_v1, updated_manifest
 from datom_core._project._documents import dump, load
 from datom_core._project._door import check_project_config, check_write_door
+from datom_core._project._tip import load_project_config
 from datom_core._sets._documents import set_version
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "git_history",
     "git_metadata",
     "git_payload",
+    "load_project_config",
     "manifest_with_set",
     "set_version_of",
     "store_history",

@@ -291,7 +291,7 @@ class Store:
     def stage_in_order(self, documents: Sequence[Document]) -> Staged:
         """Prepare :meth:`write_in_order` of ``documents`` (a local store writes and syncs
         their bytes now), naming none of them before ``publish()``."""
-        return Staged(self, documents)
+        return _WrittenOnPublish(self, documents)
 
     def delete(self, key: str) -> None:
         """Remove the object at ``key`` (repair and tests only). Missing is not an error."""
@@ -312,9 +312,19 @@ class Store:
 
 
 class Staged:
-    """Documents a store has prepared: ``publish(after)`` names them in order (see
-    :meth:`Store.write_in_order`), ``discard()`` drops them unnamed. Here nothing was
-    prepared: publishing writes each in turn."""
+    """Documents a store has prepared (:meth:`Store.stage_in_order`): ``publish(after)``
+    names them in order (see :meth:`Store.write_in_order`), ``discard()`` drops them
+    unnamed."""
+
+    def publish(self, after: Callable[[int], None] | None = None) -> None:
+        raise NotImplementedError
+
+    def discard(self) -> None:
+        raise NotImplementedError
+
+
+class _WrittenOnPublish(Staged):
+    """A store that prepares nothing ahead: publishing writes each document in turn."""
 
     def __init__(self, store: Store, documents: Sequence[Document]) -> None:
         self._store, self._documents = store, list(documents)

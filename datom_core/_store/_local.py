@@ -202,7 +202,6 @@ class _LocalStaged(Staged):
     """Temp files beside their documents, synced, renamed into place by ``publish()``."""
 
     def __init__(self, store: LocalStore) -> None:
-        super().__init__(store, ())
         self._local = store
         self._temps: list[_Temp] = []
 
