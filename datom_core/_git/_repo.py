@@ -37,7 +37,7 @@ from ._copy import add_objects
 from ._http import open_transport
 from ._index import FastIndex, UnsupportedIndex
 from ._lock import RepoLock
-from ._objects import TreeReader, blob_data, build_commit, changed_paths
+from ._objects import NewCommit, TreeReader, blob_data, build_commit, changed_paths
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, is_http_url, resolve_credentials
 from ._shared import missing_object, sharing_wanted
 from ._tipview import TipView
@@ -214,12 +214,19 @@ class RepoCore:
                     index[path] = gi.index_entry(st, sha)
             index.write()
 
-    def _move_to(self, r: Repo, branch: bytes, target: bytes | None) -> None:
-        """Point ``branch`` at ``target``, rewriting only the files that differ."""
+    def _move_to(
+        self, r: Repo, branch: bytes, target: bytes | None, made: NewCommit | None = None
+    ) -> None:
+        """Point ``branch`` at ``target``, rewriting only the files that differ; ``made``:
+        ``target`` is this commit, built here (when the branch is on its parent, the
+        changed paths are the ones it changed: no tree is read)."""
         old = gi.get_ref(r, branch)
         if old == target:
             return
-        changes = changed_paths(r.object_store, old, target)
+        if made is not None and made.id == target and made.parent == old:
+            changes: Mapping[bytes, bytes | None] = made.changes
+        else:
+            changes = changed_paths(r.object_store, old, target)
         self._journal(changes)
         checkpoint("git:move:journaled")
         if target is None:
@@ -333,7 +340,7 @@ class RepoCore:
                     pushed(new.id.decode())
                 # The clone catches up outside the turn: the commits it lacked, then its own.
                 self._count_local(r, remote.receive(r, branch, tip, new.id, new.objects))
-                self._move_to(r, branch, new.id)
+                self._move_to(r, branch, new.id, new)
                 self._pushed(r, remote, branch, new.id)
                 return new.id.decode()
 
