@@ -129,10 +129,10 @@ class DatomIOManager(ConfigurableIOManager):
                 parent_assets=[item.asset_key for item in loaded],
             )
             if single:
-                context.add_output_metadata(metadata)
+                internals.add_materialization_metadata(context, metadata)
                 internals.set_data_version(context, result.data_sha)
             else:
-                internals.add_partition_metadata(context, str(pk), metadata)
+                internals.add_materialization_metadata(context, metadata, str(pk))
 
     def _output_table_name(self, context: OutputContext, partition_key: str | None) -> str:
         try:

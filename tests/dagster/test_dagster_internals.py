@@ -19,7 +19,9 @@ from dagster import (
     OutputContext,
     StaticPartitionsDefinition,
     asset,
+    graph_asset,
     materialize,
+    op,
 )
 from datom_dagster import _dagster_internals as internals
 
@@ -39,9 +41,11 @@ class Probe(IOManager):
             SEEN.setdefault("output_steps", []).append(internals.step_context_or_none(context))
         elif self.probe == "data_version":
             SEEN["set"] = internals.set_data_version(context, "c0ffee")
+        elif self.probe == "asset_metadata":
+            internals.add_materialization_metadata(context, {"shown": "here"})
         elif self.probe == "partition_metadata":
             for pk in context.asset_partition_keys:
-                internals.add_partition_metadata(context, pk, {"which": pk})
+                internals.add_materialization_metadata(context, {"which": pk}, pk)
         elif self.probe == "deps" and context.asset_key == AssetKey("downstream"):
             up = AssetKey("upstream")
             SEEN["io_manager"] = internals.dep_io_manager(context, up, default=None)
@@ -92,6 +96,32 @@ def test_set_data_version_from_handle_output_becomes_the_data_version(instance):
 @asset(partitions_def=StaticPartitionsDefinition(["eu", "us"]))
 def regional() -> dict:
     return {"eu": 1, "us": 2}
+
+
+def test_asset_metadata_goes_on_the_materialization_alone(instance):
+    result = materialize(
+        [upstream_one], instance=instance, resources={"io_manager": Probe("asset_metadata")}
+    )
+
+    assert result.success
+    assert latest(instance, "upstream_one").metadata["shown"].value == "here"
+    handled = [e for e in result.all_events if e.event_type_value == "HANDLED_OUTPUT"]
+    assert len(handled) == 1
+    assert "shown" not in handled[0].event_specific_data.metadata
+
+
+def test_asset_metadata_of_a_graph_asset_reaches_its_materialization(instance):
+    @op
+    def make() -> int:
+        return 1
+
+    @graph_asset
+    def from_graph() -> int:
+        return make()
+
+    resources = {"io_manager": Probe("asset_metadata")}
+    assert materialize([from_graph], instance=instance, resources=resources).success
+    assert latest(instance, "from_graph").metadata["shown"].value == "here"
 
 
 def test_partition_metadata_is_scoped_to_its_partition(instance):
