@@ -21,15 +21,14 @@ from datom_core._git import MetadataRepo
 from datom_core._identity._canonical import metadata_sha
 from datom_core._project import _layout as L
 from datom_core._project._context import ProjectContext
-from datom_core._project._documents import dump, load
+from datom_core._project._documents import load
 from datom_core._project._history_text import (
     history_text,
+    printed,
     remember_store_copy,
     spliced_store_copy,
 )
 from datom_core._project._model import HistoryEntry
-from datom_core._project._parse import parse_history
-from datom_core._project._recent import Recent
 
 __all__ = [
     "commits_by_version",
@@ -48,14 +47,15 @@ _WALK_MAX = 64  # commits since the store copy's newest one read before asking t
 # history), per clone and table: a later commit can only re-record them, never produce
 # them first, so they are not looked for again on every write.
 _ABSENT: dict[tuple[str, str], set[str]] = {}
-# A write (and a none write, every Dagster materialization) parses the git and store
-# copies of one history several times; a long history makes that a visible cost.
-_HISTORIES: Recent[tuple[HistoryEntry, ...]] = Recent(32, 64 << 20)
 
 
 def parsed_history(raw: bytes, *, key: str) -> tuple[HistoryEntry, ...]:
-    """:func:`parse_history` of ``raw``, kept by content (errors raised, never kept)."""
-    return _HISTORIES.parsed(raw, lambda b: parse_history(b, key=key))
+    """:func:`parse_history` of ``raw``, kept by content (errors raised, never kept): a
+    write (and a none write, every Dagster materialization) parses the git and store
+    copies of one history several times, a visible cost for a long history. Kept with the
+    git texts (:func:`_history_text.history_text`), so a copy grown from a kept one is
+    parsed for its new entries only."""
+    return history_text(raw, key=key).entries
 
 
 def stored(ctx: ProjectContext, key: str) -> bytes | None:
@@ -161,7 +161,7 @@ def _store_history(
         sha = recorded.get(version) if isinstance(version, str) else None
         if sha is not None:
             entry["commit_sha"] = sha
-    out = dump(entries)
+    out = printed(entries, kept, key=key)  # onto the copy it grew from, if it did
     remember_store_copy(out, git, frozenset(v for v in gaps if v not in recorded), key=key)
     return out
 

@@ -23,9 +23,11 @@ Each is a fact about the bytes (two equal texts share it), so a kept text is nev
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Set
 from typing import Any
 
+from datom_core._errors import DatomError
 from datom_core._project._documents import dump
 from datom_core._project._model import HistoryEntry
 from datom_core._project._parse import parse_history
@@ -35,6 +37,7 @@ __all__ = [
     "HistoryText",
     "history_text",
     "prepend",
+    "printed",
     "remember_store_copy",
     "reprinted",
     "spliced_store_copy",
@@ -76,7 +79,7 @@ class HistoryText:
     @property
     def entries(self) -> tuple[HistoryEntry, ...]:
         if self._entries is None:
-            self._entries = parse_history(self.raw, key=self._key)
+            self._entries = _parse(self.raw, self._key)
         return self._entries
 
     @property
@@ -123,9 +126,39 @@ def history_text(raw: bytes, *, key: str) -> HistoryText:
     parsed once per distinct text. Entries are shared: read them, never change them."""
     found = _texts.get(raw)
     if found is None:
-        found = HistoryText(raw, parse_history(raw, key=key), key=key)
+        found = HistoryText(raw, _parse(raw, key), key=key)
         _texts.put(raw, found)
     return found
+
+
+def _parse(raw: bytes, key: str) -> tuple[HistoryEntry, ...]:
+    """:func:`parse_history` of ``raw``; when ``raw`` is entries in front of a kept
+    history's text (another writer's history grown from one seen here: a table written by
+    several clones at once), only those entries are parsed.
+
+    ``raw`` is then ``[\\n F,\\n T`` where ``[\\n T`` is a kept text of one or more entries
+    (``T``: those and the closing bracket). When ``[\\n F\\n]`` parses as an array of one
+    or more entries, the parser is between two elements of the outer array where ``F``
+    ends (not inside a string or an object), so ``raw`` parses as ``F``'s entries
+    followed by the kept ones, with the same checks on each entry. Anything else is
+    parsed whole (a front that does not parse: to report what is wrong).
+    """
+    if raw.startswith(b"[\n"):
+        for kept in _texts.values():
+            entries, tail = kept._entries, kept.raw[2:]
+            cut = len(raw) - len(tail)
+            if not entries or cut < 4 or not kept.raw.startswith(b"[\n"):
+                continue
+            if raw[cut - 2 : cut] != b",\n" or not raw.endswith(tail):
+                continue
+            try:
+                front = parse_history(raw[: cut - 2] + b"\n]\n", key=key)
+            except DatomError:
+                break
+            if front:  # none would leave ``[\n,`` in front: not JSON
+                return front + entries
+            break
+    return parse_history(raw, key=key)
 
 
 def _canonical_by_tail(text: HistoryText) -> bool | None:
@@ -181,6 +214,39 @@ def reprinted(old: HistoryText | None, *, key: str) -> HistoryText:
     text = HistoryText(dump([dict(h.raw) for h in old.entries]), old.entries, key=key)
     _texts.put(text.raw, text)
     return text
+
+
+def printed(entries: list[dict[str, Any]], onto: bytes | None, *, key: str) -> bytes:
+    """``dump(entries)``: when the history text ``onto`` (a store copy another writer
+    wrote, say) is canonical and its entries print as the last of ``entries`` do, only
+    the entries in front are printed, and ``onto``'s text follows them."""
+    if onto is not None:
+        try:
+            kept: HistoryText | None = history_text(onto, key=key)
+        except DatomError:
+            kept = None  # damaged: printed in full
+        front = len(entries) - len(kept.entries) if kept is not None else 0
+        if kept is not None and front >= 1 and kept.canonical:
+            tail = zip(kept.entries, entries[front:], strict=True)
+            if all(_prints_as(h.raw, e) for h, e in tail):
+                return dump(entries[:front])[:-3] + b",\n" + kept.raw[2:]
+    return dump(entries)
+
+
+def _prints_as(a: Any, b: Any) -> bool:
+    """Whether two JSON values print the same: equal, and of the same types and key
+    order all the way down (``1``, ``1.0`` and ``true`` are equal in Python)."""
+    if a == b and type(a) is type(b):
+        if type(a) is str:
+            return True
+        if isinstance(a, Mapping):
+            return list(a) == list(b) and all(
+                type(v) is str or _prints_as(v, b[k]) for k, v in a.items()
+            )
+        if isinstance(a, list):
+            return all(map(_prints_as, a, b))
+        return type(a) is not float or math.copysign(1.0, a) == math.copysign(1.0, b)
+    return False
 
 
 def remember_store_copy(raw: bytes, git: HistoryText, gaps: frozenset[str], *, key: str) -> None:

@@ -16,12 +16,15 @@ from typing import Any
 import pytest
 from dulwich.object_store import MemoryObjectStore
 from dulwich.objects import Tree
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from datom_core._errors import IntegrityError
 from datom_core._git import _objects as O
 from datom_core._project import _manifest_text
 from datom_core._project._build import updated_manifest
 from datom_core._project._documents import assemble_manifest, dump
-from datom_core._project._history_text import history_text, prepend
+from datom_core._project._history_text import history_text, prepend, printed
 from datom_core._project._parse import convert_manifest_v1, parse_history
 from datom_core._project._tip import load_manifest
 
@@ -272,3 +275,122 @@ def test_a_history_grown_elsewhere_from_a_known_one_is_judged_by_its_front(front
     assert text.canonical is (front == "as printed here")
     grown = prepend(text, _entry(200), key="h")
     assert grown.raw == _full_history(raw, _entry(200))
+
+
+def _parsed_or_error(parse: Any) -> Any:
+    try:
+        return [dict(h.raw) for h in parse()]
+    except IntegrityError as e:
+        return type(e)
+
+
+@pytest.mark.parametrize(
+    "front",
+    [
+        b"[\n" + dump([_entry(100), _entry(101)])[2:-3],  # as another writer prints it
+        json.dumps([_entry(100)], indent=4).encode()[:-2],  # another form
+        b"[\n",  # no entry in front: "[\n,\n" is not JSON
+        b'[\n  {"version": "unterminated',  # the rest would be inside a string
+        b'[\n  {"version": "' + b"0" * 64 + b'"}',  # an entry that fails the history's checks
+        b"[\n  " + json.dumps(_entry(102)).encode() + b",",  # a trailing comma
+        b"[\n  " + json.dumps({"note": "],\n  {" + "x" * 10}).encode(),  # not an entry
+    ],
+)
+@pytest.mark.parametrize("between", [b",\n", b"\n\n", b", "])
+def test_a_history_grown_elsewhere_parses_as_a_whole_parse_would(
+    front: bytes, between: bytes
+) -> None:
+    """Only the entries in front of a known history are parsed; the result, or the error
+    (a missing comma, say), is the whole parse's."""
+    known = None
+    for i in range(20):
+        known = prepend(known, _entry(i), key="h")
+    assert known is not None
+    raw = front + between + known.raw[2:]
+    expected = _parsed_or_error(lambda: parse_history(raw, key="h"))
+    assert _parsed_or_error(lambda: history_text(raw, key="h").entries) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.sampled_from([0, 1, 2, 3]), min_size=1, max_size=4),
+    st.integers(0, 6),
+    st.sampled_from([b"", b" ", b"\n", b",", b"]", b'"', b"{", b"\\"]),
+    st.integers(0, 400),
+)
+def test_grown_parsing_agrees_with_the_whole_parse(
+    kinds: list[int], tail_entries: int, junk: bytes, at: int
+) -> None:
+    """Fronts printed in several forms, with a character inserted anywhere: the grown
+    parse gives the whole parse's entries, or its error."""
+    known = None
+    for i in range(tail_entries + 1):
+        known = prepend(known, _entry(1000 + i, run={"id": i}), key="h")
+    assert known is not None
+    others = [
+        _entry(2000 + n, note="é\n") if k % 2 else _entry(3000 + n) for n, k in enumerate(kinds)
+    ]
+    forms = [dump(others)[:-3], json.dumps(others, indent=4).encode()[:-2]]
+    front = forms[kinds[0] % 2]
+    cut = at % (len(front) + 1)
+    front = front[:cut] + junk + front[cut:]
+    raw = front + b",\n" + known.raw[2:]
+    expected = _parsed_or_error(lambda: parse_history(raw, key="h"))
+    assert _parsed_or_error(lambda: history_text(raw, key="h").entries) == expected
+
+
+def _retyped(entry: dict[str, Any], how: str) -> dict[str, Any]:
+    """``entry`` changed in a way Python's ``==`` does not see, or does."""
+    out = dict(entry)
+    if how == "int for true":
+        out["flag"] = 1 if out.get("flag") is True else out.get("flag")
+    elif how == "float for int":
+        out["n"] = float(out["n"])
+    elif how == "minus zero":
+        out["z"] = -0.0
+    elif how == "keys reordered":
+        out = dict(reversed(list(out.items())))
+    elif how == "nested keys reordered":
+        out["author"] = dict(reversed(list(out["author"].items())))
+    elif how == "a value changed":
+        out["commit_message"] = "changed"
+    return out
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "as printed",
+        "int for true",
+        "float for int",
+        "minus zero",
+        "keys reordered",
+        "nested keys reordered",
+        "a value changed",
+        "indent 4",
+        "not JSON",
+        "no entry in front",
+        "one entry more",
+    ],
+)
+def test_a_store_copy_printed_onto_another_is_exactly_the_full_print(how: str) -> None:
+    """The store copy printed onto the copy another writer left is ``dump`` of its
+    entries, whatever that copy holds: only a copy that prints as the tail is reused."""
+    entries = [
+        _entry(i, flag=True, n=i, z=0.0, commit_sha=f"{i:040x}", run={"id": [i, None, 1.5]})
+        for i in range(30, 0, -1)
+    ]
+    tail = [dict(e) for e in entries[3:]]
+    if how == "indent 4":
+        onto = (json.dumps(tail, indent=4, ensure_ascii=False) + "\n").encode()
+    elif how == "not JSON":
+        onto = dump(tail)[:-40]
+    elif how == "no entry in front":
+        onto = dump(entries)
+    elif how == "one entry more":
+        onto = dump(entries[2:] + [_entry(99)])
+    else:
+        tail[7] = _retyped(tail[7], how)
+        onto = dump(tail)
+    assert printed(entries, onto, key="h") == dump(entries)
+    assert printed(entries, None, key="h") == dump(entries)
