@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import closing
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
@@ -24,6 +24,7 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from .._errors import GitError, InvalidNameError
+from ._index import FastIndex, UnsupportedIndex
 from ._swap import replace_file
 
 log = logging.getLogger("datom_core.git")
@@ -261,6 +262,25 @@ def commit_object(r: Repo, commit: str) -> Commit:
 
 
 # -- committing and resetting -----------------------------------------------------------
+
+
+def update_index(
+    fast: FastIndex, r: Repo, root: Path, changes: Mapping[bytes, bytes | None]
+) -> None:
+    """Make the clone's index hold ``path -> blob`` (None: no entry) for the files just
+    written under ``root``: patched in place, or dulwich's way for an index git wrote in
+    a form :class:`FastIndex` does not patch."""
+    try:
+        fast.update(root, changes)
+    except UnsupportedIndex:
+        index = r.open_index()
+        for path, sha in changes.items():
+            if sha is None:
+                if path in index:
+                    del index[path]
+            else:
+                index[path] = index_entry(os.lstat(root / os.fsdecode(path)), sha)
+        index.write()
 
 
 def index_entry(st: os.stat_result, sha: bytes) -> IndexEntry:

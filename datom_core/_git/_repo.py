@@ -35,7 +35,7 @@ from . import _internals as gi
 from . import _maintenance as maint
 from ._copy import add_objects
 from ._http import open_transport
-from ._index import FastIndex, UnsupportedIndex
+from ._index import FastIndex
 from ._lock import RepoLock
 from ._objects import NewCommit, TreeReader, blob_data, build_commit, changed_paths
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, is_http_url, resolve_credentials
@@ -197,22 +197,8 @@ class RepoCore:
                     raise GitError(f"{os.fsdecode(path)} in {self.path} names no blob ({sha!r})")
                 gi.write_file_atomic(target, data)
         if changes:
-            self._update_index(r, changes)
+            gi.update_index(self._index, r, self.path, changes)
         journal.unlink(missing_ok=True)
-
-    def _update_index(self, r: Repo, changes: Mapping[bytes, bytes | None]) -> None:
-        try:
-            self._index.update(self.path, changes)
-        except UnsupportedIndex:  # an index git wrote in a form we do not patch: dulwich's way
-            index = r.open_index()
-            for path, sha in changes.items():
-                if sha is None:
-                    if path in index:
-                        del index[path]
-                else:
-                    st = os.lstat(self.path / os.fsdecode(path))
-                    index[path] = gi.index_entry(st, sha)
-            index.write()
 
     def _move_to(
         self, r: Repo, branch: bytes, target: bytes | None, made: NewCommit | None = None
