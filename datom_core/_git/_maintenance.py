@@ -1,9 +1,12 @@
 """Keeping repositories small and unstuck (private to the git layer).
 
 * **Compaction on a budget.** Every write adds a few loose objects (and an HTTP fetch a
-  small pack); every lookup pays per pack. After a fixed number of operations a handle
-  checks its clone (or its local remote): more than ``LOOSE_BUDGET`` loose objects are
-  packed; more than ``PACK_BUDGET`` packs are merged geometrically (the big pack is kept
+  small pack); every lookup pays per pack. A handle checks its clone (or its local
+  remote) after a fixed number of its operations, and on any operation whose new commit
+  is :func:`due` by its id: a repository written by many short-lived processes (a
+  Dagster step each, one CLI call each), none of which reaches the count, is checked as
+  often as one written by a long-lived writer. More than ``LOOSE_BUDGET`` loose objects
+  (estimated from a few fan-out folders first) are packed; more than ``PACK_BUDGET`` packs are merged geometrically (the big pack is kept
   while it outweighs the others together, so the cost stays proportional to what is new).
   Packs are written by :mod:`_packs` from the objects' bytes (no object is parsed, and
   a project's manifest is stored as a delta against its previous version), not by
@@ -43,6 +46,7 @@ __all__ = [
     "REMOTE_CHECK_EVERY",
     "clear_stale_locks",
     "compact",
+    "due",
     "compact_remote",
     "find_stale_locks",
     "may_need_compaction",
@@ -104,13 +108,33 @@ def write_pack(store: DiskObjectStore, objects: Sequence[ShaFile]) -> str:
     return write_objects(store, objects)
 
 
-def may_need_compaction(r: Repo, loose_added: int | None) -> bool:
-    """Whether :func:`compact` could have work (without counting loose objects): checked
-    before waiting for a local remote's exclusive lock, which readers delay."""
+def due(made: bytes, every: int) -> bool:
+    """Whether the operation that made the object ``made`` (a hex id) checks its
+    repository for compaction: one operation in ``every``, told by the id (uniform), not by
+    a count one process keeps."""
+    return int(made[-6:], 16) % every == 0
+
+
+def may_need_compaction(r: Repo, loose_added: int | None = None) -> bool:
+    """Whether :func:`compact` could have work, without counting every loose object
+    (``loose_added``: how many the caller wrote; None: estimated from eight of the 256
+    fan-out folders, as ``git gc --auto`` estimates from one). Checked before waiting for
+    a local remote's exclusive lock, which readers delay."""
     store = r.object_store
     if not isinstance(store, DiskObjectStore):
         return False
-    return loose_added is None or loose_added > LOOSE_BUDGET or len(store.packs) > PACK_BUDGET
+    loose = loose_added if loose_added is not None else _estimated_loose(store)
+    return loose > LOOSE_BUDGET or len(store.packs) > PACK_BUDGET
+
+
+def _estimated_loose(store: DiskObjectStore) -> int:
+    found = 0
+    for first in range(0, 256, 32):
+        try:
+            found += len(os.listdir(os.path.join(store.path, f"{first:02x}")))
+        except OSError:  # no object under that prefix yet
+            continue
+    return found * 32
 
 
 @contextmanager

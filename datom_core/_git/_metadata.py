@@ -276,7 +276,7 @@ class MetadataRepo(RepoCore):
             )
             if new is None:
                 return None
-            self._store_local(r, new.objects)
+            self._store_local(r, new.objects, new.id)
             if len(self._made) > 64:
                 self._made.clear()
             self._made[new.id] = new.objects
@@ -324,7 +324,7 @@ class MetadataRepo(RepoCore):
             )
             self._made.clear()
             checkpoint("git:push:swapped")
-            remote.maintain()
+            remote.maintain(head)
             self._pushed(r, remote, branch, head)
 
     def fetch_and_reset(self) -> str | None:

@@ -69,7 +69,6 @@ class RepoCore:
         self._url: str | None = None
         self._config: StackedConfig | None = None
         self._added = 0
-        self._loose = 0  # loose objects this handle wrote since it last compacted the clone
         r = self._open()
         if r.bare:
             raise GitError(f"{self.path} is a bare repository; datom needs a clone.")
@@ -222,19 +221,19 @@ class RepoCore:
         checkpoint("git:move:moved")
         self._sync(r, changes, journaled=True)
 
-    def _store_local(self, r: Repo, objects: Sequence[ShaFile]) -> None:
+    def _store_local(self, r: Repo, objects: Sequence[ShaFile], made: bytes) -> None:
         """Add a new local commit's objects to the clone."""
-        self._count_local(r, add_objects(r, objects))
+        add_objects(r, objects)
+        self._count_local(r, made)
 
-    def _count_local(self, r: Repo, loose: int) -> None:
-        """Count an operation that added ``loose`` loose objects to the clone, compacting
-        the clone on its budget."""
-        self._loose += loose
+    def _count_local(self, r: Repo, made: bytes) -> None:
+        """Count an operation that added objects to the clone (``made``: its commit),
+        compacting the clone when it is over budget, checked every ``CLONE_CHECK_EVERY``
+        operations of this handle and when ``made`` is due (:func:`_maintenance.due`)."""
         self._added += 1
-        if self._added % maint.CLONE_CHECK_EVERY == 0:
-            maint.compact(r, self._loose)
-            if self._loose > maint.LOOSE_BUDGET:  # they were counted (and packed if many)
-                self._loose = 0
+        if self._added % maint.CLONE_CHECK_EVERY == 0 or maint.due(made, maint.CLONE_CHECK_EVERY):
+            if maint.may_need_compaction(r):
+                maint.compact(r)
 
     # -- the remote's branch --------------------------------------------------------------
 
@@ -304,7 +303,7 @@ class RepoCore:
                             new = build_commit(store, tip, files, message, who, _now())
                             if new is not None:
                                 remote.push(r, branch, tip, new.id, new.objects)
-                        remote.maintain()
+                        remote.maintain(new.id if new is not None else None)
                     if new is None:
                         if tip is not None:
                             remote.fetch_commit(r, tip, branch)
@@ -325,7 +324,8 @@ class RepoCore:
                 if pushed is not None:
                     pushed(new.id.decode())
                 # The clone catches up outside the turn: the commits it lacked, then its own.
-                self._count_local(r, remote.receive(r, branch, tip, new.id, new.objects))
+                remote.receive(r, branch, tip, new.id, new.objects)
+                self._count_local(r, new.id)
                 self._move_to(r, branch, new.id, new)
                 self._pushed(r, remote, branch, new.id)
                 return new.id.decode()

@@ -130,8 +130,9 @@ class Transport:
         """Hold the remote's writer turn, where there is one (see :class:`LocalTransport`)."""
         return nullcontext()
 
-    def maintain(self) -> None:
-        """Compact the remote now and then, where datom can (a local remote)."""
+    def maintain(self, made: bytes | None = None) -> None:
+        """Compact the remote now and then, where datom can (a local remote); ``made``:
+        the commit just pushed (see :func:`_maintenance.due`)."""
 
     def close(self) -> None:
         pass
@@ -147,7 +148,6 @@ class LocalTransport(Transport):
         self._repo: Repo | None = None
         self._pid = os.getpid()
         self._pushes = 0
-        self._loose = 0  # loose objects written into the remote since its last compaction
         self._access = maint.RemoteAccess(self.path)
         self._head_named: bytes | None = None  # the branch HEAD was last seen to name
 
@@ -246,7 +246,7 @@ class LocalTransport(Transport):
             current = _read_ref(remote, branch)
             if current != old:
                 raise rejected(self.url, branch, "the remote moved")
-            self._loose += add_objects(remote, objects)
+            add_objects(remote, objects)
             checkpoint("git:push:objects")
             if not self._swap(remote, branch, old, new):
                 raise rejected(self.url, branch, "the remote moved")
@@ -267,18 +267,20 @@ class LocalTransport(Transport):
         compare-and-swap would reject. Other git clients still meet the swap."""
         return RepoLock(self.path / _TURN_LOCK, timeout, poll=(0.001, 0.004))
 
-    def maintain(self) -> None:
-        """Every ``REMOTE_CHECK_EVERY`` pushes of this handle, compact the remote (best
-        called holding the writers' turn, outside any read of the remote)."""
-        if self._pushes >= maint.REMOTE_CHECK_EVERY:
-            with self._access.shared():
-                idle = not maint.may_need_compaction(self._open(), self._loose)
-            if idle:  # nothing to do: no wait for the readers while holding the turn
-                self._pushes = 0
-            elif maint.compact_remote(self.path, self._open, self._loose, wait=0.2):
-                self._pushes = 0
-                if self._loose > maint.LOOSE_BUDGET:  # counted (and packed if many)
-                    self._loose = 0
+    def maintain(self, made: bytes | None = None) -> None:
+        """Every ``REMOTE_CHECK_EVERY`` pushes of this handle, and after a push whose commit
+        ``made`` is due (:func:`_maintenance.due`: a remote written by short-lived
+        processes), compact the remote if it needs it (best called holding the writers'
+        turn, outside any read of the remote)."""
+        mine = self._pushes >= maint.REMOTE_CHECK_EVERY
+        if not mine and (made is None or not maint.due(made, maint.REMOTE_CHECK_EVERY)):
+            return
+        with self._access.shared():
+            idle = not maint.may_need_compaction(self._open())
+        if idle:  # nothing to do: no wait for the readers while holding the turn
+            self._pushes = 0
+        elif maint.compact_remote(self.path, self._open, None, wait=0.2):
+            self._pushes = 0
 
     def adopt_head(self, branch: bytes) -> None:
         if self._head_named == branch:

@@ -292,3 +292,24 @@ def test_over_https_datom_pushes_the_branch_the_remote_head_names(
     assert repo.branch == "master" and repo.read("seed") == b"0"
     other = MetadataRepo.clone(url, tmp_path / "b", credentials=creds)
     assert other.branch == "master" and other.read("x") == b"1"
+
+
+def test_a_remote_written_by_short_lived_processes_is_compacted(tmp_path: Path) -> None:
+    """Every commit comes from a fresh handle, as each step of Dagster's multi-process
+    executor or each CLI call opens one: no handle reaches its own count of pushes, yet
+    the remote is checked as often (by the commits' ids) and stays within its budget."""
+    MetadataRepo.init(tmp_path / "a", None).close()
+    bare = MetadataRepo.embedded_remote_path(tmp_path / "a")
+    commits = 300  # three loose objects each: 900 loose without a check
+    for i in range(commits):
+        repo = MetadataRepo.open(tmp_path / "a")
+        repo.commit_and_push(lambda tree, i=i: {f"t{i % 20}/m": str(i).encode()}, f"c{i}", ME)
+        repo.close()
+    with closing(Repo(str(bare))) as r:
+        loose, packs = r.object_store.count_loose_objects(), len(r.object_store.packs)
+    # A check every 8 commits on average: 120 commits in a row without one has odds 1e-7.
+    assert loose <= maint.LOOSE_BUDGET + 3 * 120
+    assert 1 <= packs <= maint.PACK_BUDGET
+    fresh = MetadataRepo.clone(bare, tmp_path / "b")
+    assert len(fresh.log()) == commits
+    assert fresh.read("t7/m") == b"287"
