@@ -115,15 +115,16 @@ def due(made: bytes, every: int) -> bool:
     return int(made[-6:], 16) % every == 0
 
 
-def may_need_compaction(r: Repo, loose_added: int | None = None) -> bool:
-    """Whether :func:`compact` could have work, without counting every loose object
-    (``loose_added``: how many the caller wrote; None: estimated from eight of the 256
-    fan-out folders, as ``git gc --auto`` estimates from one). Checked before waiting for
-    a local remote's exclusive lock, which readers delay."""
+def may_need_compaction(r: Repo, loose_added: int = 0) -> bool:
+    """Whether :func:`compact` could have work, without counting every loose object: the
+    loose objects are at least the ``loose_added`` the caller wrote, and are estimated from
+    eight of the 256 fan-out folders (as ``git gc --auto`` estimates from one) for those
+    other processes wrote. Checked before waiting for a local remote's exclusive lock,
+    which readers delay; :func:`compact` then counts them."""
     store = r.object_store
     if not isinstance(store, DiskObjectStore):
         return False
-    loose = loose_added if loose_added is not None else _estimated_loose(store)
+    loose = max(loose_added, _estimated_loose(store))
     return loose > LOOSE_BUDGET or len(store.packs) > PACK_BUDGET
 
 

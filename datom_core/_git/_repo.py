@@ -69,6 +69,7 @@ class RepoCore:
         self._url: str | None = None
         self._config: StackedConfig | None = None
         self._added = 0
+        self._loose = 0  # loose objects this handle wrote since it last compacted the clone
         r = self._open()
         if r.bare:
             raise GitError(f"{self.path} is a bare repository; datom needs a clone.")
@@ -223,17 +224,18 @@ class RepoCore:
 
     def _store_local(self, r: Repo, objects: Sequence[ShaFile], made: bytes) -> None:
         """Add a new local commit's objects to the clone."""
-        add_objects(r, objects)
-        self._count_local(r, made)
+        self._count_local(r, add_objects(r, objects), made)
 
-    def _count_local(self, r: Repo, made: bytes) -> None:
-        """Count an operation that added objects to the clone (``made``: its commit),
-        compacting the clone when it is over budget, checked every ``CLONE_CHECK_EVERY``
-        operations of this handle and when ``made`` is due (:func:`_maintenance.due`)."""
+    def _count_local(self, r: Repo, loose: int, made: bytes) -> None:
+        """Count an operation that added ``loose`` loose objects to the clone (``made``:
+        its commit), compacting the clone when it is over budget: checked every
+        ``CLONE_CHECK_EVERY`` operations of this handle and when ``made`` is due."""
+        self._loose += loose
         self._added += 1
         if self._added % maint.CLONE_CHECK_EVERY == 0 or maint.due(made, maint.CLONE_CHECK_EVERY):
-            if maint.may_need_compaction(r):
+            if maint.may_need_compaction(r, self._loose):
                 maint.compact(r)
+                self._loose = 0
 
     # -- the remote's branch --------------------------------------------------------------
 
@@ -324,8 +326,7 @@ class RepoCore:
                 if pushed is not None:
                     pushed(new.id.decode())
                 # The clone catches up outside the turn: the commits it lacked, then its own.
-                remote.receive(r, branch, tip, new.id, new.objects)
-                self._count_local(r, new.id)
+                self._count_local(r, remote.receive(r, branch, tip, new.id, new.objects), new.id)
                 self._move_to(r, branch, new.id, new)
                 self._pushed(r, remote, branch, new.id)
                 return new.id.decode()

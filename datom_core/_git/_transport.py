@@ -148,6 +148,7 @@ class LocalTransport(Transport):
         self._repo: Repo | None = None
         self._pid = os.getpid()
         self._pushes = 0
+        self._loose = 0  # loose objects written into the remote since its last compaction
         self._access = maint.RemoteAccess(self.path)
         self._head_named: bytes | None = None  # the branch HEAD was last seen to name
 
@@ -246,7 +247,7 @@ class LocalTransport(Transport):
             current = _read_ref(remote, branch)
             if current != old:
                 raise rejected(self.url, branch, "the remote moved")
-            add_objects(remote, objects)
+            self._loose += add_objects(remote, objects)
             checkpoint("git:push:objects")
             if not self._swap(remote, branch, old, new):
                 raise rejected(self.url, branch, "the remote moved")
@@ -276,11 +277,11 @@ class LocalTransport(Transport):
         if not mine and (made is None or not maint.due(made, maint.REMOTE_CHECK_EVERY)):
             return
         with self._access.shared():
-            idle = not maint.may_need_compaction(self._open())
+            idle = not maint.may_need_compaction(self._open(), self._loose)
         if idle:  # nothing to do: no wait for the readers while holding the turn
             self._pushes = 0
         elif maint.compact_remote(self.path, self._open, None, wait=0.2):
-            self._pushes = 0
+            self._pushes = self._loose = 0
 
     def adopt_head(self, branch: bytes) -> None:
         if self._head_named == branch:

@@ -4,10 +4,12 @@ remote is a clear error that loses nothing, and a clone can opt out."""
 
 from __future__ import annotations
 
+import os
 from contextlib import closing
 from pathlib import Path
 
 import pytest
+from dulwich.objects import Blob
 from dulwich.repo import Repo
 
 import datom_core as dc
@@ -55,10 +57,13 @@ def test_a_clone_stays_readable_while_its_remote_is_compacted(tmp_path: Path) ->
     a = MetadataRepo.init(tmp_path / "a", None)
     b = MetadataRepo.clone(a.remote_url, tmp_path / "b")
     remote = MetadataRepo.embedded_remote_path(tmp_path / "a")
-    for i in range(maint.PACK_BUDGET + 4):  # one pack each: past the remote's budget
+    for i in range(maint.PACK_BUDGET + 4):
         a.commit_and_push(put({f"t{i}/m.json": b"%d" % i}), f"c{i}", ME)
-        with closing(Repo(str(remote))) as r:
-            maint.write_pack(r.object_store, [r.object_store[r.head()]])
+    with closing(Repo(str(remote))) as r:  # past the remote's budget, with no push to see it
+        for _ in range(maint.PACK_BUDGET + 1):
+            maint.write_pack(
+                r.object_store, [r.object_store[r.head()], Blob.from_string(os.urandom(8))]
+            )
     b.fetch_and_reset()
     seen = b.tree().read("t3/m.json")  # b's handle lists the remote's packs now
     with closing(Repo(str(remote))) as r:
