@@ -170,7 +170,10 @@ def test_a_wide_project_compacted_many_times_stays_right(
     compacted = [remote] if share == "1" else [remote, tmp_path / "repo"]
     for where in compacted:
         with closing(Repo(str(where))) as repo:
-            assert repo.object_store.count_loose_objects() <= maint.LOOSE_BUDGET
+            # checked every few writes (a write adds ~7 loose objects): the budget holds to
+            # within the writes since the last check
+            slack = 8 * max(maint.CLONE_CHECK_EVERY, maint.REMOTE_CHECK_EVERY)
+            assert repo.object_store.count_loose_objects() <= maint.LOOSE_BUDGET + slack
             assert repo.object_store.packs  # compacted on its budget
     if share == "1":  # the clone holds no copy: it reads the remote's objects
         with closing(Repo(str(tmp_path / "repo"))) as repo:
