@@ -6,8 +6,9 @@
   is :func:`due` by its id: a repository written by many short-lived processes (a
   Dagster step each, one CLI call each), none of which reaches the count, is checked as
   often as one written by a long-lived writer. More than ``LOOSE_BUDGET`` loose objects
-  (estimated from a few fan-out folders first) are packed; more than ``PACK_BUDGET`` packs are merged geometrically (the big pack is kept
-  while it outweighs the others together, so the cost stays proportional to what is new).
+  (estimated from a few fan-out folders first) are packed; more than ``PACK_BUDGET``
+  packs are merged geometrically (the big pack is kept while it outweighs the others
+  together, so the cost stays proportional to what is new).
   Packs are written by :mod:`_packs` from the objects' bytes (no object is parsed, and
   a project's manifest is stored as a delta against its previous version), not by
   dulwich's ``add_objects``, which reads every object of a new pack back to index it: the
@@ -46,8 +47,8 @@ __all__ = [
     "REMOTE_CHECK_EVERY",
     "clear_stale_locks",
     "compact",
-    "due",
     "compact_remote",
+    "due",
     "find_stale_locks",
     "may_need_compaction",
     "RemoteAccess",
