@@ -5,12 +5,12 @@ per phase: failed writes (target 0), versions recorded once (every successful wr
 version exactly once in its table's history), ``validate`` clean, and aggregate writes/s
 over one writer's writes/s (target >= 0.8). One writer alone and the two phases are run
 ``--rounds`` times (default 3) interleaved, with one writer alone once more at the end;
-each rate is the best of its runs (the runs are printed too). Then the same for the git layer alone
-(``MetadataRepo.commit_and_push`` of a table's documents and a manifest, as the write
-path calls it): failures and versions are checked there too; its ratio is for reference
-(the target is the write's), as most of a bare ``commit_and_push`` runs inside the writers'
-turn, where writers queue. The machine may be loaded: read the ratios. ``--git-only``
-skips the ``Connection.write`` phases.
+each rate is the best of its runs (the runs are printed too). Then the same for the git
+layer alone (``MetadataRepo.commit_and_push`` of a table's documents and a manifest, as
+the write path calls it): failures and versions are checked there too; its ratio is for
+reference (the target is the write's), as most of a bare ``commit_and_push`` runs inside
+the writers' turn, where writers queue. The machine may be loaded: read the ratios.
+``--git-only`` skips the ``Connection.write`` phases.
 """
 
 from __future__ import annotations
