@@ -315,7 +315,6 @@ def test_a_remote_written_by_short_lived_processes_is_compacted(tmp_path: Path) 
     assert fresh.read("t7/m") == b"287"
 
 
-@pytest.mark.slow
 def test_a_clone_of_an_https_remote_written_by_short_lived_processes_is_compacted(
     git_http_server: GitHTTPServer, tmp_path: Path
 ) -> None:
