@@ -85,21 +85,15 @@ def add_materialization_metadata(
 ) -> None:
     """Metadata for the output's materialization (``partition_key``: that partition's only).
 
-    Outside a real step, or where Dagster does not see the output's asset among the step's
-    own (an op output naming an asset), it becomes output metadata (prefixed by
-    ``partition_key``).
+    Outside a real step (``build_output_context()``) it becomes output metadata, prefixed
+    by ``partition_key``.
     """
     step = step_context_or_none(context)
-    if step is not None:
-        try:
-            step.add_asset_metadata(
-                metadata, asset_key=context.asset_key, partition_key=partition_key
-            )
-            return
-        except DagsterInvariantViolationError:
-            pass
-    prefix = f"{partition_key}/" if partition_key is not None else ""
-    context.add_output_metadata({f"{prefix}{k}": v for k, v in metadata.items()})
+    if step is None:
+        prefix = f"{partition_key}/" if partition_key is not None else ""
+        context.add_output_metadata({f"{prefix}{k}": v for k, v in metadata.items()})
+        return
+    step.add_asset_metadata(metadata, asset_key=context.asset_key, partition_key=partition_key)
 
 
 def dep_io_manager(context: OutputContext, dep: AssetKey, default: Any) -> Any | None:
