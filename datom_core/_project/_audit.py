@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from datom_core._errors import DatomError, NotFoundError
+from datom_core._errors import DatomError
 from datom_core._project import _layout as L
 from datom_core._project._context import ProjectContext
 from datom_core._project._documents import load
@@ -111,7 +111,7 @@ def check_snapshots(
     problems = []
     for entry in history:
         key = L.store_snapshot(table, entry.version)
-        stored = _stored(ctx.store, key)
+        stored = ctx.store.read_if_present(key)
         certifies = stored is not None and _version(stored) == entry.version
         if stored is not None and certifies and recorded.matches(entry.version, stored):
             continue
@@ -265,7 +265,7 @@ def _readable(raw: bytes, path: str, *, strict: bool = False) -> object | None:
 
 
 def _commit_hints(ctx: ProjectContext, table: str) -> dict[str, str]:
-    raw = _stored(ctx.store, L.store_history(table))
+    raw = ctx.store.read_if_present(L.store_history(table))
     try:
         entries = parse_history(raw, key=L.store_history(table)) if raw is not None else ()
     except DatomError:
@@ -301,10 +301,3 @@ def _metadata(raw: bytes | None) -> TableMetadata | None:
 def _version(raw: bytes) -> str | None:
     metadata = _metadata(raw)
     return metadata.version if metadata is not None else None
-
-
-def _stored(store: Store, key: str) -> bytes | None:
-    try:
-        return store.read_bytes(key)
-    except NotFoundError:
-        return None

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from datom_core._errors import DatomError, NotFoundError
+from datom_core._errors import DatomError
 from datom_core._git import MetadataRepo
 from datom_core._identity._canonical import metadata_sha
 from datom_core._project import _layout as L
@@ -36,7 +36,6 @@ __all__ = [
     "newest_commit_of",
     "parsed_history",
     "store_history",
-    "stored",
     "version_of",
     "without_commit_sha",
 ]
@@ -56,14 +55,6 @@ def parsed_history(raw: bytes, *, key: str) -> tuple[HistoryEntry, ...]:
     git texts (:func:`_history_text.history_text`), so a copy grown from a kept one is
     parsed for its new entries only."""
     return history_text(raw, key=key).entries
-
-
-def stored(ctx: ProjectContext, key: str) -> bytes | None:
-    """The store's bytes at ``key`` (None: no object)."""
-    try:
-        return ctx.store.read_bytes(key)
-    except NotFoundError:
-        return None
 
 
 def without_commit_sha(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -140,7 +131,7 @@ def _store_history(
 ) -> bytes | None:
     key = L.store_history(table)
     git = history_text(git_history, key=L.git_history(table))
-    kept = stored(ctx, key)
+    kept = ctx.store.read_if_present(key)
     absent = _ABSENT.get((str(ctx.require_repo().path), table), set())
     spliced = spliced_store_copy(git, kept, new, absent, key=key)
     if spliced is not None:

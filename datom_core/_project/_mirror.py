@@ -44,7 +44,6 @@ from datom_core._project._commits import (
     parsed_history,
     store_history,
     store_history_without_git,
-    stored,
     version_of,
     without_commit_sha,
 )
@@ -163,7 +162,7 @@ def _settle(ctx: ProjectContext, docs: TableDocuments, history: bytes, head: str
         # moment later lets them land (one store read then ends it for us) instead of
         # deriving and writing a tip that they are about to write anyway.
         time.sleep(random.uniform(0.5, 1.0) * _SETTLE_PAUSE * rounds)
-        mine = {key: data for key, data in mine.items() if stored(ctx, key) == data}
+        mine = {key: data for key, data in mine.items() if ctx.store.read_if_present(key) == data}
         if not mine:
             return  # each was rewritten after us: its writer settles it
         tip = _tip_documents(ctx, table, mine, git_history, view)
@@ -236,9 +235,9 @@ def converge_mirror(ctx: ProjectContext, table: str) -> Converged:
     stale = [
         key
         for key, data in ((L.store_metadata(table), metadata), (L.STORE_MANIFEST, manifest))
-        if stored(ctx, key) != data
+        if ctx.store.read_if_present(key) != data
     ]
-    stored_history = stored(ctx, L.store_history(table))
+    stored_history = ctx.store.read_if_present(L.store_history(table))
     commit = _commit_of(stored_history, table, docs.version)
     if commit is None or not history_agrees(stored_history, history, table):
         stale.insert(0, L.store_history(table))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from datom_core._errors import DatomError, NotFoundError, PushRejectedError
+from datom_core._errors import DatomError, PushRejectedError
 from datom_core._project import _layout as L
 from datom_core._project._context import ProjectContext
 from datom_core._project._documents import load
@@ -76,7 +76,7 @@ def _converge(ctx: ProjectContext, tables: Iterable[str]) -> tuple[str, ...]:
         for table in todo:
             if converge_mirror(ctx, table).stale:
                 rewritten[table] = None
-        if not todo and _stored(ctx, L.STORE_MANIFEST) != repo.read(L.MANIFEST):
+        if not todo and ctx.store.read_if_present(L.STORE_MANIFEST) != repo.read(L.MANIFEST):
             _mirror_manifest(ctx)
         # Another clone may have pushed meanwhile: the last one to finish leaves the newest.
         newest = repo.fetch_and_reset()
@@ -94,7 +94,7 @@ def _mirror_manifest(ctx: ProjectContext) -> None:
 
 def _metadata_lags(ctx: ProjectContext, table: str) -> bool:
     git = ctx.require_repo().read(L.git_metadata(table))
-    return git is not None and _stored(ctx, L.store_metadata(table)) != git
+    return git is not None and ctx.store.read_if_present(L.store_metadata(table)) != git
 
 
 def _manifest_lags(ctx: ProjectContext) -> list[str]:
@@ -104,7 +104,7 @@ def _manifest_lags(ctx: ProjectContext) -> list[str]:
     table's entry behind in the store's copy.
     """
     git = _entries(ctx.require_repo().read(L.MANIFEST))
-    stored = _entries(_stored(ctx, L.STORE_MANIFEST))
+    stored = _entries(ctx.store.read_if_present(L.STORE_MANIFEST))
     return sorted(
         name
         for name, entry in git.items()
@@ -125,10 +125,3 @@ def _entries(raw: bytes | None) -> Mapping[str, Any]:
         return {}
     entries = doc.get("artifacts", doc.get("tables"))
     return entries if isinstance(entries, Mapping) else {}
-
-
-def _stored(ctx: ProjectContext, key: str) -> bytes | None:
-    try:
-        return ctx.store.read_bytes(key)
-    except NotFoundError:
-        return None

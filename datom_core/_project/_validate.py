@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from datom_core._errors import DatomError, GitError, NotFoundError
+from datom_core._errors import DatomError, GitError
 from datom_core._project import _layout as L
 from datom_core._project._audit import (
     RecordedDocuments,
@@ -166,13 +166,13 @@ def _check_mirror(ctx: ProjectContext, table: str, fix: bool) -> list[Problem]:
     repo = ctx.require_repo()
     problems = []
     git_meta = repo.read(L.git_metadata(table)) or b""
-    stored_meta = _stored(ctx, L.store_metadata(table))
+    stored_meta = ctx.store.read_if_present(L.store_metadata(table))
     if stored_meta != git_meta:
         if fix:
             ctx.store.write_bytes(L.store_metadata(table), git_meta)
         problems.append(_mirror_problem(table, L.store_metadata(table), stored_meta, fix))
     git_hist = repo.read(L.git_history(table)) or b"[]"
-    stored_hist = _stored(ctx, L.store_history(table))
+    stored_hist = ctx.store.read_if_present(L.store_history(table))
     if not history_agrees(stored_hist, git_hist, table):
         if fix:
             ctx.store.write_bytes(L.store_history(table), store_history(ctx, table, git_hist))
@@ -264,16 +264,9 @@ def _check_manifest(
                 fixed=fix,
             )
         )
-    stored = _stored(ctx, L.STORE_MANIFEST)
+    stored = ctx.store.read_if_present(L.STORE_MANIFEST)
     if stored != raw:
         if fix and raw is not None:
             ctx.store.write_bytes(L.STORE_MANIFEST, raw)
         problems.append(_mirror_problem(None, L.STORE_MANIFEST, stored, fix))
     return problems
-
-
-def _stored(ctx: ProjectContext, key: str) -> bytes | None:
-    try:
-        return ctx.store.read_bytes(key)
-    except NotFoundError:
-        return None

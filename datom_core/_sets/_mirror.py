@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from datom_core._checkpoint import checkpoint
-from datom_core._errors import NotFoundError
 from datom_core._git import MetadataRepo
 from datom_core._sets import _manifest as M
 from datom_core._sets._documents import history_with_commits, set_version
@@ -28,7 +27,6 @@ __all__ = [
     "converge_set",
     "mirror_set",
     "settle_copies",
-    "stored_bytes",
 ]
 
 _MAX_ROUNDS = 10  # looks at a moving remote before leaving the rest to the next writer
@@ -69,20 +67,12 @@ class SetPlan:
         )  # fmt: skip
 
 
-def stored_bytes(store: Store, key: str) -> bytes | None:
-    """The bytes stored at ``key``; None when there are none."""
-    try:
-        return store.read_bytes(key)
-    except NotFoundError:
-        return None
-
-
 def converge_set(store: Store, repo: MetadataRepo, plan: SetPlan) -> None:
     """An unchanged set: finish a mirror an interrupted write left behind, if any."""
     history = read_json(store, M.store_history(plan.name)) or []
     stale = (
-        stored_bytes(store, M.store_metadata(plan.name)) != plan.metadata
-        or stored_bytes(store, M.STORE_MANIFEST) != plan.manifest
+        store.read_if_present(M.store_metadata(plan.name)) != plan.metadata
+        or store.read_if_present(M.STORE_MANIFEST) != plan.manifest
         or [h.get("version") for h in history] != [h.get("version") for h in plan.history]
         or not store.exists(M.store_snapshot(plan.name, plan.version))
         or not store.exists(M.store_payload(plan.name, plan.data_sha))
@@ -160,7 +150,7 @@ def settle_copies(
             return
         head = newest
         mine = {
-            k: (path, data) for k, (path, data) in mine.items() if stored_bytes(store, k) == data
+            k: (path, data) for k, (path, data) in mine.items() if store.read_if_present(k) == data
         }
         changed = {
             k: (path, tip)

@@ -24,7 +24,7 @@ from datom_core._project._records import Problem
 from datom_core._sets import _manifest as M
 from datom_core._sets._documents import set_version
 from datom_core._sets._json import document_sha
-from datom_core._sets._mirror import SetPlan, mirror_set, stored_bytes
+from datom_core._sets._mirror import SetPlan, mirror_set
 from datom_core._sets._read import read_json
 from datom_core._store import Store
 
@@ -98,7 +98,7 @@ def _check_copies(store: Store, repo: MetadataRepo, plan: SetPlan, fix: bool) ->
         store.delete(hist)  # not JSON: the mirror would refuse to merge its commit_sha
     mirror_set(store, repo, plan, None, upload=True)
     snapshot = M.store_snapshot(plan.name, plan.version)
-    if stored_bytes(store, snapshot) != plan.metadata:  # put_if_absent kept an altered one
+    if store.read_if_present(snapshot) != plan.metadata:  # put_if_absent kept an altered one
         store.write_bytes(snapshot, plan.metadata)
     left = {(p.kind, p.key) for p in _findings(store, plan)}
     return [
@@ -115,13 +115,13 @@ def _findings(store: Store, plan: SetPlan) -> list[Problem]:
     elif store.sha256(payload) != plan.document_sha:
         out.append(_problem("payload_mismatch", name, payload, "does not match its document_sha"))
     snapshot = M.store_snapshot(name, plan.version)
-    stored = stored_bytes(store, snapshot)
+    stored = store.read_if_present(snapshot)
     if stored is None:
         out.append(_problem("missing_snapshot", name, snapshot, "is missing"))
     elif stored != plan.metadata:
         out.append(_problem("altered_snapshot", name, snapshot, "differs from git's metadata"))
     meta = M.store_metadata(name)
-    if stored_bytes(store, meta) != plan.metadata:
+    if store.read_if_present(meta) != plan.metadata:
         out.append(_problem("stale_mirror", name, meta, "differs from git's metadata.json"))
     hist = M.store_history(name)
     if _versions(_stored_history(store, hist)) != _versions(plan.history):

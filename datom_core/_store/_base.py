@@ -156,6 +156,13 @@ class Store:
         with self._translated("read", key):
             return bytes(self._fs.cat_file(path))
 
+    def read_if_present(self, key: str) -> bytes | None:
+        """The whole object at ``key``; None if there is none."""
+        try:
+            return self.read_bytes(key)
+        except NotFoundError:
+            return None
+
     def read_verified(self, key: str, expected_sha: str) -> memoryview:
         """The whole object at ``key``, handed out only if its SHA-256 is ``expected_sha``.
 
