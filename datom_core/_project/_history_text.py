@@ -143,22 +143,34 @@ def _parse(raw: bytes, key: str) -> tuple[HistoryEntry, ...]:
     followed by the kept ones, with the same checks on each entry. Anything else is
     parsed whole (a front that does not parse: to report what is wrong).
     """
-    if raw.startswith(b"[\n"):
-        for kept in _texts.values():
-            entries, tail = kept._entries, kept.raw[2:]
-            cut = len(raw) - len(tail)
-            if not entries or cut < 4 or not kept.raw.startswith(b"[\n"):
-                continue
-            if raw[cut - 2 : cut] != b",\n" or not raw.endswith(tail):
-                continue
+    found = _kept_tail_of(raw) if raw.startswith(b"[\n") else None
+    if found is not None:
+        kept, cut = found
+        if cut >= 4 and raw[cut - 2 : cut] == b",\n":
             try:
                 front = parse_history(raw[: cut - 2] + b"\n]\n", key=key)
             except DatomError:
-                break
+                front = ()
             if front:  # none would leave ``[\n,`` in front: not JSON
-                return front + entries
-            break
+                return front + kept.entries
     return parse_history(raw, key=key)
+
+
+def _kept_tail_of(
+    raw: bytes, *, canonical: bool = False, besides: HistoryText | None = None
+) -> tuple[HistoryText, int] | None:
+    """The newest kept, parsed text (``canonical``: known to be canonical; not
+    ``besides``) whose text after its ``[\\n`` ends ``raw``, and where in ``raw`` that tail
+    starts; None when no kept text fits."""
+    for kept in _texts.values():
+        if kept is besides or not kept._entries or not kept.raw.startswith(b"[\n"):
+            continue
+        if canonical and kept._canonical is not True:
+            continue
+        tail = kept.raw[2:]
+        if len(tail) < len(raw) and raw.endswith(tail):
+            return kept, len(raw) - len(tail)
+    return None
 
 
 def _canonical_by_tail(text: HistoryText) -> bool | None:
@@ -166,19 +178,15 @@ def _canonical_by_tail(text: HistoryText) -> bool | None:
     history another writer grew from one seen here): the text is then canonical exactly
     when the entries in front print as its front, so only those are printed (None: no
     kept text fits, print them all)."""
-    raw = text.raw
-    for kept in _texts.values():
-        if kept is text or kept._canonical is not True or not kept._entries:
-            continue
-        tail = kept.raw[2:]
-        if len(tail) >= len(raw) or not raw.endswith(tail):
-            continue
-        front = len(text.entries) - len(kept._entries)
-        if front < 1:
-            return None
-        printed = dump([dict(h.raw) for h in text.entries[:front]])[:-3] + b",\n"
-        return printed == raw[: len(raw) - len(tail)]
-    return None
+    found = _kept_tail_of(text.raw, canonical=True, besides=text)
+    if found is None:
+        return None
+    kept, cut = found
+    front = len(text.entries) - len(kept.entries)
+    if front < 1:
+        return None
+    printed = dump([dict(h.raw) for h in text.entries[:front]])[:-3] + b",\n"
+    return printed == text.raw[:cut]
 
 
 def _entry_text(entry: Mapping[str, Any]) -> bytes:
