@@ -14,10 +14,13 @@
   dulwich's ``add_objects``, which reads every object of a new pack back to index it: the
   index comes from the write itself. Packs are fsynced with their index before the loose
   objects they hold are deleted, so a power cut cannot take both.
-* **Local remotes** are compacted under an exclusive ``flock`` on
-  ``<remote>/datom-maintenance.lock``; datom's own fetches and pushes hold it shared, so no
-  reader sees an object vanish between the listing and the read. Compaction only happens
-  when nobody else is using the remote at that moment (it is retried later).
+* **Local remotes** are compacted outside the writers' turn, one process at a time (a
+  ``flock`` on ``<remote>/datom-compact.lock``). Its new packs are written while others
+  read and push; the loose objects and packs they replace are deleted under an exclusive
+  ``flock`` on ``<remote>/datom-maintenance.lock``, which datom's own fetches and pushes
+  hold shared, so no reader sees an object vanish between the listing and the read.
+  Deleting waits for a moment when nobody is reading (a compaction that finds none leaves
+  its objects twice, and is tried again later).
 * **Stale git locks.** dulwich writes a ref or the index through ``<file>.lock``; a process
   killed at that moment leaves the lock behind and every later update fails. datom writes a
   clone only under its own lock (:mod:`_lock`), so such a file found while holding it is
@@ -34,10 +37,12 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dulwich.object_store import DiskObjectStore
 from dulwich.objects import ObjectID, ShaFile
+from dulwich.pack import Pack
 from dulwich.repo import Repo
 
 from ._packs import loose_entry, merge_packs, pack_entries, write_entries, write_objects
@@ -62,6 +67,7 @@ PACK_BUDGET = 16
 CLONE_CHECK_EVERY = 16  # object-adding operations of one handle between two checks
 REMOTE_CHECK_EVERY = 8  # pushes of one handle between two checks of a local remote
 _LOCK_NAME = "datom-maintenance.lock"
+_COMPACT_LOCK = "datom-compact.lock"
 _TOP_LOCKS = ("index.lock", "packed-refs.lock", "HEAD.lock", "config.lock")
 
 
@@ -75,32 +81,59 @@ def compact(r: Repo, loose_added: int | None = None) -> tuple[int, int]:
     store = r.object_store
     if not isinstance(store, DiskObjectStore):
         return 0, 0
+    done = _finish(store, _prepare(store, loose_added))
+    if done != (0, 0):
+        log.info("compacted %s: %d loose objects packed, %d packs merged", r.path, *done)
+    return done
+
+
+@dataclass
+class _Compaction:
+    """What :func:`_prepare` wrote packs for and :func:`_finish` deletes: loose objects a
+    pack now holds, and packs merged into a new one."""
+
+    loose: list[ObjectID] = field(default_factory=list)
+    merged: list[Pack] = field(default_factory=list)
+
+
+def _prepare(store: DiskObjectStore, loose_added: int | None) -> _Compaction:
+    """Write the packs of a compaction, deleting nothing: an object is then both loose and
+    packed, or in two packs, which every reader accepts (a compaction that cannot finish
+    leaves duplicates, which the next merge drops)."""
+    plan = _Compaction()
     maybe = loose_added is None or loose_added > LOOSE_BUDGET
-    packed = _pack_loose(store) if maybe and store.count_loose_objects() > LOOSE_BUDGET else 0
+    if maybe and store.count_loose_objects() > LOOSE_BUDGET:
+        plan.loose = _loose_into_pack(store)
     packs = sorted(store.packs, key=len, reverse=True)
-    merged = 0
     if len(packs) > PACK_BUDGET:
         biggest, rest = packs[0], packs[1:]
         merge = rest if len(biggest) >= 2 * sum(len(p) for p in rest) else packs
         new = merge_packs(store, merge)
-        for p in merge:
-            if os.path.basename(p._basename) != new:
-                store._remove_pack(p)
-        merged = len(merge)
-    if packed or merged:
-        log.info("compacted %s: %d loose objects packed, %d packs merged", r.path, packed, merged)
-    return packed, merged
+        plan.merged = [p for p in merge if os.path.basename(p._basename) != new]
+    return plan
+
+
+def _finish(store: DiskObjectStore, plan: _Compaction) -> tuple[int, int]:
+    """Delete what :func:`_prepare` packed again; (loose objects, packs) deleted."""
+    for sha in plan.loose:
+        store.delete_loose_object(sha)
+    for p in plan.merged:
+        store._remove_pack(p)
+    return len(plan.loose), len(plan.merged)
 
 
 def _pack_loose(store: DiskObjectStore) -> int:
     """Pack every loose object, then delete the loose copies; how many were packed."""
+    return _finish(store, _Compaction(loose=_loose_into_pack(store)))[0]
+
+
+def _loose_into_pack(store: DiskObjectStore) -> list[ObjectID]:
+    """Write every loose object into one new pack; the ids it holds (still loose too)."""
     shas = list(store._iter_loose_objects())
     objects = [o for o in (loose_entry(store, sha) for sha in shas) if o is not None]
     if objects:
         write_entries(store, pack_entries(objects))
-    for oid, _type, _content in objects:
-        store.delete_loose_object(ObjectID(binascii.hexlify(oid)))
-    return len(objects)
+    return [ObjectID(binascii.hexlify(oid)) for oid, _type, _content in objects]
 
 
 def write_pack(store: DiskObjectStore, objects: Sequence[ShaFile]) -> str:
@@ -140,9 +173,9 @@ def _estimated_loose(store: DiskObjectStore) -> int:
 
 
 @contextmanager
-def _flock(path: Path, mode: int) -> Iterator[bool]:
+def _flock(lock: Path, mode: int) -> Iterator[bool]:
     try:
-        fd = os.open(path / _LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     except OSError:  # a read-only remote: nobody compacts it, nothing to guard
         yield mode != fcntl.LOCK_EX | fcntl.LOCK_NB
         return
@@ -203,22 +236,38 @@ class RemoteAccess:
 
 
 def compact_remote(
-    path: Path, opener: Callable[[], Repo], loose_added: int | None, wait: float = 0.0
+    path: Path, opener: Callable[[], Repo], access: RemoteAccess, wait: float = 0.0
 ) -> bool:
-    """Compact a local remote once nobody is reading it (trying for ``wait`` seconds).
+    """Compact a local remote: one datom process at a time (``datom-compact.lock``), and
+    none of it while holding the writers' turn.
 
-    Readers hold the lock for milliseconds at a time; a pusher calls this while it holds
-    the writers' turn, so no push lands meanwhile. Returns whether it ran.
+    Its packs are written while others read and push (a new pack hides nothing: each of
+    its objects is still where it was, and a push adds only files); only deleting what they
+    replace waits for a moment when nobody reads (the exclusive side of the maintenance
+    lock, tried for ``wait`` seconds: readers hold it for milliseconds). Returns whether it
+    finished; a compaction that did not leaves its objects twice until the next merge.
     """
-    deadline = time.monotonic() + wait
-    while True:
-        with _flock(path, fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
-            if alone:
-                compact(opener(), loose_added)
+    with _flock(path / _COMPACT_LOCK, fcntl.LOCK_EX | fcntl.LOCK_NB) as mine:
+        if not mine:
+            return False  # another process is compacting it
+        with access.shared():  # a datom too old to take the compactor's lock waits
+            repo = opener()
+            store = repo.object_store
+            if not isinstance(store, DiskObjectStore):
                 return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.001)
+            plan = _prepare(store, None)
+        deadline = time.monotonic() + wait
+        while True:
+            with _flock(path / _LOCK_NAME, fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
+                if alone:
+                    done = _finish(store, plan)
+                    if done != (0, 0):
+                        log.info("compacted %s: %d loose objects packed, %d packs merged",
+                                 repo.path, *done)  # fmt: skip
+                    return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.001)
 
 
 def find_stale_locks(controldir: Path) -> list[Path]:

@@ -305,7 +305,6 @@ class RepoCore:
                             new = build_commit(store, tip, files, message, who, _now())
                             if new is not None:
                                 remote.push(r, branch, tip, new.id, new.objects)
-                        remote.maintain(new.id if new is not None else None)
                     if new is None:
                         if tip is not None:
                             remote.fetch_commit(r, tip, branch)
@@ -329,6 +328,7 @@ class RepoCore:
                 self._count_local(r, remote.receive(r, branch, tip, new.id, new.objects), new.id)
                 self._move_to(r, branch, new.id, new)
                 self._pushed(r, remote, branch, new.id)
+                remote.maintain(new.id)
                 return new.id.decode()
 
     def remote_tip(self) -> TipView:

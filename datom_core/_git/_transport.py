@@ -271,16 +271,16 @@ class LocalTransport(Transport):
     def maintain(self, made: bytes | None = None) -> None:
         """Every ``REMOTE_CHECK_EVERY`` pushes of this handle, and after a push whose commit
         ``made`` is due (:func:`_maintenance.due`: a remote written by short-lived
-        processes), compact the remote if it needs it (best called holding the writers'
-        turn, outside any read of the remote)."""
+        processes), compact the remote if it needs it. Called after the writers' turn
+        (the other writers push meanwhile), outside any read of the remote."""
         mine = self._pushes >= maint.REMOTE_CHECK_EVERY
         if not mine and (made is None or not maint.due(made, maint.REMOTE_CHECK_EVERY)):
             return
         with self._access.shared():
             idle = not maint.may_need_compaction(self._open(), self._loose)
-        if idle:  # nothing to do: no wait for the readers while holding the turn
+        if idle:
             self._pushes = 0
-        elif maint.compact_remote(self.path, self._open, None, wait=0.2):
+        elif maint.compact_remote(self.path, self._open, self._access, wait=0.5):
             self._pushes = self._loose = 0
 
     def adopt_head(self, branch: bytes) -> None:

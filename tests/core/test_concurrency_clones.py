@@ -1,5 +1,7 @@
 """Eight clones of one local remote writing at once while the remote is being packed under
-them: the objects the clones link from the remote move into packs mid-run. Nothing may be
+them (by dulwich under the maintenance lock, and by datom's own compaction, whose packs
+are written while the clones push): the objects the clones link from the remote move into
+packs mid-run. Nothing may be
 lost, and the real ``git`` must find every repository whole."""
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import closing
 from pathlib import Path
 
@@ -19,6 +21,7 @@ import pytest
 from dulwich.repo import Repo
 
 from datom_core._git import Author, MetadataRepo, TreeReader
+from datom_core._git import _maintenance as maint
 
 ME = Author("Ada Lovelace", "ada@example.org")
 WRITERS, WRITES = 8, 6
@@ -53,6 +56,21 @@ def _pack_while(bare: Path, running: threading.Event, packed: list[int]) -> None
         os.close(fd)
 
 
+def _compact_while(bare: Path, running: threading.Event, packed: list[int]) -> None:
+    """Compact the remote again and again as datom does: packs written while the clones
+    push and read, the loose objects and old packs deleted when nobody reads."""
+    access = maint.RemoteAccess(bare)
+    try:
+        while running.is_set():
+            with closing(Repo(str(bare))) as r:
+                loose = r.object_store.count_loose_objects()
+                if maint.compact_remote(bare, lambda: r, access, wait=0.5):
+                    packed.append(loose)
+            time.sleep(0.02)
+    finally:
+        access.close()
+
+
 def _git(repo: Path, *args: str) -> str:
     env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", HOME=str(repo))
     done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=env)
@@ -62,7 +80,13 @@ def _git(repo: Path, *args: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("git") is None, reason="the git command line is not installed")
-def test_eight_clones_lose_nothing_while_the_remote_is_packed_under_them(tmp_path: Path) -> None:
+@pytest.mark.parametrize("packer", [_pack_while, _compact_while], ids=["dulwich", "datom"])
+def test_eight_clones_lose_nothing_while_the_remote_is_packed_under_them(
+    tmp_path: Path, packer: Callable[..., None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # datom's packer, in this process only, compacts at every turn and merges past 2 packs
+    monkeypatch.setattr(maint, "LOOSE_BUDGET", 0)
+    monkeypatch.setattr(maint, "PACK_BUDGET", 2)
     origin = MetadataRepo.init(tmp_path / "origin", None)
     origin.commit_and_push(lambda tree: {"log.txt": b""}, "seed", ME)
     bare = MetadataRepo.embedded_remote_path(tmp_path / "origin")
@@ -71,7 +95,7 @@ def test_eight_clones_lose_nothing_while_the_remote_is_packed_under_them(tmp_pat
         MetadataRepo.clone(origin.remote_url, c)
     running, packed = threading.Event(), list[int]()
     running.set()
-    packer = threading.Thread(target=_pack_while, args=(bare, running, packed))
+    packer = threading.Thread(target=packer, args=(bare, running, packed))
     packer.start()
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_writer, args=(str(c), w)) for w, c in enumerate(clones)]

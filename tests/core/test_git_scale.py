@@ -3,10 +3,13 @@ against real bare repositories and the smart-HTTP server on loopback (no mocks).
 
 from __future__ import annotations
 
+import fcntl
 import multiprocessing
+import os
 from collections.abc import Mapping
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dulwich.repo import Repo
@@ -14,6 +17,7 @@ from dulwich.repo import Repo
 from datom_core._errors import PushRejectedError
 from datom_core._git import Author, GitCredentials, MetadataRepo, TreeReader
 from datom_core._git import _maintenance as maint
+from tests.gitcli import git, needs_git
 from tests.gitserver import GitHTTPServer
 
 ME = Author("Ada Lovelace", "ada@example.org")
@@ -333,3 +337,95 @@ def test_a_clone_of_an_https_remote_written_by_short_lived_processes_is_compacte
     # A check every 16 commits on average: 150 commits in a row without one has odds 6e-5.
     assert loose <= maint.LOOSE_BUDGET + 4 * 150
     assert 1 <= packs <= maint.PACK_BUDGET
+
+
+def _turn_is_free(bare: Path) -> bool:
+    """Whether nobody (this process included) holds the remote's writers' turn: a fresh
+    descriptor's ``flock`` conflicts with every other one."""
+    fd = os.open(bare / "datom-writers.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def test_a_push_compacts_the_remote_after_the_writers_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other writers push while one compacts: the turn is free whenever it does."""
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    bare = MetadataRepo.embedded_remote_path(tmp_path / "a")
+    monkeypatch.setattr(maint, "LOOSE_BUDGET", 8)
+    turn_free: list[bool] = []
+    real = maint.compact_remote
+
+    def watched(*args: Any, **kwargs: Any) -> bool:
+        turn_free.append(_turn_is_free(bare))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(maint, "compact_remote", watched)
+    for i in range(3 * maint.REMOTE_CHECK_EVERY):
+        repo.commit_and_push(lambda tree, i=i: {f"t{i % 3}/m": str(i).encode()}, f"c{i}", ME)
+    assert turn_free and all(turn_free)
+    with closing(Repo(str(bare))) as r:
+        assert r.object_store.count_loose_objects() <= 8 + 4 * maint.REMOTE_CHECK_EVERY
+    assert len(MetadataRepo.clone(bare, tmp_path / "b").log()) == 3 * maint.REMOTE_CHECK_EVERY
+
+
+def _objects(bare: Path) -> dict[bytes, tuple[int, bytes]]:
+    with closing(Repo(str(bare))) as r:
+        return {sha: r.object_store.get_raw(sha) for sha in r.object_store}
+
+
+@needs_git
+def test_a_remote_compaction_deletes_only_when_nobody_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its pack is written while a reader holds the remote; the loose objects it replaces
+    stay until no reader does (the compaction then reports it did not finish), and every
+    object reads the same throughout."""
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    for i in range(6):
+        repo.commit_and_push(lambda tree, i=i: {f"t{i}/m": str(i).encode()}, f"c{i}", ME)
+    bare = MetadataRepo.embedded_remote_path(tmp_path / "a")
+    monkeypatch.setattr(maint, "LOOSE_BUDGET", 4)
+    before = _objects(bare)
+    reader, compactor = maint.RemoteAccess(bare), maint.RemoteAccess(bare)
+    with closing(Repo(str(bare))) as r:
+        loose = r.object_store.count_loose_objects()
+        with reader.shared():
+            assert not maint.compact_remote(bare, lambda: r, compactor, wait=0.05)
+            assert r.object_store.count_loose_objects() == loose  # nothing deleted
+            assert len(list((bare / "objects" / "pack").glob("*.idx"))) == 1
+            assert _objects(bare) == before
+        assert maint.compact_remote(bare, lambda: r, compactor, wait=0.05)
+        assert r.object_store.count_loose_objects() == 0
+    assert _objects(bare) == before
+    reader.close()
+    compactor.close()
+    git(bare, "fsck", "--strict", "--no-dangling")
+
+
+def test_one_process_at_a_time_compacts_a_remote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    for i in range(6):
+        repo.commit_and_push(lambda tree, i=i: {f"t{i}/m": str(i).encode()}, f"c{i}", ME)
+    bare = MetadataRepo.embedded_remote_path(tmp_path / "a")
+    monkeypatch.setattr(maint, "LOOSE_BUDGET", 4)
+    access = maint.RemoteAccess(bare)
+    fd = os.open(bare / "datom-compact.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another process compacting it
+        with closing(Repo(str(bare))) as r:
+            loose = r.object_store.count_loose_objects()
+            assert not maint.compact_remote(bare, lambda: r, access, wait=0.05)
+            assert r.object_store.count_loose_objects() == loose
+            assert not list((bare / "objects" / "pack").glob("*.pack"))
+    finally:
+        os.close(fd)
+        access.close()
