@@ -146,7 +146,7 @@ def _store_history(
         return None
     if gaps:
         repo = ctx.require_repo()
-        since = _since(repo, table, gaps, anchor) if anchor is not None else None
+        since = _since(repo, table, gaps, anchor)
         recorded.update(since if since is not None else _derive(repo, table, gaps, versions[0]))
     for entry, version in zip(entries, versions, strict=True):
         sha = recorded.get(version) if isinstance(version, str) else None
@@ -157,13 +157,18 @@ def _store_history(
     return out
 
 
-def _since(repo: MetadataRepo, table: str, gaps: set[str], anchor: str) -> dict[str, str] | None:
+def _since(
+    repo: MetadataRepo, table: str, gaps: set[str], anchor: str | None
+) -> dict[str, str] | None:
     """The commits of ``gaps`` from the commits since ``anchor``, the commit of the newest
     version the store's copy records: a version that copy lacks was first produced after
     it (the copy mirrors a history that would list it otherwise), so the oldest commit
-    since ``anchor`` holding it is the one that produced it. The few commits concurrent
-    writers added are read, not the table's whole log. None when ``anchor`` is not among
-    the last ``_WALK_MAX`` commits or a gap is not found there."""
+    since ``anchor`` holding it is the one that produced it. With no store copy
+    (``anchor`` None: a new table, whose first writers have not mirrored yet) the walk
+    ends where the table does not exist yet. The few commits concurrent writers added are
+    read, not the table's whole log (which a fresh process would index whole, one tree
+    diff per commit of the project). None when the walk's end is not among the last
+    ``_WALK_MAX`` commits or a gap is not found before it."""
     path = L.git_metadata(table)
     for limit in (len(gaps) + _RECENT_SLACK, _WALK_MAX):  # mostly one commit per gap
         found: dict[str, str] = {}
@@ -172,11 +177,13 @@ def _since(repo: MetadataRepo, table: str, gaps: set[str], anchor: str) -> dict[
             if info.id == anchor:
                 return found if gaps <= found.keys() else None
             raw = repo.read_at(info.id, path)
+            if raw is None and anchor is None:  # before the table: nothing older holds it
+                return found if gaps <= found.keys() else None
             version = version_of(raw) if raw is not None else None
             if version in gaps:
                 found[version] = info.id  # the oldest of these commits wins
-        if len(commits) < limit:
-            return None  # the whole history, and no anchor in it
+        if len(commits) < limit:  # the whole history
+            return found if anchor is None and gaps <= found.keys() else None
     return None
 
 

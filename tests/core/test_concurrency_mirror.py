@@ -173,3 +173,27 @@ def test_versions_a_lagging_store_copy_lacks_get_the_commits_that_produced_them(
         (e["version"], first[e["version"]]) for e in json.loads(git)
     ]
     assert len(copy) == 3
+
+
+def test_a_new_tables_unmirrored_versions_are_found_without_indexing_the_whole_log(
+    tmp_path: Path,
+) -> None:
+    """A fresh process (a Dagster step, a CLI call) writing a new table whose first
+    writers have not mirrored yet: the store holds no copy, so the walk back ends where the
+    table does not exist yet, not at the project's first commit."""
+    conn = new_project(tmp_path)
+    for i in range(30):  # a project's history before the table
+        conn.write(f"t{i % 3}", frame(seed=i))
+    conn.write("dm", frame(seed=100))
+    conn.write("ae", frame(seed=101))  # a commit of another table, after dm's first
+    conn.write("dm", frame(seed=102))
+    conn.store.delete(L.store_history("dm"))  # the mirrors of dm have not landed
+    git = conn.repo.read(L.git_history("dm")) or b""
+    fresh = dc.connect(conn.repo.path, store=conn.store)
+    copy = json.loads(store_history(fresh.context, "dm", git))
+    assert fresh.repo._history.head is None  # no index of the 33 commits was built
+    first = commits_by_version(conn.repo, "dm")
+    assert [(e["version"], e["commit_sha"]) for e in copy] == [
+        (e["version"], first[e["version"]]) for e in json.loads(git)
+    ]
+    assert len(copy) == 2
