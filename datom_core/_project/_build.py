@@ -21,7 +21,7 @@ from datom_core._project._config import r_shape_of
 from datom_core._project._documents import assemble_manifest, dump, manifest_entry, utc_now
 from datom_core._project._door import check_write_door
 from datom_core._project._history_text import HistoryText, history_text, prepend, reprinted
-from datom_core._project._manifest_text import spliced_manifest
+from datom_core._project._manifest_text import learn_manifest, spliced_manifest
 from datom_core._project._model import TableMetadata
 from datom_core._project._parse import convert_manifest_v1, parse_metadata
 from datom_core._project._tip import TreeReader, load_manifest, load_project_config
@@ -116,6 +116,7 @@ class TableUpdate:
 
         :class:`FormatError` when the tip is one this build cannot write into (the door).
         """
+        learn_manifest(tree.read(L.MANIFEST))  # another writer's, grown from one kept here
         check_write_door(tree, [self.table])
         history_path, metadata_path = L.git_history(self.table), L.git_metadata(self.table)
         raw, raw_metadata = tree.read(history_path), tree.read(metadata_path)

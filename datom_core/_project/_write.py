@@ -41,6 +41,7 @@ from datom_core._project._documents import build_metadata, dump, history_entry, 
 from datom_core._project._door import check_write_door
 from datom_core._project._early import EarlyParquet
 from datom_core._project._history_text import HistoryText, history_text
+from datom_core._project._manifest_text import learn_manifest
 from datom_core._project._mirror import BackgroundMirror, converge_mirror
 from datom_core._project._model import ParentRef, SourceRef, TableMetadata
 from datom_core._project._parquet import BackgroundParquet, read_verified, serialized
@@ -121,6 +122,7 @@ def _record(
     # The one look at the remote, read in place: the clone moves once, to the commit it
     # pushes (a rejected push rebuilds on the new tip).
     tip = repo.remote_tip()
+    learn_manifest(tip.read(L.MANIFEST))  # another writer's, grown from one kept here
     check_write_door(tip, [req.table])
     current = _read_current(tip, req.table)
     if current.metadata is None:  # a new table: one folder per name on every filesystem
