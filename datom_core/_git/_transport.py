@@ -284,12 +284,18 @@ class LocalTransport(Transport):
             self._pushes = self._loose = 0
 
     def adopt_head(self, branch: bytes) -> None:
+        """Looked at without the writers' turn (each fresh process does it once, and
+        ``HEAD`` mostly names the branch already); changed under it."""
         if self._head_named == branch:
             return
-        with self.turn(_TURN_TIMEOUT), self._using("push to") as remote:
-            if remote.refs.read_ref(Ref(b"HEAD")) != b"ref: " + branch:
-                refs: Any = remote.refs
-                _unstale_remote(lambda: refs.set_symbolic_ref(b"HEAD", branch))
+        wanted = b"ref: " + branch
+        with self._using("read from") as remote:
+            named = remote.refs.read_ref(Ref(b"HEAD"))
+        if named != wanted:
+            with self.turn(_TURN_TIMEOUT), self._using("push to") as remote:
+                if remote.refs.read_ref(Ref(b"HEAD")) != wanted:
+                    refs: Any = remote.refs
+                    _unstale_remote(lambda: refs.set_symbolic_ref(b"HEAD", branch))
         self._head_named = branch
 
     def __del__(self) -> None:

@@ -15,7 +15,7 @@ import pytest
 from dulwich.repo import Repo
 
 from datom_core._errors import PushRejectedError
-from datom_core._git import Author, GitCredentials, MetadataRepo, TreeReader
+from datom_core._git import Author, GitCredentials, MetadataRepo, TreeReader, _lock
 from datom_core._git import _maintenance as maint
 from tests.gitcli import git, needs_git
 from tests.gitserver import GitHTTPServer
@@ -429,3 +429,25 @@ def test_one_process_at_a_time_compacts_a_remote(
     finally:
         os.close(fd)
         access.close()
+
+
+def test_a_fresh_handles_write_takes_the_writers_turn_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each fresh process (a Dagster step, a CLI call) checks once that the remote's HEAD
+    names its branch: a look, not another turn the other writers queue for."""
+    MetadataRepo.init(tmp_path / "a", None).commit_and_push(lambda tree: {"x": b"0"}, "x", ME)
+    taken: list[str] = []
+    real = _lock.RepoLock.__enter__
+
+    def counted(self: _lock.RepoLock) -> _lock.RepoLock:
+        if self.lock_path.name == "datom-writers.lock" and self._key not in _lock._held_locks():
+            taken.append(self._key)
+        return real(self)
+
+    monkeypatch.setattr(_lock.RepoLock, "__enter__", counted)
+    for i in range(3):
+        fresh = MetadataRepo.open(tmp_path / "a")
+        fresh.commit_and_push(lambda tree, i=i: {"x": str(i).encode()}, f"c{i}", ME)
+        fresh.close()
+    assert len(taken) == 3
