@@ -295,7 +295,18 @@ def _names_between(
     """The names whose entries may differ between trees ``old`` and ``new``: those that
     changed when ``new`` was made from ``old`` here, else every name of either."""
     made = _MADE_FROM.get(new) if old is not None and new is not None else None
-    return made[1] if made is not None and made[0] == old else set(a or ()) | set(b or ())
+    if made is not None and made[0] == old:
+        return made[1]
+    if a is not None and b is not None:  # another writer's: the entries that differ, in C
+        return {name for name, _ in _entries(a).items() ^ _entries(b).items()}
+    return set(a or ()) | set(b or ())
+
+
+def _entries(tree: Tree) -> dict[bytes, tuple[int, ObjectID]]:
+    """A parsed tree's ``name -> (mode, id)``: dulwich keeps them in ``_entries`` (as
+    :class:`_PatchedTree` relies on too); a set operation on two of them costs what a
+    3,000-entry root's comparison entry by entry in Python costs a tenth of."""
+    return tree._entries
 
 
 def _tree_of(store: BaseObjectStore, commit: bytes | None) -> bytes | None:

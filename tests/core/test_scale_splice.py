@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from datom_core._errors import IntegrityError
 from datom_core._git import _objects as O
+from datom_core._memory import KeyedMemory
 from datom_core._project import _manifest_text
 from datom_core._project._build import updated_manifest
 from datom_core._project._documents import assemble_manifest, dump
@@ -246,6 +247,63 @@ def test_a_patched_root_tree_is_what_git_would_write() -> None:
         tip = new.id
     assert patched == len(changes) - 1  # all but the commit that added .datom/ to the root
     assert O.build_commit(store, tip, files, "same", b"A <a@b>", 0) is None
+
+
+def _files_of(store: MemoryObjectStore, commit: bytes) -> dict[bytes, bytes]:
+    """Every file of a commit, walked naively (the reference for changed_paths)."""
+    out: dict[bytes, bytes] = {}
+    stack = [(b"", store[store[commit].tree])]
+    while stack:
+        prefix, tree = stack.pop()
+        for entry in tree.items():
+            if entry.mode == 0o040000:
+                stack.append((prefix + entry.path + b"/", store[entry.sha]))
+            else:
+                out[prefix + entry.path] = entry.sha
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    names=st.lists(
+        st.sampled_from([f"t{i}" for i in range(12)] + ["a", "a.b", "a-b", "z"]),
+        min_size=1,
+        max_size=10,
+    ),  # fmt: skip
+    edits=st.lists(
+        st.tuples(st.integers(0, 20), st.sampled_from(["set", "drop", "dir"])), max_size=6
+    ),
+)
+def test_the_paths_changed_by_another_writers_commit_are_every_differing_file(
+    names: list[str], edits: list[tuple[int, str]]
+) -> None:
+    """Trees this process did not make (another writer's, read back cold): only entries
+    that differ are looked into, and the paths are exactly the files that differ."""
+    store = MemoryObjectStore()
+    files = {f"{n}/metadata.json": n.encode() for n in names}
+    old = O.build_commit(store, None, files, "old", b"A <a@b>", 0)
+    assert old is not None
+    new_files = dict(files)
+    for k, what in edits:
+        keys = sorted(new_files)
+        key = keys[k % len(keys)] if keys else "x/metadata.json"
+        if what == "set":
+            new_files[key] = b"v%d" % k
+        elif what == "drop" and len(new_files) > 1:
+            del new_files[key]
+        else:
+            new_files[f"{key.split('/')[0]}/sub/f{k}"] = b"d"  # a new folder inside
+    made: list[bytes] = []
+    for tree_files in (files, new_files):  # both built from scratch, as elsewhere
+        c = O.build_commit(store, None, tree_files, "c", b"A <a@b>", 0)
+        assert c is not None
+        for obj in c.objects:
+            store.add_object(obj)
+        made.append(c.id)
+    O._TREES, O._MADE_FROM = KeyedMemory(64), KeyedMemory(256)  # nothing remembered
+    before, after = _files_of(store, made[0]), _files_of(store, made[1])
+    want = {p: after.get(p) for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
+    assert O.changed_paths(store, made[0], made[1]) == want
 
 
 @pytest.mark.parametrize(
