@@ -41,10 +41,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dulwich.object_store import DiskObjectStore
-from dulwich.objects import ObjectID, ShaFile
+from dulwich.objects import Blob, ObjectID, ShaFile
 from dulwich.pack import Pack
 from dulwich.repo import Repo
 
+from ._objects import kept_blob
 from ._packs import loose_entry, merge_packs, pack_entries, write_entries, write_objects
 
 __all__ = [
@@ -128,12 +129,19 @@ def _pack_loose(store: DiskObjectStore) -> int:
 
 
 def _loose_into_pack(store: DiskObjectStore) -> list[ObjectID]:
-    """Write every loose object into one new pack; the ids it holds (still loose too)."""
+    """Write every loose object into one new pack; the ids it holds (still loose too).
+    A blob this process still holds (most of what it wrote since the last compaction,
+    manifests of a megabyte among them) is not read and inflated from its file again."""
     shas = list(store._iter_loose_objects())
-    objects = [o for o in (loose_entry(store, sha) for sha in shas) if o is not None]
+    objects = [o for o in (_kept(sha) or loose_entry(store, sha) for sha in shas) if o]
     if objects:
         write_entries(store, pack_entries(objects))
     return [ObjectID(binascii.hexlify(oid)) for oid, _type, _content in objects]
+
+
+def _kept(sha: bytes) -> tuple[bytes, int, bytes] | None:
+    data = kept_blob(sha)
+    return (binascii.unhexlify(sha), Blob.type_num, data) if data is not None else None
 
 
 def write_pack(store: DiskObjectStore, objects: Sequence[ShaFile]) -> str:

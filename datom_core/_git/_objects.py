@@ -62,6 +62,12 @@ def tree_of(store: BaseObjectStore, sha: bytes) -> Tree | None:
     return tree
 
 
+def kept_blob(sha: bytes) -> bytes | None:
+    """The bytes of the blob ``sha`` when this process made or read it lately (a made
+    blob's id is the hash of those bytes; a read one's was checked as it was read)."""
+    return _BLOBS.get(sha)
+
+
 def blob_data(store: BaseObjectStore, sha: bytes) -> bytes | None:
     """The bytes of the blob ``sha`` (None if it is not a blob), kept for the next reader."""
     data = _BLOBS.get(sha)
