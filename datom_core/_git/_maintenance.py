@@ -117,7 +117,10 @@ def _prepare(store: DiskObjectStore, loose_added: int | None) -> _Compaction:
 def _finish(store: DiskObjectStore, plan: _Compaction) -> tuple[int, int]:
     """Delete what :func:`_prepare` packed again; (loose objects, packs) deleted."""
     for sha in plan.loose:
-        store.delete_loose_object(sha)
+        try:
+            store.delete_loose_object(sha)
+        except FileNotFoundError:  # deleted meanwhile (a datom too old to take the lock)
+            continue
     for p in plan.merged:
         store._remove_pack(p)
     return len(plan.loose), len(plan.merged)

@@ -280,7 +280,13 @@ class LocalTransport(Transport):
             idle = not maint.may_need_compaction(self._open(), self._loose)
         if idle:
             self._pushes = 0
-        elif maint.compact_remote(self.path, self._open, self._access, wait=0.5):
+            return
+        try:
+            done = maint.compact_remote(self.path, self._open, self._access, wait=0.5)
+        except OSError as e:  # the push is recorded: a compaction is tried again later
+            log.warning("could not compact %s (%s); it is tried again later", self.url, e)
+            return
+        if done:
             self._pushes = self._loose = 0
 
     def adopt_head(self, branch: bytes) -> None:

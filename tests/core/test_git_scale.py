@@ -451,3 +451,45 @@ def test_a_fresh_handles_write_takes_the_writers_turn_once(
         fresh.commit_and_push(lambda tree, i=i: {"x": str(i).encode()}, f"c{i}", ME)
         fresh.close()
     assert len(taken) == 3
+
+
+def test_a_compaction_that_fails_leaves_the_push_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A full disk while packing the remote: the write it follows is recorded and
+    returns, the failure is a warning, and the next check tries again."""
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    monkeypatch.setattr(maint, "LOOSE_BUDGET", 2)
+    calls: list[int] = []
+
+    def full(*args: Any, **kwargs: Any) -> bool:
+        calls.append(1)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(maint, "compact_remote", full)
+    shas = [
+        repo.commit_and_push(lambda tree, i=i: {f"t{i}/m": b"x"}, f"c{i}", ME)
+        for i in range(2 * maint.REMOTE_CHECK_EVERY + 1)
+    ]
+    assert len(calls) >= 2  # tried again after the first failure
+    assert "could not compact" in caplog.text
+    bare = MetadataRepo.embedded_remote_path(tmp_path / "a")
+    assert [c.id for c in MetadataRepo.clone(bare, tmp_path / "b").log()] == shas[::-1]
+
+
+def test_a_loose_object_deleted_meanwhile_does_not_stop_a_compaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    for i in range(6):
+        repo.commit_and_push(lambda tree, i=i: {f"t{i}/m": str(i).encode()}, f"c{i}", ME)
+    bare = MetadataRepo.embedded_remote_path(tmp_path / "a")
+    monkeypatch.setattr(maint, "LOOSE_BUDGET", 2)
+    with closing(Repo(str(bare))) as r:
+        store = r.object_store
+        plan = maint._prepare(store, None)
+        gone = plan.loose[0]
+        os.remove(store._get_shafile_path(gone))  # as a compactor of an older datom would
+        assert maint._finish(store, plan) == (len(plan.loose), 0)
+        assert store.count_loose_objects() == 0
+        assert store.get_raw(gone)[0] in (1, 2, 3)  # still there, in the pack
