@@ -9,14 +9,18 @@ first time, then extended by the commits HEAD gained since (a few tree diffs per
 
 from __future__ import annotations
 
+import stat
+
 from dulwich.object_store import BaseObjectStore
 from dulwich.objects import Commit, ObjectID
 from dulwich.repo import Repo
 
 from ._loose import commit_of
-from ._objects import changed_paths, commits_between
+from ._objects import TreeReader, changed_paths, commits_between
 
-__all__ = ["PathHistory", "first_parents"]
+__all__ = ["PathHistory", "first_parents", "recent_change"]
+
+_RECENT_WALK = 64  # commits a fresh handle looks back along before it indexes the history
 
 
 class PathHistory:
@@ -78,3 +82,26 @@ def first_parents(
         out.append(c)
         sha = c.parents[0] if c.parents else None
     return out
+
+
+def recent_change(store: BaseObjectStore, head: bytes, path: bytes) -> bytes | None:
+    """The newest commit changing the file ``path`` among the last ``_RECENT_WALK``
+    commits of a linear history from ``head``, by comparing its entry with each first
+    parent's (what :class:`PathHistory` would answer), for a fresh handle that has not
+    indexed the history (a Dagster step, a CLI call: building the index costs a tree diff
+    per commit of the project). None when not found that way: a merge, a folder, or a
+    file changed longer ago (the index answers then)."""
+    sha: bytes | None = head
+    for _ in range(_RECENT_WALK):
+        c = commit_of(store, sha) if sha is not None else None
+        if c is None or len(c.parents) > 1:
+            return None
+        parent = c.parents[0] if c.parents else None
+        now = TreeReader(store, sha).entry(path)
+        was = TreeReader(store, parent).entry(path) if parent is not None else None
+        if (now is not None and stat.S_ISDIR(now[0])) or (was is not None and stat.S_ISDIR(was[0])):
+            return None
+        if now != was:
+            return sha if now is None or stat.S_ISREG(now[0]) or was is not None else None
+        sha = parent
+    return None

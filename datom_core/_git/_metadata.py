@@ -35,7 +35,7 @@ from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _internals as gi
 from . import _maintenance as maint
-from ._history import PathHistory, first_parents
+from ._history import PathHistory, first_parents, recent_change
 from ._loose import commit_of
 from ._objects import build_commit, objects_to_send
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, normalize_remote
@@ -222,13 +222,19 @@ class MetadataRepo(RepoCore):
 
         Answered from a map ``path -> newest commit`` built in one pass over the history
         the first time, then extended by the commits HEAD gained since: a Dagster
-        materialization that changes nothing costs a dictionary lookup, not a log walk.
+        materialization that changes nothing costs a dictionary lookup, not a log walk. A
+        handle that has not built it yet (a fresh process) first looks back over the last
+        commits (:func:`_history.recent_change`).
         """
         gi.check_relpath(relpath)
         r = self._open()
         head = gi.head(r)
         if head is None:
             return None
+        if self._history.head is None:  # a fresh handle looks at the last commits first
+            recent = recent_change(r.object_store, head, relpath.encode())
+            if recent is not None:
+                return recent.decode()
         found = self._history.at(r, head).newest(relpath.encode())
         return found.decode() if found is not None else None
 

@@ -493,3 +493,24 @@ def test_a_loose_object_deleted_meanwhile_does_not_stop_a_compaction(
         assert maint._finish(store, plan) == (len(plan.loose), 0)
         assert store.count_loose_objects() == 0
         assert store.get_raw(gone)[0] in (1, 2, 3)  # still there, in the pack
+
+
+def test_a_fresh_handle_finds_a_recent_change_without_indexing_the_history(
+    tmp_path: Path,
+) -> None:
+    """What ``last_commit_touching`` answers from the last commits equals the index's
+    answer, for files changed recently or long ago, a folder, and a file never there."""
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    repo.commit_and_push(lambda tree: {"old/m": b"0", "gone/m": b"0"}, "seed", ME)
+    for i in range(80):  # past the look back: "old/m" is only found by the index
+        repo.commit_and_push(lambda tree, i=i: {f"t{i % 5}/m": str(i).encode()}, f"c{i}", ME)
+    repo.commit({"gone/m": b"1"}, "edit", ME)
+    made = MetadataRepo.open(tmp_path / "a")
+    indexed = MetadataRepo.open(tmp_path / "a")
+    assert indexed.last_commit_touching("t0/m") is not None  # builds its index
+    for path in ("t0/m", "t4/m", "gone/m", "old/m", "never/m", "t1"):
+        fresh = MetadataRepo.open(tmp_path / "a")
+        assert fresh.last_commit_touching(path) == indexed.last_commit_touching(path), path
+        built = fresh._history.head is not None
+        assert built == (path in ("old/m", "never/m", "t1")), path  # recent ones: no index
+    assert made.last_commit_touching("gone/m") == repo.head()
