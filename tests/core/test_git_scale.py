@@ -375,6 +375,15 @@ def test_a_push_compacts_the_remote_after_the_writers_turn(
     assert len(MetadataRepo.clone(bare, tmp_path / "b").log()) == 3 * maint.REMOTE_CHECK_EVERY
 
 
+def _remote_of_six_pushes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget: int) -> Path:
+    """A local remote six pushes old, with a loose-object budget it is over."""
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    for i in range(6):
+        repo.commit_and_push(lambda tree, i=i: {f"t{i}/m": str(i).encode()}, f"c{i}", ME)
+    monkeypatch.setattr(maint, "LOOSE_BUDGET", budget)
+    return MetadataRepo.embedded_remote_path(tmp_path / "a")
+
+
 def _objects(bare: Path) -> dict[bytes, tuple[int, bytes]]:
     with closing(Repo(str(bare))) as r:
         return {sha: r.object_store.get_raw(sha) for sha in r.object_store}
@@ -387,11 +396,7 @@ def test_a_remote_compaction_deletes_only_when_nobody_reads(
     """Its pack is written while a reader holds the remote; the loose objects it replaces
     stay until no reader does (the compaction then reports it did not finish), and every
     object reads the same throughout."""
-    repo = MetadataRepo.init(tmp_path / "a", None)
-    for i in range(6):
-        repo.commit_and_push(lambda tree, i=i: {f"t{i}/m": str(i).encode()}, f"c{i}", ME)
-    bare = MetadataRepo.embedded_remote_path(tmp_path / "a")
-    monkeypatch.setattr(maint, "LOOSE_BUDGET", 4)
+    bare = _remote_of_six_pushes(tmp_path, monkeypatch, budget=4)
     before = _objects(bare)
     reader, compactor = maint.RemoteAccess(bare), maint.RemoteAccess(bare)
     with closing(Repo(str(bare))) as r:
@@ -412,11 +417,7 @@ def test_a_remote_compaction_deletes_only_when_nobody_reads(
 def test_one_process_at_a_time_compacts_a_remote(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo = MetadataRepo.init(tmp_path / "a", None)
-    for i in range(6):
-        repo.commit_and_push(lambda tree, i=i: {f"t{i}/m": str(i).encode()}, f"c{i}", ME)
-    bare = MetadataRepo.embedded_remote_path(tmp_path / "a")
-    monkeypatch.setattr(maint, "LOOSE_BUDGET", 4)
+    bare = _remote_of_six_pushes(tmp_path, monkeypatch, budget=4)
     access = maint.RemoteAccess(bare)
     fd = os.open(bare / "datom-compact.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -480,11 +481,7 @@ def test_a_compaction_that_fails_leaves_the_push_recorded(
 def test_a_loose_object_deleted_meanwhile_does_not_stop_a_compaction(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo = MetadataRepo.init(tmp_path / "a", None)
-    for i in range(6):
-        repo.commit_and_push(lambda tree, i=i: {f"t{i}/m": str(i).encode()}, f"c{i}", ME)
-    bare = MetadataRepo.embedded_remote_path(tmp_path / "a")
-    monkeypatch.setattr(maint, "LOOSE_BUDGET", 2)
+    bare = _remote_of_six_pushes(tmp_path, monkeypatch, budget=2)
     with closing(Repo(str(bare))) as r:
         store = r.object_store
         plan = maint._prepare(store, None)
