@@ -15,8 +15,9 @@ costs); the text an update makes is kept with its form, and is what the next wri
 back. A manifest another process printed (each write of eight clones meets one, inside
 the writers' turn) is mostly a kept one with a few entries changed: its form is found
 from the kept one's by comparing bytes, and only the entries that differ are parsed
-(:func:`learn_manifest`; 0.4 ms instead of 15 at 3,000 tables). A format-1 manifest, one whose entries are not objects, or values only
-:func:`json.dumps` may print take the full path (``None`` here).
+(:func:`learn_manifest`; 0.4 ms instead of 15 at 3,000 tables). A format-1 manifest, one
+whose entries are not objects, or values only :func:`json.dumps` may print take the full
+path (``None`` here).
 """
 
 from __future__ import annotations
