@@ -72,17 +72,14 @@ _COMPACT_LOCK = "datom-compact.lock"
 _TOP_LOCKS = ("index.lock", "packed-refs.lock", "HEAD.lock", "config.lock")
 
 
-def compact(r: Repo, loose_added: int | None = None) -> tuple[int, int]:
+def compact(r: Repo) -> tuple[int, int]:
     """Pack loose objects and merge packs past their budgets; (objects packed, packs merged).
-
-    ``loose_added``: how many loose objects the caller wrote since the last compaction
-    (datom writes few: transfers of more than one object are packs); the loose objects are
-    counted (256 directory listings) only when that could pass the budget, or when unknown.
-    """
+    The loose objects are counted exactly (256 directory listings): callers ask
+    :func:`may_need_compaction` first."""
     store = r.object_store
     if not isinstance(store, DiskObjectStore):
         return 0, 0
-    done = _finish(store, _prepare(store, loose_added))
+    done = _finish(store, _prepare(store))
     if done != (0, 0):
         log.info("compacted %s: %d loose objects packed, %d packs merged", r.path, *done)
     return done
@@ -97,13 +94,12 @@ class _Compaction:
     merged: list[Pack] = field(default_factory=list)
 
 
-def _prepare(store: DiskObjectStore, loose_added: int | None) -> _Compaction:
+def _prepare(store: DiskObjectStore) -> _Compaction:
     """Write the packs of a compaction, deleting nothing: an object is then both loose and
     packed, or in two packs, which every reader accepts (a compaction that cannot finish
     leaves duplicates, which the next merge drops)."""
     plan = _Compaction()
-    maybe = loose_added is None or loose_added > LOOSE_BUDGET
-    if maybe and store.count_loose_objects() > LOOSE_BUDGET:
+    if store.count_loose_objects() > LOOSE_BUDGET:
         plan.loose = _loose_into_pack(store)
     packs = sorted(store.packs, key=len, reverse=True)
     if len(packs) > PACK_BUDGET:
@@ -266,7 +262,7 @@ def compact_remote(
             store = repo.object_store
             if not isinstance(store, DiskObjectStore):
                 return True
-            plan = _prepare(store, None)
+            plan = _prepare(store)
         deadline = time.monotonic() + wait
         while True:
             with _flock(path / _LOCK_NAME, fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:

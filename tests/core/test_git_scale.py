@@ -484,7 +484,7 @@ def test_a_loose_object_deleted_meanwhile_does_not_stop_a_compaction(
     bare = _remote_of_six_pushes(tmp_path, monkeypatch, budget=2)
     with closing(Repo(str(bare))) as r:
         store = r.object_store
-        plan = maint._prepare(store, None)
+        plan = maint._prepare(store)
         gone = plan.loose[0]
         os.remove(store._get_shafile_path(gone))  # as a compactor of an older datom would
         assert maint._finish(store, plan) == (len(plan.loose), 0)
