@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import stat
 from collections.abc import Callable, Mapping
 from contextlib import closing
 from pathlib import Path, PurePosixPath
@@ -60,14 +61,49 @@ def check_relpath(relpath: str) -> None:
 def write_file_atomic(path: Path, data: bytes) -> None:
     """Replace ``path`` with exactly ``data``; a crash leaves the old or the new file.
 
-    Not fsynced: these are the clone's working-tree files and journal, which mirror
-    objects git already holds (a power cut may leave a file stale; the next sync rewrites
+    Not fsynced: this is the clone's journal, or a working-tree file
+    :func:`write_worktree_file` does not overwrite in place; they mirror objects git
+    already holds (a power cut may leave a file stale; the next sync rewrites
     what differs from HEAD), and put in place by :func:`replace_file` (no flush forced by
     the filesystem either). Folders are made only when the first try finds one missing.
     """
     _replace_with(
         path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"), path, data
     )
+
+
+def write_worktree_file(path: Path, data: bytes) -> None:
+    """Make the working-tree file ``path`` hold exactly ``data``, under a journal that lists
+    it (``RepoCore._journal``): a crash midway leaves bytes the next operation replaces.
+
+    An existing regular file with one link is overwritten in place (a write and a
+    truncate: no new file, rename or directory change, about 5x cheaper on tmpfs and ext4,
+    and what a move of many tables pays per file). Not truncated to zero first: ext4
+    flushes a file truncated to zero on close. Anything else (no file yet, a symbolic
+    link, a hard link, a file this process may not write) is replaced whole, as
+    :func:`write_file_atomic` does: the link is not followed, the other name keeps its
+    bytes."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        write_file_atomic(path, data)
+        return
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            os.close(fd)
+            fd = -1
+            write_file_atomic(path, data)
+            return
+        view = memoryview(data)
+        offset = 0
+        while offset < len(view):
+            offset += os.pwrite(fd, view[offset:], offset)
+        if st.st_size > len(data):
+            os.ftruncate(fd, len(data))
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def _replace_with(tmp: Path, path: Path, data: bytes) -> None:

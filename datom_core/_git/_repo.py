@@ -195,7 +195,7 @@ class RepoCore:
                 data = blob_data(r.object_store, sha)  # the write's own bytes: in memory
                 if data is None:
                     raise GitError(f"{os.fsdecode(path)} in {self.path} names no blob ({sha!r})")
-                gi.write_file_atomic(target, data)
+                gi.write_worktree_file(target, data)
         if changes:
             gi.update_index(self._index, r, self.path, changes)
         journal.unlink(missing_ok=True)
