@@ -142,12 +142,15 @@ def _store_history(
         recorded.setdefault(new[0], new[1])
     versions = [e.get("version") for e in entries]
     gaps = {v for v in versions if isinstance(v, str) and v not in recorded}
-    if gaps and not derive:
+    # Versions known to be absent from git are not looked for again: a squashed history's
+    # hundreds would make every write of another clone walk that many commits.
+    wanted = gaps - absent
+    if wanted and not derive:
         return None
-    if gaps:
+    if wanted:
         repo = ctx.require_repo()
-        since = _since(repo, table, gaps, anchor)
-        recorded.update(since if since is not None else _derive(repo, table, gaps, versions[0]))
+        since = _since(repo, table, wanted, anchor)
+        recorded.update(since if since is not None else _derive(repo, table, wanted, versions[0]))
     for entry, version in zip(entries, versions, strict=True):
         sha = recorded.get(version) if isinstance(version, str) else None
         if sha is not None:

@@ -19,12 +19,14 @@ import textwrap
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import datom_core as dc
 from datom_core._project import _layout as L
 from datom_core._project._commits import commits_by_version
+from datom_core._project._documents import dump
 from datom_core._project._mirror import BackgroundMirror, TableDocuments, store_history
 from tests.core.projects import frame, new_project
 
@@ -197,3 +199,63 @@ def test_a_new_tables_unmirrored_versions_are_found_without_indexing_the_whole_l
         (e["version"], first[e["version"]]) for e in json.loads(git)
     ]
     assert len(copy) == 2
+
+
+_OPEN: dict[str, dc.Connection] = {}  # per worker process: one connection kept open
+
+
+def _write_reading_log(clone: str, table: str, seed: int) -> int:
+    """One write in this (worker) process; how many commits ``MetadataRepo.log`` read."""
+    conn = _OPEN.get(clone) or _OPEN.setdefault(clone, dc.connect(clone))
+    real, read = type(conn.repo).log, []
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        found = real(self, *args, **kwargs)
+        read.append(len(found))
+        return found
+
+    type(conn.repo).log = counted  # type: ignore[method-assign]
+    try:
+        conn.write(table, frame(seed=seed))
+    finally:
+        type(conn.repo).log = real  # type: ignore[method-assign]
+    return sum(read)
+
+
+def test_a_squashed_historys_versions_are_not_looked_for_by_every_write(tmp_path: Path) -> None:
+    """A history listing versions no commit produced (squashed, or edited by hand), written
+    by two processes in turn through their own clones: each write meets a store copy the
+    other process made, without those versions' commits. The first write of a process
+    learns they are not in git; later writes read a few commits, not as many as the
+    history has versions (each write walked back ``versions + 4`` commits before)."""
+    conn = new_project(tmp_path)
+    for i in range(80):  # a project with a history
+        conn.write(f"t{i % 4}", frame(seed=i))
+    conn.write("old", frame(seed=100))
+    hist = json.loads(conn.repo.read(L.git_history("old")) or b"")
+    fakes = [dict(hist[0], version=f"{i:064x}") for i in range(60, 0, -1)]
+    conn.repo.commit({L.git_history("old"): dump(hist + fakes)}, "Squash the history of old")
+    conn.repo.push()
+    clones = [tmp_path / "one", tmp_path / "two"]
+    for clone in clones:
+        dc.clone(conn.repo.remote_url, clone, store=conn.store)
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, ctx) as one, ProcessPoolExecutor(1, ctx) as two:
+        read = []
+        for i in range(5):
+            read.append(one.submit(_write_reading_log, str(clones[0]), "old", 200 + i).result())
+            read.append(two.submit(_write_reading_log, str(clones[1]), "old", 300 + i).result())
+    assert sum(read[2:]) <= 8 * 8, read  # past each process's first write
+    conn.pull()
+    repo, store = conn.repo, conn.store
+    git = json.loads(repo.read(L.git_history("old")) or b"")
+    stored = json.loads(store.read_bytes(L.store_history("old")))
+    assert len(git) == 1 + 60 + 10
+    assert [{k: v for k, v in e.items() if k != "commit_sha"} for e in stored] == git
+    first = commits_by_version(repo, "old")  # none for the squashed versions
+    assert {e["version"]: e.get("commit_sha") for e in stored} == {
+        e["version"]: first.get(e["version"]) for e in git
+    }
+    assert sum(1 for e in stored if "commit_sha" in e) == 11
+    assert store.read_bytes(L.STORE_MANIFEST) == repo.read(L.MANIFEST)
+    assert store.read_bytes(L.store_metadata("old")) == repo.read(L.git_metadata("old"))
