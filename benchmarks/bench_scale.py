@@ -7,6 +7,7 @@ Prints:
   the median small write at 10 tables, in ms (printed, not asserted; aim <= 25 ms)
   into 3,000 tables from two processes: a write after the other's / after its own
     (for reference: each write of concurrent clones meets a manifest another printed)
+  the same for a table with 1,000 versions written by both (for reference)
 
 Big projects are seeded fast (documents copied from one real write, committed once); every
 measured write goes through ``Connection.write``. ``--quick`` scales the sizes down (150
@@ -180,21 +181,46 @@ def two_processes(root: Path, big: int, n: int) -> tuple[float, float, float]:
     meets a manifest another process printed), and right after one of its own."""
     conn = new_project(root, "shared")
     seed_tables(conn, [f"s{i:04d}" for i in range(big)])
-    dc.clone(conn.repo.remote_url, root / "shared" / "other", store=conn.store)
+    names = [f"s{i:04d}" for i in range(20)]  # the first 20 rounds write each once first
+
+    def tables(i: int) -> tuple[str, str, str]:
+        return names[i % 20], names[(i + 7) % 20], names[(i + 11) % 20]
+
+    return _alternating(conn, tables, n, warm=20)
+
+
+def deep_two_processes(root: Path, versions: int, n: int) -> tuple[float, float, float]:
+    """The same for one table with ``versions`` versions (a squashed history: no commit
+    produced them), written by both processes: each write meets the history and the store
+    copy the other process made."""
+    conn = new_project(root, "deep-shared")
+    seed_versions(conn, "old", versions)
+    return _alternating(conn, lambda i: ("old", "old", "old"), n, warm=5)
+
+
+def _alternating(
+    conn: dc.Connection, tables: Callable[[int], tuple[str, str, str]], n: int, warm: int
+) -> tuple[float, float, float]:
+    """Round ``i``: ``conn`` writes ``tables(i)[0]``, then a second process (its own
+    clone) writes ``[1]`` and then ``[2]``; the medians of those two, past ``warm``
+    rounds, and their ratio."""
+    other = conn.path.parent / "other"
+    dc.clone(conn.repo.remote_url, other, store=conn.store)
     ctx = mp.get_context("spawn")
     asks, answers = ctx.Queue(), ctx.Queue()
-    store = str(root / "shared" / "store")
-    proc = ctx.Process(target=_other_writer, args=(str(root / "shared" / "other"), store, asks, answers))  # fmt: skip
+    store = str(conn.path.parent / "store")
+    proc = ctx.Process(target=_other_writer, args=(str(other), store, asks, answers))
     proc.start()
     try:
         after_other, after_own = [], []
-        for i in range(n + 20):  # the first 20 write each table once on both sides first
-            conn.write(f"s{i % 20:04d}", small_table())
-            asks.put(f"s{(i + 7) % 20:04d}")
+        for i in range(n + warm):
+            first, then, again = tables(i)
+            conn.write(first, small_table())
+            asks.put(then)
             waited = answers.get(timeout=600)
-            asks.put(f"s{(i + 11) % 20:04d}")
+            asks.put(again)
             own = answers.get(timeout=600)
-            if i >= 20:
+            if i >= warm:
                 after_other.append(waited)
                 after_own.append(own)
     finally:
@@ -250,6 +276,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"a write to a table with {versions} versions / with 1", r, 1.3,
                 f"{young * 1e3:.0f} vs {old * 1e3:.0f} ms",
             )  # fmt: skip
+            r, after_other, after_own = deep_two_processes(root, versions, n)
+            print(
+                f"{f'{versions} versions, two processes: after the other / own':<58} = {r:5.2f}"
+                f"  (for reference; {after_other * 1e3:.1f} vs {after_own * 1e3:.1f} ms)"
+            )
     return 0 if ok else 1
 
 
