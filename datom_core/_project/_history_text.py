@@ -118,7 +118,11 @@ class HistoryText:
         return self._canonical
 
 
-_texts: Recent[HistoryText] = Recent(48, 64 << 20)
+# Texts of many tables: a pipeline writing each of its 100 tables in turn finds every
+# table's texts still here (with 48 it re-parsed and re-printed each table's whole history
+# on every write). The bytes bound what is kept, as before: 64 MB of text, about 250 MB
+# with the parsed entries (three times their text) at worst.
+_texts: Recent[HistoryText] = Recent(1024, 64 << 20)
 
 
 def history_text(raw: bytes, *, key: str) -> HistoryText:
@@ -167,7 +171,7 @@ def _kept_tail_of(
             continue
         if canonical and kept._canonical is not True:
             continue
-        tail = kept.raw[2:]
+        tail = memoryview(kept.raw)[2:]  # not a copy: each of hundreds of kept texts
         if len(tail) < len(raw) and raw.endswith(tail):
             return kept, len(raw) - len(tail)
     return None

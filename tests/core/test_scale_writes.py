@@ -229,3 +229,41 @@ def test_the_door_still_refuses_what_a_write_did_not_make(
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert conn.write("s0005", _data(5)).change == "full"
+
+
+def test_a_pipeline_writing_many_deep_tables_in_turn_parses_only_what_each_write_adds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """120 tables of 200 versions each, written in turn twice (a pipeline's runs): after
+    the first pass, a write parses and prints only its own new entry, not the table's
+    history (the texts of only the last 48 were kept: every write of such a pipeline
+    re-parsed and re-printed the whole history of its table)."""
+    conn = _project(tmp_path)
+    _seed_tables(conn, 120)
+    names = [f"s{i:04d}" for i in range(120)]
+    hist = json.loads(conn.repo.read(L.git_history(names[0])) or b"")
+    fakes = [dict(hist[0], version=f"{i:064x}") for i in range(199, 0, -1)]
+    _commit(conn, {L.git_history(n): dump(hist + fakes) for n in names}, "Squash the histories")
+    for i, name in enumerate(names):  # the first pass: each table's texts met once
+        conn.write(name, _data(500 + i))
+    parsed: list[int] = []
+    printed: list[int] = []
+    real_parse, real_dump = _history_text.parse_history, _history_text.dump
+
+    def parse(raw: Any, *, key: str) -> Any:
+        entries = real_parse(raw, key=key)
+        parsed.append(len(entries))
+        return entries
+
+    def dump_entries(value: Any) -> bytes:
+        printed.append(len(value) if isinstance(value, list) else 1)
+        return real_dump(value)
+
+    monkeypatch.setattr(_history_text, "parse_history", parse)
+    monkeypatch.setattr(_history_text, "dump", dump_entries)
+    for i, name in enumerate(names):
+        conn.write(name, _data(1000 + i))
+    assert max(parsed, default=0) <= 2 and max(printed, default=0) <= 2, (parsed, printed)
+    for name in names[::17]:
+        assert len(conn.history(name)) == 202
+    assert conn.read(names[-1], as_="arrow").equals(_data(1119))
