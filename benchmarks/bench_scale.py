@@ -8,6 +8,8 @@ Prints:
   into 3,000 tables from two processes: a write after the other's / after its own
     (for reference: each write of concurrent clones meets a manifest another printed)
   the same for a table with 1,000 versions written by both (for reference)
+  a pipeline's run writing each of 100 tables of 333 versions in turn / of 1 version
+    (for reference)
 
 Big projects are seeded fast (documents copied from one real write, committed once); every
 measured write goes through ``Connection.write``. ``--quick`` scales the sizes down (150
@@ -83,6 +85,17 @@ def seed_tables(conn: dc.Connection, names: list[str]) -> None:
     files[".datom/manifest.json"] = (json.dumps(manifest, indent=2) + "\n").encode()
     repo.commit(files, f"Seed {len(names)} tables")
     repo.push()
+
+
+def seed_deep_tables(conn: dc.Connection, names: list[str], versions: int) -> None:
+    """:func:`seed_tables`, each table's history holding ``versions`` versions (a squashed
+    history: synthetic entries no commit produced), in one more commit."""
+    seed_tables(conn, names)
+    entry = json.loads(conn.repo.read(f"{names[0]}/version_history.json") or b"")[0]
+    fakes = [dict(entry, version=f"{i:064x}") for i in range(versions - 1, 0, -1)]
+    doc = (json.dumps([entry, *fakes], indent=2) + "\n").encode()
+    conn.repo.commit({f"{n}/version_history.json": doc for n in names}, "Seed deep histories")
+    conn.repo.push()
 
 
 def seed_versions(conn: dc.Connection, table: str, versions: int) -> None:
@@ -166,6 +179,26 @@ def deep(root: Path, versions: int, n: int) -> tuple[float, float, float]:
         lambda: conn.write("old", small_table()), lambda: conn.write("young", small_table()), n
     )
     return old / young, young, old
+
+
+def pipeline(root: Path, tables: int, versions: int) -> tuple[float, float, float]:
+    """Median write of a pipeline's run, each of ``tables`` tables written in turn (after
+    a first run), when each has ``versions`` versions / when each has one (the two
+    projects' writes interleaved)."""
+    names = [f"p{i:03d}" for i in range(tables)]
+    projects = []
+    for name, depth in (("pipeline-young", 1), ("pipeline-deep", versions)):
+        conn = new_project(root, name)
+        seed_deep_tables(conn, names, depth)
+        for table in names:  # the first run
+            conn.write(table, small_table())
+        projects.append(conn)
+    young, deep = [], []
+    for table in names:
+        young.append(timed(partial(_write_new, projects[0], table)))
+        deep.append(timed(partial(_write_new, projects[1], table)))
+    a, b = statistics.median(young), statistics.median(deep)
+    return b / a, a, b
 
 
 def _other_writer(clone: str, store: str, asks: Any, answers: Any) -> None:
@@ -276,6 +309,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"a write to a table with {versions} versions / with 1", r, 1.3,
                 f"{young * 1e3:.0f} vs {old * 1e3:.0f} ms",
             )  # fmt: skip
+            r, young, deep_ = pipeline(root, 100, versions // 3)
+            print(
+                f"{f'100 tables of {versions // 3} versions written in turn / of 1':<58} = {r:5.2f}"
+                f"  (for reference; {young * 1e3:.1f} vs {deep_ * 1e3:.1f} ms)"
+            )
             r, after_other, after_own = deep_two_processes(root, versions, n)
             print(
                 f"{f'{versions} versions, two processes: after the other / own':<58} = {r:5.2f}"
