@@ -35,7 +35,9 @@ from datom_core._project._recent import Recent
 
 __all__ = [
     "HistoryText",
+    "first_entry",
     "history_text",
+    "mirrored_text",
     "prepend",
     "printed",
     "remember_store_copy",
@@ -259,6 +261,32 @@ def _prints_as(a: Any, b: Any) -> bool:
             return all(map(_prints_as, a, b))
         return type(a) is not float or math.copysign(1.0, a) == math.copysign(1.0, b)
     return False
+
+
+def first_entry(raw: bytes, *, key: str) -> HistoryEntry | None:
+    """The newest entry of the history ``raw`` without parsing the others, when ``raw`` is
+    kept and known canonical (a store copy printed or spliced here): each entry is then
+    printed at depth 1, so the first ends at the first ``\\n  },\\n`` (JSON strings hold
+    no raw newline). None when that is not known: parse it whole."""
+    kept = _texts.get(raw)
+    if kept is None:
+        return None
+    if kept._entries is not None:
+        return kept._entries[0] if kept._entries else None
+    end = raw.find(b"\n  },\n") if kept._canonical is True else -1
+    if end < 0:
+        return None
+    try:
+        return parse_history(raw[: end + 4] + b"\n]\n", key=key)[0]
+    except (DatomError, IndexError):
+        return None
+
+
+def mirrored_text(raw: bytes) -> bytes | None:
+    """The git text the store copy ``raw`` is known to mirror (it was printed or spliced
+    here, see :func:`remember_store_copy`), if it is kept."""
+    kept = _texts.get(raw)
+    return kept.mirrors.raw if kept is not None and kept.mirrors is not None else None
 
 
 def remember_store_copy(raw: bytes, git: HistoryText, gaps: frozenset[str], *, key: str) -> None:

@@ -48,6 +48,7 @@ from datom_core._project._commits import (
     without_commit_sha,
 )
 from datom_core._project._context import ProjectContext
+from datom_core._project._history_text import first_entry
 from datom_core._project._parse import parse_metadata
 from datom_core._project._worker import ProcessWorker
 from datom_core._store import Document, Staged
@@ -255,6 +256,9 @@ def converge_mirror(ctx: ProjectContext, table: str) -> Converged:
 def _commit_of(history: bytes | None, table: str, version: str) -> str | None:
     if history is None:
         return None
+    first = first_entry(history, key=L.store_history(table))  # the current version, mostly
+    if first is not None and first.version == version:
+        return first.commit_sha
     try:
         entries = parsed_history(history, key=L.store_history(table))
     except DatomError:
