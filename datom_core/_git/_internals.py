@@ -106,6 +106,29 @@ def write_worktree_file(path: Path, data: bytes) -> None:
             os.close(fd)
 
 
+def remove_worktree_file(target: Path, root: Path) -> None:
+    """Remove ``target`` and the folders it leaves empty, up to ``root``."""
+    target.unlink(missing_ok=True)
+    parent = target.parent
+    while parent != root:
+        try:
+            parent.rmdir()
+        except OSError:
+            return
+        parent = parent.parent
+
+
+def worktree_error(clone: Path, e: OSError, doing: str) -> GitError:
+    """The error of a working-tree update that stopped at ``doing`` (a path, the index,
+    the journal): git's objects and refs are not affected, and the journal lets the next
+    operation finish it."""
+    return GitError(
+        f"Could not update the working tree of {clone} ({doing}): {e.strerror or e}. What "
+        "git records is not affected; fix the cause (free disk space, restore write "
+        "permission) and run any datom command on this clone: it finishes the update."
+    )
+
+
 def _replace_with(tmp: Path, path: Path, data: bytes) -> None:
     """Write ``data`` to the new file ``tmp`` (:class:`FileExistsError` if it is there),
     then put it in place of ``path``."""

@@ -177,7 +177,10 @@ class RepoCore:
         list for :meth:`_recover`, which makes those paths hold HEAD's bytes again."""
         listed = b"".join(p + b"\n" for p in paths)
         if listed:
-            gi.write_file_atomic(self.controldir / _JOURNAL, listed)
+            try:
+                gi.write_file_atomic(self.controldir / _JOURNAL, listed)
+            except OSError as e:
+                raise gi.worktree_error(self.path, e, _JOURNAL) from e
 
     def _sync(
         self, r: Repo, changes: Mapping[bytes, bytes | None], journaled: bool = False
@@ -187,18 +190,24 @@ class RepoCore:
         journal = self.controldir / _JOURNAL
         if not journaled:
             self._journal(changes)
-        for path, sha in changes.items():
-            target = self.path / os.fsdecode(path)
-            if sha is None:
-                _remove(target, self.path)
-            else:
+        doing = "the index"
+        try:
+            for path, sha in changes.items():
+                doing = os.fsdecode(path)
+                target = self.path / doing
+                if sha is None:
+                    gi.remove_worktree_file(target, self.path)
+                    continue
                 data = blob_data(r.object_store, sha)  # the write's own bytes: in memory
                 if data is None:
-                    raise GitError(f"{os.fsdecode(path)} in {self.path} names no blob ({sha!r})")
+                    raise GitError(f"{doing} in {self.path} names no blob ({sha!r})")
                 gi.write_worktree_file(target, data)
-        if changes:
-            gi.update_index(self._index, r, self.path, changes)
-        journal.unlink(missing_ok=True)
+            doing = "the index"
+            if changes:
+                gi.update_index(self._index, r, self.path, changes)
+            journal.unlink(missing_ok=True)
+        except OSError as e:
+            raise gi.worktree_error(self.path, e, doing) from e
 
     def _move_to(
         self, r: Repo, branch: bytes, target: bytes | None, made: NewCommit | None = None
@@ -324,12 +333,30 @@ class RepoCore:
                 checkpoint("git:push:swapped")
                 if pushed is not None:
                     pushed(new.id.decode())
-                # The clone catches up outside the turn: the commits it lacked, then its own.
-                self._count_local(r, remote.receive(r, branch, tip, new.id, new.objects), new.id)
-                self._move_to(r, branch, new.id, new)
-                self._pushed(r, remote, branch, new.id)
-                remote.maintain(new.id)
+                self._follow(r, remote, branch, tip, new)
                 return new.id.decode()
+
+    def _follow(
+        self, r: Repo, remote: Transport, branch: bytes, tip: bytes | None, new: NewCommit
+    ) -> None:
+        """After a push: the clone catches up outside the turn (the commits it lacked, then
+        its own), and the remote is compacted now and then. The commit is recorded once the
+        remote holds it, so a failure here (a full disk, say) is logged, not raised: a
+        caller told its write failed would undo or redo a recorded version. The next
+        operation on the clone finishes the work (the journal lists the files in flight;
+        a branch that did not move is moved by the next write or ``catch_up``)."""
+        try:
+            self._count_local(r, remote.receive(r, branch, tip, new.id, new.objects), new.id)
+            self._move_to(r, branch, new.id, new)
+            self._pushed(r, remote, branch, new.id)
+        except (OSError, GitError) as e:
+            log.warning(
+                "commit %s is recorded in %s, but the clone %s could not follow it (%s); the "
+                "next datom operation on this clone finishes that",
+                new.id.decode()[:12], remote.url, self.path, e,
+            )  # fmt: skip
+            return
+        remote.maintain(new.id)
 
     def remote_tip(self) -> TipView:
         """A read-only view of ``origin``'s tip of this clone's branch; the clone's branch,
@@ -377,14 +404,3 @@ def _now() -> int:
 
 def _blob_id(data: bytes | None) -> bytes | None:
     return Blob.from_string(data).id if data is not None else None
-
-
-def _remove(target: Path, root: Path) -> None:
-    target.unlink(missing_ok=True)
-    parent = target.parent
-    while parent != root:
-        try:
-            parent.rmdir()
-        except OSError:
-            return
-        parent = parent.parent

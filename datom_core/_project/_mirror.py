@@ -100,6 +100,11 @@ class BackgroundMirror:
         self._ctx, self._table, self._metadata, self._version = ctx, table, metadata, version
         self._job: tuple[TableDocuments, str, Future[_Prepared | None]] | None = None
 
+    @property
+    def started(self) -> bool:
+        """Whether the push landed (the git layer's ``pushed`` hook started this mirror)."""
+        return self._job is not None
+
     def start(self, files: Mapping[str, bytes], commit: str) -> None:
         table = self._table
         docs = TableDocuments(table, self._metadata, files[L.git_history(table)], files[L.MANIFEST])

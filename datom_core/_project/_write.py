@@ -166,7 +166,8 @@ def _record(
         )
     except DatomError:
         mirror.abandon()
-        _undo(ctx, req.table, th.data_sha, uploaded)
+        if not mirror.started:  # a version the remote holds keeps its parquet
+            _undo(ctx, req.table, th.data_sha, uploaded)
         raise
     if commit is None:  # the tip already holds this version: a concurrent twin recorded it
         return _unchanged(ctx, req.table, th)
@@ -174,7 +175,15 @@ def _record(
     checkpoint("pushed")
     if update.converted_v1:
         warnings.warn(MANIFEST_MOVED, stacklevel=4)
-    mirror.finish()
+    try:
+        mirror.finish()
+    except DatomError as e:
+        e.add_note(
+            f"table {req.table!r}: version {metadata.version} is recorded (commit {commit}); "
+            "only the store's copy of its documents may lag: the next write of the table, "
+            "or validate(fix=True), brings it up to date"
+        )
+        raise
     checkpoint("mirrored")
     change: Change = "metadata_only" if same_data else "full"
     return WriteResult(

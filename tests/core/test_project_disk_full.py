@@ -1,0 +1,73 @@
+"""A disk that fills while a write's clone follows its pushed commit: the version stays
+recorded (and its parquet stored), the error is a DatomError that says so, and the next
+operation on the clone finishes the update once there is room."""
+
+from __future__ import annotations
+
+import errno
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import datom_core as dc
+from datom_core._errors import DatomError, GitError
+from datom_core._git import _internals as gi
+from datom_core._git._repo import RepoCore
+from datom_core._project import _layout as L
+from tests.core.projects import frame, new_project
+
+
+def _disk_full(*args: Any) -> int:
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_full_disk_while_the_clone_follows_its_push_loses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    conn = new_project(tmp_path)
+    conn.write("dm", frame(seed=1))
+    monkeypatch.setattr(gi.os, "pwrite", _disk_full)  # the working-tree files, in place
+    with caplog.at_level(logging.WARNING, "datom_core.git"), pytest.raises(DatomError) as got:
+        conn.write("dm", frame(seed=2))
+    assert isinstance(got.value, GitError) and "No space left on device" in str(got.value)
+    assert "dm/metadata.json" in str(got.value) and "run any datom command" in str(got.value)
+    assert any("is recorded (commit" in note for note in got.value.__notes__)
+    assert "could not follow it" in caplog.text
+    want = dc.hash_table(frame(seed=2)).data_sha
+    other = dc.clone(conn.repo.remote_url, tmp_path / "other", store=conn.store)
+    assert other.tables()[0].current_data_sha == want  # recorded in the remote
+    assert conn.store.exists(L.store_parquet("dm", want))  # and its parquet kept
+    monkeypatch.undo()  # room again: the next operation finishes the clone's update
+    assert conn.write("dm", frame(seed=2)).change == "none"
+    assert conn.repo.recover() is False
+    head_bytes = conn.repo.read(L.git_metadata("dm"))
+    assert (conn.repo.path / L.git_metadata("dm")).read_bytes() == head_bytes
+    assert conn.validate(fix=True).ok and conn.validate().ok
+    assert conn.read("dm").equals(frame(seed=2))
+
+
+def test_an_error_after_the_push_never_deletes_the_recorded_versions_parquet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever fails once the remote holds the commit (here: the clone cannot follow it,
+    and cannot reach the remote to judge either), the write's upload is the recorded
+    version's parquet: it is not undone."""
+    conn = new_project(tmp_path)
+    conn.write("dm", frame(seed=1))
+
+    def unreachable(*args: Any, **kwargs: Any) -> None:
+        raise GitError("the remote is out of reach")
+
+    monkeypatch.setattr(RepoCore, "_follow", unreachable)
+    monkeypatch.setattr(type(conn.repo), "fetch_and_reset", unreachable)
+    with pytest.raises(GitError):
+        conn.write("dm", frame(seed=2))
+    want = dc.hash_table(frame(seed=2)).data_sha
+    monkeypatch.undo()
+    assert conn.store.exists(L.store_parquet("dm", want))
+    conn.pull()
+    assert conn.validate(fix=True).ok and conn.validate().ok  # the store's copy catches up
+    assert conn.tables()[0].current_data_sha == want
+    assert conn.read("dm").equals(frame(seed=2))
