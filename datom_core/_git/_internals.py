@@ -20,7 +20,7 @@ from dulwich.errors import NotGitRepository
 from dulwich.file import FileLocked
 from dulwich.graph import can_fast_forward
 from dulwich.index import IndexEntry, index_entry_from_stat
-from dulwich.objects import Commit, ObjectID
+from dulwich.objects import Blob, Commit, ObjectID
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
@@ -104,6 +104,11 @@ def write_worktree_file(path: Path, data: bytes) -> None:
     finally:
         if fd >= 0:
             os.close(fd)
+
+
+def blob_id(data: bytes | None) -> bytes | None:
+    """The git id of a blob of ``data`` (None: no file)."""
+    return Blob.from_string(data).id if data is not None else None
 
 
 def remove_worktree_file(target: Path, root: Path) -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from dulwich.config import StackedConfig
 from dulwich.errors import NotGitRepository
-from dulwich.objects import Blob, ShaFile
+from dulwich.objects import ShaFile
 from dulwich.repo import Repo
 
 from .._checkpoint import checkpoint
@@ -52,6 +52,10 @@ Build = Callable[[TreeReader], Mapping[str, bytes]]
 _JOURNAL = "datom-worktree.journal"
 _PUSH_DEADLINE = 300.0  # seconds a commit_and_push keeps replaying a rejected push
 _BACKOFF_START, _BACKOFF_MAX = 0.01, 1.0
+_UNFOLLOWED = (
+    "commit %s is recorded, but the clone %s could not follow it (%s); the next datom "
+    "operation on this clone finishes that"
+)
 
 
 class RepoCore:
@@ -169,7 +173,7 @@ class RepoCore:
             return
         log.warning("finishing an interrupted update of the working tree of %s", self.path)
         reader = TreeReader(r.object_store, gi.head(r))
-        self._sync(r, {p: _blob_id(reader.read(p.decode())) for p in paths if p})
+        self._sync(r, {p: gi.blob_id(reader.read(p.decode())) for p in paths if p})
 
     def _journal(self, paths: Iterable[bytes]) -> None:
         """Record the paths about to change, before the branch moves: a writer killed
@@ -339,22 +343,16 @@ class RepoCore:
     def _follow(
         self, r: Repo, remote: Transport, branch: bytes, tip: bytes | None, new: NewCommit
     ) -> None:
-        """After a push: the clone catches up outside the turn (the commits it lacked, then
-        its own), and the remote is compacted now and then. The commit is recorded once the
-        remote holds it, so a failure here (a full disk, say) is logged, not raised: a
-        caller told its write failed would undo or redo a recorded version. The next
-        operation on the clone finishes the work (the journal lists the files in flight;
-        a branch that did not move is moved by the next write or ``catch_up``)."""
+        """After a push: the clone catches up outside the turn, and the remote is compacted
+        now and then. The commit is recorded, so a failure here (a full disk) is logged, not
+        raised (a caller told its write failed would undo a recorded version): the next
+        operation finishes it (the journal lists the files in flight)."""
         try:
             self._count_local(r, remote.receive(r, branch, tip, new.id, new.objects), new.id)
             self._move_to(r, branch, new.id, new)
             self._pushed(r, remote, branch, new.id)
         except (OSError, GitError) as e:
-            log.warning(
-                "commit %s is recorded in %s, but the clone %s could not follow it (%s); the "
-                "next datom operation on this clone finishes that",
-                new.id.decode()[:12], remote.url, self.path, e,
-            )  # fmt: skip
+            log.warning(_UNFOLLOWED, new.id.decode()[:12], self.path, e)
             return
         remote.maintain(new.id)
 
@@ -400,7 +398,3 @@ class RepoCore:
 
 def _now() -> int:
     return int(datetime.now(UTC).timestamp())
-
-
-def _blob_id(data: bytes | None) -> bytes | None:
-    return Blob.from_string(data).id if data is not None else None
