@@ -214,7 +214,9 @@ def prepend(old: HistoryText | None, entry: Mapping[str, Any], *, key: str) -> H
             raw = dump([added] + [dict(h.raw) for h in old.entries])
         text = HistoryText(raw, first + old.entries, key=key, canonical=True, parent=old)
         old._grown(first[0], text)
-        old.parent = None  # one step back is all a store copy needs: no chain of texts
+        if old.parent is not None:  # one step back is all a store copy needs
+            _texts.forget(old.parent.raw)
+        old.parent = None
     _texts.put(text.raw, text)
     return text
 
@@ -325,7 +327,8 @@ def spliced_store_copy(
     entry = dict(first.raw)
     entry["commit_sha"] = new[1]
     raw = _entry_text(entry) + b",\n" + kept.raw[2:]
-    kept.mirrors = None  # superseded: no chain of texts
+    kept.mirrors = None
+    _texts.forget(kept.raw)  # superseded by the copy made here: a table keeps one copy
     copy = HistoryText(raw, None, key=key, canonical=True, mirrors=git, gaps=kept.gaps)
     _texts.put(raw, copy)
     return raw

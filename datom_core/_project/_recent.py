@@ -70,6 +70,11 @@ class Recent(Generic[T]):
                 oldest = self._items[0][0]
                 self._drop(oldest, _print(oldest))
 
+    def forget(self, raw: bytes) -> None:
+        """Drop the value put for this very object, if kept (it was superseded)."""
+        with self._guard:
+            self._drop(raw, _print(raw))
+
     def _drop(self, raw: bytes, key: _Print) -> None:
         """Forget the entry of this very object (``key``: its print), if kept (under the
         guard)."""

@@ -60,3 +60,16 @@ def test_parsed_keeps_what_it_parsed_and_not_a_failure() -> None:
         except ValueError:
             pass
     assert calls == [b"four", b"bad", b"bad"]
+
+
+def test_a_forgotten_text_is_dropped_and_its_bytes_no_longer_count() -> None:
+    kept: Recent[int] = Recent(8, size=30)
+    a, b, c = b"a" * 10, b"b" * 10, b"c" * 10
+    for i, text in enumerate((a, b, c)):
+        kept.put(text, i)
+    kept.forget(_copy(b))  # another object with the same bytes: not this entry
+    assert kept.values() == [2, 1, 0]
+    kept.forget(b)
+    assert kept.values() == [2, 0] and kept.get(_copy(b)) is None
+    kept.put(b"d" * 10, 3)  # 30 bytes again: nothing had to go
+    assert kept.values() == [3, 2, 0]

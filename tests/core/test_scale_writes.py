@@ -267,3 +267,20 @@ def test_a_pipeline_writing_many_deep_tables_in_turn_parses_only_what_each_write
     for name in names[::17]:
         assert len(conn.history(name)) == 202
     assert conn.read(names[-1], as_="arrow").equals(_data(1119))
+
+
+def test_a_table_written_again_and_again_keeps_a_few_texts_not_its_every_history(
+    tmp_path: Path,
+) -> None:
+    """Each write supersedes its table's previous store copy and the history two steps
+    back: they are dropped, so a deep table does not fill the memory with its old texts
+    (and many tables' newest texts fit in it)."""
+    conn = _project(tmp_path)
+    _seed_versions(conn, "old", 200)
+    conn.write("old", _data(1))
+    before = len(_history_text._texts.values())
+    for i in range(2, 32):
+        conn.write("old", _data(i))
+    assert len(_history_text._texts.values()) - before <= 2
+    assert len(conn.history("old")) == 1 + 200 + 31
+    assert conn.read("old", as_="arrow").equals(_data(31))
