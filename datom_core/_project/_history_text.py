@@ -122,8 +122,8 @@ class HistoryText:
 
 # Texts of many tables: a pipeline writing each of its 100 tables in turn finds every
 # table's texts still here (with 48 it re-parsed and re-printed each table's whole history
-# on every write). The bytes bound what is kept, as before: 64 MB of text, about 250 MB
-# with the parsed entries (three times their text) at worst.
+# on every write). A write drops the texts it supersedes, so a table keeps a few; the
+# bytes bound the rest, as before: 64 MB of text, ~250 MB with parsed entries at worst.
 _texts: Recent[HistoryText] = Recent(1024, 64 << 20)
 
 
