@@ -274,7 +274,7 @@ class MetadataRepo(RepoCore):
             return None
         with self.lock():
             r = self._open()
-            self._recover(r)
+            self._worktree.recover(r)
             who = author if author is not None else self.default_author()
             branch, parent = gi.branch_ref(r), gi.head(r)
             new = build_commit(
@@ -286,17 +286,17 @@ class MetadataRepo(RepoCore):
             if len(self._made) > 64:
                 self._made.clear()
             self._made[new.id] = new.objects
-            self._journal(new.changes)
+            self._worktree.journal(new.changes)
             checkpoint("git:commit:journaled")
             moved = gi.swap_ref(r, branch, parent, new.id)
             if not moved:
-                self._recover(r)
+                self._worktree.recover(r)
                 raise GitError(
                     f"The branch of {self.path} moved while committing: another process wrote "
                     "to this clone without MetadataRepo.lock()."
                 )
             checkpoint("git:commit:moved")
-            self._sync(r, new.changes, journaled=True)
+            self._worktree.sync(r, new.changes, journaled=True)
             return new.id.decode()
 
     def push(self) -> None:
@@ -309,7 +309,7 @@ class MetadataRepo(RepoCore):
         """
         with self.lock():
             r = self._open()
-            self._recover(r)
+            self._worktree.recover(r)
             head = gi.head(r)
             if head is None:
                 return
@@ -342,12 +342,12 @@ class MetadataRepo(RepoCore):
         """
         with self.lock():
             r = self._open()
-            self._recover(r)
+            self._worktree.recover(r)
             branch = gi.branch_ref(r)
             target = self._remote().fetch_branch(r, branch)
             if target is not None:
                 gi.set_tracking(r, branch, target)
-            self._move_to(r, branch, target)
+            self._worktree.move_to(r, branch, target)
             return target.decode() if target is not None else None
 
     def pull(self) -> None:
@@ -358,7 +358,7 @@ class MetadataRepo(RepoCore):
         """
         with self.lock():
             r = self._open()
-            self._recover(r)
+            self._worktree.recover(r)
             branch = gi.branch_ref(r)
             theirs, ours = self._remote().fetch_branch(r, branch), gi.head(r)
             if theirs is not None:
@@ -374,7 +374,7 @@ class MetadataRepo(RepoCore):
                     "it) and redo it, or reconcile the histories by hand."
                 )
             gi.require_clean(r)
-            self._move_to(r, branch, theirs)
+            self._worktree.move_to(r, branch, theirs)
 
     def _checkout_remote_default(self) -> None:
         with self.lock():
@@ -393,4 +393,4 @@ class MetadataRepo(RepoCore):
                 if sha is not None:
                     gi.set_tracking(r, name, sha)
                     target = sha if name == branch else target
-            self._move_to(r, branch, target)
+            self._worktree.move_to(r, branch, target)

@@ -9,7 +9,7 @@ One dulwich repository (and one remote) is kept open per handle, re-opened after
 
 The working tree mirrors HEAD for the paths datom writes. A crash while it is being
 updated is repaired by the next operation (a journal in ``.git`` lists the paths in
-flight). Hand edits to tracked files are not looked for on every operation (that is the
+flight, see ``_worktree``). Hand edits to tracked files are not looked for on every operation (that is the
 scan this design avoids): :meth:`MetadataRepo.commit_and_push` builds on the remote tip's
 tree, never on the working tree, and :meth:`pull` refuses a clone with such edits.
 """
@@ -20,7 +20,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -35,21 +35,20 @@ from . import _internals as gi
 from . import _maintenance as maint
 from ._copy import add_objects
 from ._http import open_transport
-from ._index import FastIndex
 from ._lock import RepoLock
-from ._objects import NewCommit, TreeReader, blob_data, build_commit, changed_paths
+from ._objects import NewCommit, TreeReader, build_commit
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, is_http_url, resolve_credentials
 from ._shared import missing_object, sharing_wanted
 from ._tipview import TipView
 from ._transport import Transport
 from ._types import Author, author_from
+from ._worktree import WorkTree
 
 __all__ = ["Build", "RepoCore"]
 
 log = logging.getLogger("datom_core.git")
 
 Build = Callable[[TreeReader], Mapping[str, bytes]]
-_JOURNAL = "datom-worktree.journal"
 _PUSH_DEADLINE = 300.0  # seconds a commit_and_push keeps replaying a rejected push
 _BACKOFF_START, _BACKOFF_MAX = 0.01, 1.0
 _UNFOLLOWED = (
@@ -79,7 +78,7 @@ class RepoCore:
             raise GitError(f"{self.path} is a bare repository; datom needs a clone.")
         self.controldir = Path(r.controldir())
         self._lock_path = self.controldir / "datom.lock"
-        self._index = FastIndex(self.controldir / "index")
+        self._worktree = WorkTree(self.path, self.controldir)
 
     # -- the open repository -----------------------------------------------------------
 
@@ -92,11 +91,8 @@ class RepoCore:
                     f"{self.path} is not a git repository: create one with MetadataRepo.init() "
                     "or MetadataRepo.clone()."
                 ) from e
-            self._pid, self._transport, self._index = (
-                os.getpid(),
-                None,
-                FastIndex(Path(self._r.controldir()) / "index"),
-            )
+            self._pid, self._transport = os.getpid(), None
+            self._worktree = WorkTree(self.path, Path(self._r.controldir()))
         return self._r
 
     def close(self) -> None:
@@ -159,81 +155,9 @@ class RepoCore:
         there is none); True if there was one. Every changing method does this itself;
         call it before reading the working tree to judge what a crashed writer left."""
         with self.lock():
-            pending = (self.controldir / _JOURNAL).exists()
-            self._recover(self._open())
+            pending = self._worktree.pending()
+            self._worktree.recover(self._open())
             return pending
-
-    def _recover(self, r: Repo) -> None:
-        """Under the lock: finish an interrupted working-tree update (stale git locks are
-        removed where they are met, see :func:`_internals.unstale`)."""
-        journal = self.controldir / _JOURNAL
-        try:
-            paths = journal.read_bytes().splitlines()
-        except FileNotFoundError:
-            return
-        log.warning("finishing an interrupted update of the working tree of %s", self.path)
-        reader = TreeReader(r.object_store, gi.head(r))
-        self._sync(r, {p: gi.blob_id(reader.read(p.decode())) for p in paths if p})
-
-    def _journal(self, paths: Iterable[bytes]) -> None:
-        """Record the paths about to change, before the branch moves: a writer killed
-        between moving the branch and rewriting the files (or before either) leaves the
-        list for :meth:`_recover`, which makes those paths hold HEAD's bytes again."""
-        listed = b"".join(p + b"\n" for p in paths)
-        if listed:
-            try:
-                gi.write_file_atomic(self.controldir / _JOURNAL, listed)
-            except OSError as e:
-                raise gi.worktree_error(self.path, e, _JOURNAL) from e
-
-    def _sync(
-        self, r: Repo, changes: Mapping[bytes, bytes | None], journaled: bool = False
-    ) -> None:
-        """Make the working tree and index hold ``path -> blob`` (None: no file);
-        ``journaled``: the caller already listed these paths in the journal."""
-        journal = self.controldir / _JOURNAL
-        if not journaled:
-            self._journal(changes)
-        doing = "the index"
-        try:
-            for path, sha in changes.items():
-                doing = os.fsdecode(path)
-                target = self.path / doing
-                if sha is None:
-                    gi.remove_worktree_file(target, self.path)
-                    continue
-                data = blob_data(r.object_store, sha)  # the write's own bytes: in memory
-                if data is None:
-                    raise GitError(f"{doing} in {self.path} names no blob ({sha!r})")
-                gi.write_worktree_file(target, data)
-            doing = "the index"
-            if changes:
-                gi.update_index(self._index, r, self.path, changes)
-            journal.unlink(missing_ok=True)
-        except OSError as e:
-            raise gi.worktree_error(self.path, e, doing) from e
-
-    def _move_to(
-        self, r: Repo, branch: bytes, target: bytes | None, made: NewCommit | None = None
-    ) -> None:
-        """Point ``branch`` at ``target``, rewriting only the files that differ; ``made``:
-        ``target`` is this commit, built here (when the branch is on its parent, the
-        changed paths are the ones it changed: no tree is read)."""
-        old = gi.get_ref(r, branch)
-        if old == target:
-            return
-        if made is not None and made.id == target and made.parent == old:
-            changes: Mapping[bytes, bytes | None] = made.changes
-        else:
-            changes = changed_paths(r.object_store, old, target)
-        self._journal(changes)
-        checkpoint("git:move:journaled")
-        if target is None:
-            gi.drop_ref(r, branch)
-        else:
-            gi.set_ref(r, branch, target)
-        checkpoint("git:move:moved")
-        self._sync(r, changes, journaled=True)
 
     def _store_local(self, r: Repo, objects: Sequence[ShaFile], made: bytes) -> None:
         """Add a new local commit's objects to the clone."""
@@ -302,7 +226,7 @@ class RepoCore:
             raise GitError("A commit needs a non-empty message.")
         with self.lock():
             r = self._open()
-            self._recover(r)
+            self._worktree.recover(r)
             remote = self._remote()
             branch = self._target_branch(r, remote)
             who = (author or self.default_author()).identity.encode()
@@ -322,7 +246,7 @@ class RepoCore:
                         if tip is not None:
                             remote.fetch_commit(r, tip, branch)
                             gi.set_tracking(r, branch, tip)
-                        self._move_to(r, branch, tip)
+                        self._worktree.move_to(r, branch, tip)
                         return None
                 except PushRejectedError:
                     if time.monotonic() + delay > end:
@@ -349,7 +273,7 @@ class RepoCore:
         operation finishes it (the journal lists the files in flight)."""
         try:
             self._count_local(r, remote.receive(r, branch, tip, new.id, new.objects), new.id)
-            self._move_to(r, branch, new.id, new)
+            self._worktree.move_to(r, branch, new.id, new)
             self._pushed(r, remote, branch, new.id)
         except (OSError, GitError) as e:
             log.warning(_UNFOLLOWED, new.id.decode()[:12], self.path, e)
@@ -366,7 +290,7 @@ class RepoCore:
         """
         with self.lock():
             r = self._open()
-            self._recover(r)
+            self._worktree.recover(r)
             return self._remote().tip_view(r, gi.branch_ref(r))
 
     def catch_up(self, commit: str | None) -> None:
@@ -375,12 +299,12 @@ class RepoCore:
         differ. Unpushed local commits are dropped, as by ``fetch_and_reset``."""
         with self.lock():
             r = self._open()
-            self._recover(r)
+            self._worktree.recover(r)
             branch, sha = gi.branch_ref(r), commit.encode() if commit is not None else None
             if sha is not None and sha != gi.get_ref(r, branch):
                 self._remote().fetch_commit(r, sha, branch)
                 gi.set_tracking(r, branch, sha)
-            self._move_to(r, branch, sha)
+            self._worktree.move_to(r, branch, sha)
 
     def default_author(self) -> Author:
         """:meth:`Author.default`, also consulting this clone's own ``.git/config``."""

@@ -1,0 +1,110 @@
+"""The clone's working tree and index, kept in step with HEAD (private to the git layer).
+
+Only the changed paths are rewritten, and the index entries of those paths patched. A
+change lists its paths in a journal in ``.git`` before the branch moves; a process killed
+anywhere after that (or a disk that fills) leaves the list, and the next operation makes
+those paths hold HEAD's bytes again (:meth:`WorkTree.recover`). Every caller holds the
+clone's lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from dulwich.repo import Repo
+
+from .._checkpoint import checkpoint
+from .._errors import GitError
+from . import _internals as gi
+from ._index import FastIndex
+from ._objects import NewCommit, TreeReader, blob_data, changed_paths
+
+__all__ = ["WorkTree"]
+
+log = logging.getLogger("datom_core.git")
+
+_JOURNAL = "datom-worktree.journal"
+
+
+class WorkTree:
+    """The working tree at ``root``, its index and journal in ``controldir``."""
+
+    def __init__(self, root: Path, controldir: Path) -> None:
+        self.root = root
+        self.journal_path = controldir / _JOURNAL
+        self.index = FastIndex(controldir / "index")
+
+    def pending(self) -> bool:
+        """Whether an update was left half done (one ``stat``)."""
+        return self.journal_path.exists()
+
+    def recover(self, r: Repo) -> None:
+        """Finish an interrupted update: the journaled paths get HEAD's bytes (stale git
+        locks are removed where they are met, see :func:`_internals.unstale`)."""
+        try:
+            paths = self.journal_path.read_bytes().splitlines()
+        except FileNotFoundError:
+            return
+        log.warning("finishing an interrupted update of the working tree of %s", self.root)
+        reader = TreeReader(r.object_store, gi.head(r))
+        self.sync(r, {p: gi.blob_id(reader.read(p.decode())) for p in paths if p})
+
+    def journal(self, paths: Iterable[bytes]) -> None:
+        """Record the paths about to change, before the branch moves: a writer killed
+        between moving the branch and rewriting the files (or before either) leaves the
+        list for :meth:`recover`."""
+        listed = b"".join(p + b"\n" for p in paths)
+        if listed:
+            try:
+                gi.write_file_atomic(self.journal_path, listed)
+            except OSError as e:
+                raise gi.worktree_error(self.root, e, _JOURNAL) from e
+
+    def sync(self, r: Repo, changes: Mapping[bytes, bytes | None], journaled: bool = False) -> None:
+        """Make the working tree and index hold ``path -> blob`` (None: no file);
+        ``journaled``: the caller already listed these paths in the journal."""
+        if not journaled:
+            self.journal(changes)
+        doing = "the index"
+        try:
+            for path, sha in changes.items():
+                doing = os.fsdecode(path)
+                target = self.root / doing
+                if sha is None:
+                    gi.remove_worktree_file(target, self.root)
+                    continue
+                data = blob_data(r.object_store, sha)  # the write's own bytes: in memory
+                if data is None:
+                    raise GitError(f"{doing} in {self.root} names no blob ({sha!r})")
+                gi.write_worktree_file(target, data)
+            doing = "the index"
+            if changes:
+                gi.update_index(self.index, r, self.root, changes)
+            self.journal_path.unlink(missing_ok=True)
+        except OSError as e:
+            raise gi.worktree_error(self.root, e, doing) from e
+
+    def move_to(
+        self, r: Repo, branch: bytes, target: bytes | None, made: NewCommit | None = None
+    ) -> None:
+        """Point ``branch`` at ``target``, rewriting only the files that differ; ``made``:
+        ``target`` is this commit, built here (when the branch is on its parent, the
+        changed paths are the ones it changed: no tree is read)."""
+        old = gi.get_ref(r, branch)
+        if old == target:
+            return
+        if made is not None and made.id == target and made.parent == old:
+            changes: Mapping[bytes, bytes | None] = made.changes
+        else:
+            changes = changed_paths(r.object_store, old, target)
+        self.journal(changes)
+        checkpoint("git:move:journaled")
+        if target is None:
+            gi.drop_ref(r, branch)
+        else:
+            gi.set_ref(r, branch, target)
+        checkpoint("git:move:moved")
+        self.sync(r, changes, journaled=True)
