@@ -293,6 +293,16 @@ class RepoCore:
             self._worktree.recover(r)
             return self._remote().tip_view(r, gi.branch_ref(r))
 
+    def remote_head(self) -> str | None:
+        """The commit ``origin``'s branch is on (None: an empty remote), looked at without
+        this clone's lock once its remote is open: a writer settling its mirror asks this
+        after each push, while other processes sharing the clone write through it."""
+        r = self._open()
+        if self._transport is None:  # opening the remote may set the clone up: locked
+            return self.remote_tip().commit
+        sha = self._remote().branch_tip(gi.branch_ref(r))
+        return sha.decode() if sha is not None else None
+
     def catch_up(self, commit: str | None) -> None:
         """Move the branch, index and working tree to ``commit``, a commit ``origin`` has
         (a :meth:`remote_tip`; None: an empty remote), rewriting only the files that

@@ -87,6 +87,11 @@ class Transport:
     def fetch_branch(self, r: Repo, branch: bytes) -> bytes | None:
         raise NotImplementedError
 
+    def branch_tip(self, branch: bytes) -> bytes | None:
+        """The commit ``branch`` is on in the remote (None: no such branch); nothing is
+        fetched."""
+        return self.heads()[0].get(branch)
+
     def attach(self, r: Repo, share: bool) -> None:
         """Called once per opened clone: let it read the remote's objects in place where
         the transport can and ``share`` allows (a local remote, see :mod:`._shared`)."""
@@ -189,6 +194,10 @@ class LocalTransport(Transport):
             refs = remote.refs.as_dict(Ref(_HEADS))
             head = remote.refs.get_symrefs().get(Ref(b"HEAD"))
         return {_HEADS + k: v for k, v in refs.items()}, head
+
+    def branch_tip(self, branch: bytes) -> bytes | None:
+        with self._using("read from") as remote:
+            return _read_ref(remote, branch)
 
     @contextmanager
     def view(self, r: Repo, branch: bytes) -> Iterator[tuple[bytes | None, BaseObjectStore]]:

@@ -160,9 +160,11 @@ def _settle(ctx: ProjectContext, docs: TableDocuments, history: bytes, head: str
     }
     git_history = docs.history
     for rounds in range(1, _MAX_ROUNDS + 1):
+        if repo.remote_head() == head:  # a look without the clone's lock
+            return  # the remote did not move: its documents are the ones written
         view = repo.remote_tip()  # a look that moves nothing
         if view.commit == head:
-            return  # the remote did not move: its documents are the ones written
+            return
         head = view.commit
         # The remote moved: the newer writers' mirrors are on their way. Reading back a
         # moment later lets them land (one store read then ends it for us) instead of

@@ -1,6 +1,7 @@
-"""A disk that fills while a write's clone follows its pushed commit: the version stays
-recorded (and its parquet stored), the error is a DatomError that says so, and the next
-operation on the clone finishes the update once there is room."""
+"""A disk that fills once a write's push has landed: the version stays recorded (and its
+parquet stored); a clone that cannot follow is logged and finished by the next operation
+once there is room (which says what to do meanwhile); a store copy that cannot be
+written raises a DatomError noting that the version is recorded."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from typing import Any
 import pytest
 
 import datom_core as dc
-from datom_core._errors import DatomError, GitError
+from datom_core._errors import DatomError, GitError, StoreError
 from datom_core._git import _internals as gi
 from datom_core._git._repo import RepoCore
 from datom_core._project import _layout as L
+from datom_core._project import _mirror
 from tests.core.projects import frame, new_project
 
 
@@ -29,12 +31,13 @@ def test_a_full_disk_while_the_clone_follows_its_push_loses_nothing(
     conn = new_project(tmp_path)
     conn.write("dm", frame(seed=1))
     monkeypatch.setattr(gi.os, "pwrite", _disk_full)  # the working-tree files, in place
-    with caplog.at_level(logging.WARNING, "datom_core.git"), pytest.raises(DatomError) as got:
-        conn.write("dm", frame(seed=2))
+    with caplog.at_level(logging.WARNING, "datom_core.git"):
+        result = conn.write("dm", frame(seed=2))  # recorded: the clone's update is logged
+    assert result.change == "full" and "could not follow it" in caplog.text
+    with pytest.raises(DatomError) as got:  # still full: the next operation says what to do
+        conn.repo.recover()
     assert isinstance(got.value, GitError) and "No space left on device" in str(got.value)
     assert "dm/metadata.json" in str(got.value) and "run any datom command" in str(got.value)
-    assert any("is recorded (commit" in note for note in got.value.__notes__)
-    assert "could not follow it" in caplog.text
     want = dc.hash_table(frame(seed=2)).data_sha
     other = dc.clone(conn.repo.remote_url, tmp_path / "other", store=conn.store)
     assert other.tables()[0].current_data_sha == want  # recorded in the remote
@@ -70,4 +73,25 @@ def test_an_error_after_the_push_never_deletes_the_recorded_versions_parquet(
     conn.pull()
     assert conn.validate(fix=True).ok and conn.validate().ok  # the store's copy catches up
     assert conn.tables()[0].current_data_sha == want
+    assert conn.read("dm").equals(frame(seed=2))
+
+
+def test_a_store_copy_that_cannot_be_written_raises_noting_the_version_is_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conn = new_project(tmp_path)
+    conn.write("dm", frame(seed=1))
+
+    def full(self: Any) -> None:
+        raise StoreError("cannot write dm/.metadata/metadata.json: No space left on device")
+
+    monkeypatch.setattr(_mirror.BackgroundMirror, "finish", full)
+    with pytest.raises(StoreError) as got:
+        conn.write("dm", frame(seed=2))
+    assert any("is recorded (commit" in note and "validate(fix=True)" in note
+               for note in got.value.__notes__)  # fmt: skip
+    monkeypatch.undo()
+    want = dc.hash_table(frame(seed=2)).data_sha
+    assert conn.store.exists(L.store_parquet("dm", want))
+    assert conn.validate(fix=True).ok and conn.validate().ok
     assert conn.read("dm").equals(frame(seed=2))
