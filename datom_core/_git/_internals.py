@@ -74,7 +74,7 @@ def write_file_atomic(path: Path, data: bytes) -> None:
 
 def write_worktree_file(path: Path, data: bytes) -> None:
     """Make the working-tree file ``path`` hold exactly ``data``, under a journal that lists
-    it (``RepoCore._journal``): a crash midway leaves bytes the next operation replaces.
+    it (``WorkTree.journal``): a crash midway leaves bytes the next operation replaces.
 
     An existing regular file with one link is overwritten in place (a write and a
     truncate: no new file, rename or directory change, about 5x cheaper on tmpfs and ext4,

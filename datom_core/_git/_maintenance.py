@@ -79,7 +79,10 @@ def compact(r: Repo) -> tuple[int, int]:
     store = r.object_store
     if not isinstance(store, DiskObjectStore):
         return 0, 0
-    done = _finish(store, _prepare(store))
+    return _logged(r, _finish(store, _prepare(store)))
+
+
+def _logged(r: Repo, done: tuple[int, int]) -> tuple[int, int]:
     if done != (0, 0):
         log.info("compacted %s: %d loose objects packed, %d packs merged", r.path, *done)
     return done
@@ -263,18 +266,20 @@ def compact_remote(
             if not isinstance(store, DiskObjectStore):
                 return True
             plan = _prepare(store)
-        deadline = time.monotonic() + wait
-        while True:
-            with _flock(path / _LOCK_NAME, fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
-                if alone:
-                    done = _finish(store, plan)
-                    if done != (0, 0):
-                        log.info("compacted %s: %d loose objects packed, %d packs merged",
-                                 repo.path, *done)  # fmt: skip
-                    return True
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.001)
+        return _finish_alone(path, repo, plan, wait)
+
+
+def _finish_alone(path: Path, repo: Repo, plan: _Compaction, wait: float) -> bool:
+    """:func:`_finish` at a moment nobody reads the remote, tried for ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        with _flock(path / _LOCK_NAME, fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
+            if alone:
+                _logged(repo, _finish(repo.object_store, plan))
+                return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.001)
 
 
 def find_stale_locks(controldir: Path) -> list[Path]:
