@@ -259,3 +259,20 @@ def test_a_squashed_historys_versions_are_not_looked_for_by_every_write(tmp_path
     assert sum(1 for e in stored if "commit_sha" in e) == 11
     assert store.read_bytes(L.STORE_MANIFEST) == repo.read(L.MANIFEST)
     assert store.read_bytes(L.store_metadata("old")) == repo.read(L.git_metadata("old"))
+
+
+def test_a_write_whose_remote_did_not_move_settles_without_the_clones_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conn = new_project(tmp_path)
+    conn.write("dm", frame(seed=1))
+    looks: list[str] = []
+    real = type(conn.repo).remote_tip
+
+    def counted(self: Any) -> Any:
+        looks.append("locked")
+        return real(self)
+
+    monkeypatch.setattr(type(conn.repo), "remote_tip", counted)
+    conn.write("dm", frame(seed=2))
+    assert looks == ["locked"]  # the classification's look only; the settle's is lock-free

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dulwich.repo import Repo
@@ -627,3 +628,35 @@ def test_invalid_author_is_refused() -> None:
         Author("Eve <evil>", "e@x")
     with pytest.raises(InvalidNameError):
         Author("Eve", "e@x\nSigned-off-by: x")
+
+
+def _hold_lock(path: str, held: Any, release: Any) -> None:
+    with MetadataRepo.open(path).lock(timeout=60):
+        held.set()
+        release.wait(60)
+
+
+def test_the_remotes_head_is_read_while_another_process_holds_the_clones_lock(
+    tmp_path: Path,
+) -> None:
+    """What a settling writer asks after its push, while other processes sharing its clone
+    write through it (they hold the clone's lock for their whole write)."""
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    first = repo.commit_and_push(lambda tree: {"x.json": b"1\n"}, "c0", ME)
+    other = MetadataRepo.clone(MetadataRepo.embedded_remote_path(tmp_path / "a"), tmp_path / "b")
+    ctx = multiprocessing.get_context("spawn")
+    held, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold_lock, args=(str(repo.path), held, release))
+    holder.start()
+    try:
+        assert held.wait(60)
+        assert repo.remote_head() == first
+        theirs = other.commit_and_push(lambda tree: {"x.json": b"2\n"}, "c1", ME)
+        assert repo.remote_head() == theirs != first
+        with pytest.raises(GitError):  # the locked look would wait for the holder
+            with repo.lock(timeout=0.2):
+                pass
+    finally:
+        release.set()
+        holder.join(60)
+    assert repo.remote_tip().commit == theirs

@@ -4,17 +4,13 @@ whole otherwise, and repaired from the journal when a write stops half way."""
 from __future__ import annotations
 
 import errno
-import multiprocessing
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from datom_core._errors import GitError
 from datom_core._git import MetadataRepo
 from datom_core._git import _internals as gi
-from tests.core.projects import frame, new_project
 from tests.core.test_git_objects import ME, put
 from tests.gitcli import git, needs_git
 
@@ -90,52 +86,3 @@ def test_a_write_stopped_half_way_is_repaired_from_the_journal(
     assert target.read_bytes() == repo.read("t/metadata.json") == new
     assert repo.head() == commit == repo.remote_tip().commit
     assert repo.recover() is False
-
-
-def _hold_lock(path: str, held: Any, release: Any) -> None:
-    with MetadataRepo.open(path).lock(timeout=60):
-        held.set()
-        release.wait(60)
-
-
-def test_the_remotes_head_is_read_while_another_process_holds_the_clones_lock(
-    tmp_path: Path,
-) -> None:
-    """What a settling writer asks after its push, while other processes sharing its clone
-    write through it (they hold the clone's lock for their whole write)."""
-    repo = MetadataRepo.init(tmp_path / "a", None)
-    first = repo.commit_and_push(put({"x.json": b"1\n"}), "c0", ME)
-    other = MetadataRepo.clone(MetadataRepo.embedded_remote_path(tmp_path / "a"), tmp_path / "b")
-    ctx = multiprocessing.get_context("spawn")
-    held, release = ctx.Event(), ctx.Event()
-    holder = ctx.Process(target=_hold_lock, args=(str(repo.path), held, release))
-    holder.start()
-    try:
-        assert held.wait(60)
-        assert repo.remote_head() == first
-        theirs = other.commit_and_push(put({"x.json": b"2\n"}), "c1", ME)
-        assert repo.remote_head() == theirs != first
-        with pytest.raises(GitError):  # the locked look would wait for the holder
-            with repo.lock(timeout=0.2):
-                pass
-    finally:
-        release.set()
-        holder.join(60)
-    assert repo.remote_tip().commit == theirs
-
-
-def test_a_write_whose_remote_did_not_move_settles_without_the_clones_lock(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    conn = new_project(tmp_path)
-    conn.write("dm", frame(seed=1))
-    looks: list[str] = []
-    real = type(conn.repo).remote_tip
-
-    def counted(self: Any) -> Any:
-        looks.append("locked")
-        return real(self)
-
-    monkeypatch.setattr(type(conn.repo), "remote_tip", counted)
-    conn.write("dm", frame(seed=2))
-    assert looks == ["locked"]  # the classification's look only; the settle's is lock-free
