@@ -1,9 +1,11 @@
 """Concurrent writers, each with its own clone of one local bare remote (ratios in one run).
 
-8 processes, 10 writes each, first to distinct tables, then all to one shared table. Prints
-per phase: failed writes (target 0), versions recorded once (every successful write's
-version exactly once in its table's history), ``validate`` clean, and aggregate writes/s
-over one writer's writes/s (target >= 0.8). One writer alone and the two phases are run
+8 processes, 10 writes each, first to distinct tables, then all to one shared table, then
+(for reference) to distinct tables all through one clone, as the steps of Dagster's
+multiprocess executor with one ``DATOM_HOME`` do. Prints per phase: failed writes (target
+0), versions recorded once (every successful write's version exactly once in its table's
+history), ``validate`` clean, and aggregate writes/s over one writer's writes/s (target
+>= 0.8 for the first two). One writer alone and the phases are run
 ``--rounds`` times (default 3) interleaved, with one writer alone once more at the end;
 each rate is the best of its runs (the runs are printed too). Then the same for the git
 layer alone (``MetadataRepo.commit_and_push`` of a table's documents and a manifest, as
@@ -35,6 +37,8 @@ from datom_core._git import MetadataRepo, TreeReader
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import file_churn_cost  # noqa: E402
+
+_DISTINCT, _SHARED, _ONE_CLONE = "distinct tables", "one shared table", "one clone"
 
 
 def _table(writer: int, i: int) -> pa.Table:  # writer numbers differ between rounds
@@ -197,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"after the writes, {file_churn_cost(root)}")
         print(f"one writer, best of {len(baselines)} runs ({_rates(b for b, _ in baselines)} "
               f"writes/s): {one_rate:.1f} writes/s, CPU {1000 * one_cpu:.1f} ms per write")  # fmt: skip
-        for shared, runs in phases.items():
+        for label, runs in phases.items():
             origin.pull()
             results = [r for _, rs, _ in runs for r in rs]
             failed, once = _check(origin, results)
@@ -205,14 +209,16 @@ def main(argv: list[str] | None = None) -> int:
             rates = [(len([r for r in rs if r[1]]) / elapsed, cpu) for elapsed, rs, cpu in runs]
             rate, cpu = max(rates)
             ratio = rate / one_rate
-            label = "one shared table" if shared else "distinct tables"
-            good = failed == 0 and once and report.ok and ratio >= 0.8
+            targeted = label != _ONE_CLONE
+            good = failed == 0 and once and report.ok and (ratio >= 0.8 or not targeted)
             ok &= good
+            verdict = ("ok" if good else "MISSED") if targeted else ("ok" if good else "FAILED")
             print(
                 f"{args.writers} writers x {args.writes} writes, {label:<16}: failures {failed}, "
                 f"versions once {once}, validate {'clean' if report.ok else 'NOT clean'}, "
                 f"best of {len(rates)} ({_rates(r for r, _ in rates)}) {rate:.1f} writes/s = "
-                f"{ratio:.2f} x one writer (target >= 0.8) {'ok' if good else 'MISSED'}; CPU "
+                f"{ratio:.2f} x one writer "
+                f"({'target >= 0.8' if targeted else 'for reference'}) {verdict}; CPU "
                 f"{1000 * cpu:.1f} ms per write = {cpu / one_cpu:.2f} x one writer's"
             )
             if not report.ok:
@@ -223,18 +229,24 @@ def main(argv: list[str] | None = None) -> int:
 
 def _rounds(
     clones: list[Path], store: Path, writes: int, rounds: int
-) -> tuple[list[tuple[float, float]], dict[bool, list[Any]]]:
-    """One writer alone, then the distinct-table and shared-table phases, ``rounds`` times,
-    and one writer alone once more: every rate is the best of its runs, measured
-    interleaved (as ``bench_dagster`` does), so a load spike on this shared machine during
-    one short run (80 writes take well under a second) flatters or spoils no ratio. Each
-    round writes new tables (its own shared one too) and new data (writer numbers
-    ``100 * round + w``), so the rounds are alike."""
-    baselines, phases = [], {False: [], True: []}
+) -> tuple[list[tuple[float, float]], dict[str, list[Any]]]:
+    """One writer alone, then the distinct-table, shared-table and one-clone phases,
+    ``rounds`` times, and one writer alone once more: every rate is the best of its runs,
+    measured interleaved (as ``bench_dagster`` does), so a load spike on this shared
+    machine during one short run (80 writes take well under a second) flatters or spoils
+    no ratio. Each round writes new tables (its own shared one too) and new data (writer
+    numbers ``100 * round + w``; the one-clone phase ``100 * round + 60 + w``), so the
+    rounds are alike."""
+    baselines: list[tuple[float, float]] = []
+    phases: dict[str, list[Any]] = {_DISTINCT: [], _SHARED: [], _ONE_CLONE: []}
     for r in range(rounds):
         baselines.append(_one_writer(clones[0], store, writes * 4, base=100 * r + 50))
-        for shared in (False, True):
-            phases[shared].append(_run(clones, store, writes, shared, base=100 * r))
+        for label, shared in ((_DISTINCT, False), (_SHARED, True)):
+            phases[label].append(_run(clones, store, writes, shared, base=100 * r))
+        # Dagster's multiprocess executor with one DATOM_HOME: every step writes through
+        # the same clone, taking turns at its lock.
+        one = [clones[0]] * len(clones)
+        phases[_ONE_CLONE].append(_run(one, store, writes, False, base=100 * r + 60))
     baselines.append(_one_writer(clones[0], store, writes * 4, base=100 * rounds + 50))
     return baselines, phases
 
