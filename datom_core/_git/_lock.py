@@ -13,18 +13,14 @@ holding process dies, so a crash never leaves a stale lock behind.
 * A forked child inherits the parent's descriptor and with it a share of the parent's lock.
   The holder's pid is recorded, so a child never counts the parent's lock as its own and
   never unlocks it; it simply opens a fresh descriptor and waits like anyone else.
-
-A wait with a timeout blocks in the kernel too, in a helper thread (:class:`_Waiter`), so
-the lock passes to a waiter as soon as it is let go; a wait given up on leaves the helper
-blocked until then, when it lets the lock go at once.
 """
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import os
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -32,6 +28,9 @@ from types import TracebackType
 from .._errors import GitError
 
 __all__ = ["RepoLock"]
+
+_POLL_START = 0.005
+_POLL_MAX = 0.1
 
 
 @dataclass
@@ -59,9 +58,13 @@ class RepoLock:
     lock is not obtained in time.
     """
 
-    def __init__(self, lock_path: Path, timeout: float | None) -> None:
+    def __init__(
+        self, lock_path: Path, timeout: float | None, poll: tuple[float, float] | None = None
+    ) -> None:
         self.lock_path = lock_path
         self.timeout = timeout
+        # (first, longest) wait between tries: short for locks held for milliseconds
+        self._poll = poll or (_POLL_START, _POLL_MAX)
         self._key = str(lock_path)
 
     def __enter__(self) -> RepoLock:
@@ -111,68 +114,19 @@ class RepoLock:
         if self.timeout is None:
             fcntl.flock(fd, fcntl.LOCK_EX)
             return
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            pass
-        try:
-            acquired = _Waiter(fd).acquired(max(self.timeout, 0.0))
-        except OSError as e:
-            raise GitError(f"Cannot lock {self.lock_path}: {e.strerror}.") from e
-        if not acquired:
-            raise GitError(
-                f"Timed out after {self.timeout:g}s waiting for {self.lock_path}: "
-                "another datom process is writing to this clone. Wait for it to "
-                "finish, or raise the timeout."
-            )
-
-
-class _Waiter:
-    """A blocking ``flock`` with a timeout: a helper thread blocks in the kernel, which
-    hands the lock over the moment its holder lets go. (Tries between sleeps woke up to
-    4 ms late for the writers' turn and 100 ms late for a clone that several Dagster
-    steps share: 8 processes taking turns at a 2 ms lock kept it busy 68-73% of the time
-    polling, 77-82% blocking.)
-
-    The helper locks a duplicate of the caller's descriptor: one open file description,
-    so the lock it takes is the caller's. Given up on (the timeout, an interrupt), it
-    closes its duplicate; once the caller has closed its own, that releases a lock the
-    helper took late.
-    """
-
-    def __init__(self, fd: int) -> None:
-        self._dup = os.dup(fd)
-        self._done = threading.Event()
-        self._mutex = threading.Lock()
-        self._state = "waiting"  # then "held", "failed" or "abandoned"
-        self._error: OSError | None = None
-
-    def acquired(self, timeout: float) -> bool:
-        try:
-            threading.Thread(target=self._run, name="datom-lock-wait", daemon=True).start()
-        except RuntimeError as e:  # no thread to be had: nothing waits on the duplicate
-            os.close(self._dup)
-            raise OSError(errno.EAGAIN, f"no thread to wait for the lock ({e})") from e
-        try:
-            self._done.wait(timeout)
-        finally:
-            with self._mutex:
-                state = self._state
-                if state == "waiting":
-                    self._state = "abandoned"
-        if state == "failed" and self._error is not None:
-            raise self._error
-        return state == "held"
-
-    def _run(self) -> None:
-        try:
-            fcntl.flock(self._dup, fcntl.LOCK_EX)
-            outcome = "held"
-        except OSError as e:
-            self._error, outcome = e, "failed"
-        with self._mutex:
-            if self._state == "waiting":
-                self._state = outcome
-        os.close(self._dup)  # the caller's descriptor keeps the lock, or it is released
-        self._done.set()
+        deadline = time.monotonic() + max(self.timeout, 0.0)
+        delay, longest = self._poll
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise GitError(
+                        f"Timed out after {self.timeout:g}s waiting for {self.lock_path}: "
+                        "another datom process is writing to this clone. Wait for it to "
+                        "finish, or raise the timeout."
+                    ) from None
+                time.sleep(min(delay, remaining))
+                delay = min(delay * 2, longest)
