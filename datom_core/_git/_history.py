@@ -16,7 +16,8 @@ from dulwich.objects import Commit, ObjectID
 from dulwich.repo import Repo
 
 from ._loose import commit_of
-from ._objects import TreeReader, changed_paths, commits_between
+from ._objects import TreeReader, changed_paths
+from ._send import commits_between
 
 __all__ = ["PathHistory", "first_parents", "recent_change"]
 

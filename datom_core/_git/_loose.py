@@ -9,7 +9,8 @@ They are written here rather than by dulwich's ``add_object`` for three reasons:
   stored blocks, level 0): loose objects live only until the next compaction packs them
   (compressing them then, once), while deflating the large documents of a big project (a
   3,000-table manifest, a 1,000-version history) on every write costs milliseconds, more
-  than hashing and writing them together. The space this takes is bounded by the loose
+  than hashing and writing them together. A large blob of a new commit has its file
+  written ahead, while its id is computed (:mod:`._stored`). The space this takes is bounded by the loose
   budget of :mod:`_maintenance`. Any zlib stream is a valid loose object for git and
   dulwich.
 * **Written once per machine.** An object copied between two repositories on one
@@ -36,7 +37,6 @@ from __future__ import annotations
 import errno
 import os
 import secrets
-import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -46,6 +46,7 @@ from dulwich.objects import Commit, ObjectID, ShaFile
 from .._memory import KeyedMemory
 from ._objects import tree_of
 from ._read import load
+from ._stored import STORED_FROM, LargeBlob, stored_form, write_parts
 
 __all__ = [
     "LOOSE_LEVEL",
@@ -58,9 +59,6 @@ __all__ = [
 ]
 
 LOOSE_LEVEL = 1
-STORED_FROM = 64 << 10  # raw bytes from which a loose object is written uncompressed
-_BLOCK = 0xFFFF  # the most a stored deflate block holds
-_MAX_PARTS = 512  # buffers in one writev (the system's limit is at least 1,024)
 # errno values of link(2) meaning "no hard link here": copy the compressed bytes instead.
 _NO_LINK = {errno.EPERM, errno.EACCES, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS,
             errno.EXDEV, errno.EMLINK}  # fmt: skip
@@ -99,43 +97,11 @@ def _publish(final: str, data: bytes | Sequence[bytes | memoryview]) -> None:
         fd = os.open(tmp, flags, 0o444)
     try:
         with os.fdopen(fd, "wb", buffering=0) as f:
-            _write_all(f.fileno(), [data] if isinstance(data, bytes) else data)
+            write_parts(f.fileno(), [data] if isinstance(data, bytes) else data)
         os.replace(tmp, final)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def _write_all(fd: int, parts: Sequence[bytes | memoryview]) -> None:
-    """One ``writev`` where possible: a large object's parts are never joined in memory
-    (a fresh megabyte costs as much to fault in as to hash)."""
-    done = os.writev(fd, parts) if len(parts) <= _MAX_PARTS else 0
-    rest = memoryview(b"".join(parts))[done:] if done < sum(map(len, parts)) else None
-    while rest:
-        rest = rest[os.write(fd, rest) :]
-
-
-def _stored(obj: ShaFile) -> list[bytes | memoryview]:
-    """The loose form of ``obj`` as a zlib stream of stored (uncompressed) blocks, built
-    directly (zlib's own level 0 still runs every byte through its deflate loop): the
-    header and each slice of the content in a block of its own, an empty final block,
-    the Adler-32 of it all."""
-    header = obj._header()
-    parts: list[bytes | memoryview] = [b"\x78\x01", _block_head(len(header)), header]
-    check = zlib.adler32(header)
-    for chunk in obj.as_raw_chunks():
-        view = memoryview(chunk)
-        check = zlib.adler32(view, check)
-        for start in range(0, len(view), _BLOCK):
-            piece = view[start : start + _BLOCK]
-            parts += [_block_head(len(piece)), piece]
-    parts += [_block_head(0, final=True), check.to_bytes(4, "big")]
-    return parts
-
-
-def _block_head(size: int, final: bool = False) -> bytes:
-    """A stored deflate block's header: BFINAL and BTYPE 00 (byte-aligned), LEN, NLEN."""
-    return bytes((final,)) + size.to_bytes(2, "little") + (size ^ 0xFFFF).to_bytes(2, "little")
 
 
 def write_loose(store: BaseObjectStore, objects: Iterable[ShaFile]) -> int:
@@ -148,10 +114,13 @@ def write_loose(store: BaseObjectStore, objects: Iterable[ShaFile]) -> int:
             store.add_object(obj)
             continue
         final = _path(store, obj.id)
-        if not _present(final):
+        if _present(final):
+            continue
+        if not (isinstance(obj, LargeBlob) and obj.staged.take(os.fspath(store.path), final)):
             big = obj.raw_length() >= STORED_FROM
-            _publish(final, _stored(obj) if big else obj.as_legacy_object(LOOSE_LEVEL))
-            written += 1
+            form = stored_form(obj._header(), obj.as_raw_chunks()) if big else None
+            _publish(final, form or obj.as_legacy_object(LOOSE_LEVEL))
+        written += 1
     return written
 
 

@@ -37,9 +37,10 @@ from . import _internals as gi
 from . import _maintenance as maint
 from ._history import PathHistory, first_parents, recent_change
 from ._loose import commit_of
-from ._objects import build_commit, objects_to_send
+from ._objects import build_commit
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, normalize_remote
 from ._repo import RepoCore, _now
+from ._send import objects_to_send
 from ._shared import share_objects, sharing_wanted
 from ._tipview import read_in_tree
 from ._types import Author, CommitInfo, commit_info

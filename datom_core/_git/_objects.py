@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import binascii
 import stat
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from dulwich.object_store import BaseObjectStore
@@ -25,6 +25,7 @@ from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
 from .._memory import KeyedMemory
 from ._index import FILE_MODE
 from ._read import load
+from ._stored import release, staged_blob
 
 __all__ = [
     "NewCommit",
@@ -32,9 +33,7 @@ __all__ = [
     "blob_data",
     "build_commit",
     "changed_paths",
-    "commits_between",
-    "objects_of_commits",
-    "objects_to_send",
+    "names_between",
 ]
 
 _Change = tuple[list[bytes], bytes | None]  # path components, blob id (None: delete)
@@ -215,6 +214,27 @@ def _offsets_in(text: bytes) -> dict[bytes, int]:
     return out
 
 
+def _changed_blobs(
+    store: BaseObjectStore, reader: TreeReader, files: Mapping[str, bytes]
+) -> dict[bytes, Blob]:
+    """``path -> blob`` for the ``files`` whose bytes differ from ``reader``'s, one object
+    per content. A large blob's loose file is written into ``store`` while its id is
+    computed (:mod:`._stored`); an unchanged or repeated one's is discarded."""
+    changed: dict[bytes, Blob] = {}
+    made: dict[bytes, Blob] = {}
+    for relpath, data in files.items():
+        raw = bytes(data)
+        blob = staged_blob(store, raw)
+        _BLOBS.put(blob.id, raw, len(raw))  # read back by the next write
+        found = reader.entry(relpath)
+        kept = made.setdefault(blob.id, blob) if found is None or found[1] != blob.id else None
+        if kept is not blob:
+            release([blob])
+        if kept is not None:
+            changed[relpath.encode()] = kept
+    return changed
+
+
 def build_commit(
     store: BaseObjectStore,
     parent: bytes | None,
@@ -227,22 +247,19 @@ def build_commit(
 
     Only files whose bytes differ from ``parent``'s are changed (their blob ids are
     compared, nothing is read). Nothing is stored: the caller adds
-    :attr:`NewCommit.objects` where they are needed.
+    :attr:`NewCommit.objects` where they are needed, then calls :func:`._stored.release`.
     """
     reader = TreeReader(store, parent)
-    blobs: dict[bytes, Blob] = {}
-    for relpath, data in files.items():
-        raw = bytes(data)
-        blob = Blob.from_string(raw)
-        _BLOBS.put(blob.id, raw, len(raw))  # read back by the next write
-        found = reader.entry(relpath)
-        if found is None or found[1] != blob.id:
-            blobs[relpath.encode()] = blob
+    blobs = _changed_blobs(store, reader, files)
     if not blobs:
         return None
     out: list[ShaFile] = list({b.id: b for b in blobs.values()}.values())
     changes: list[_Change] = [(path.split(b"/"), blob.id) for path, blob in blobs.items()]
-    tree_id = _apply(store, reader._root, changes, out)
+    try:
+        tree_id = _apply(store, reader._root, changes, out)
+    except BaseException:
+        release(out)
+        raise
     if tree_id is None:
         empty = Tree()
         out.append(empty)
@@ -279,7 +296,7 @@ def _diff(
         return
     a = tree_of(store, old) if old is not None else None
     b = tree_of(store, new) if new is not None else None
-    for name in _names_between(old, new, a, b):
+    for name in names_between(old, new, a, b):
         was = a[name] if a is not None and name in a else None
         now = b[name] if b is not None and name in b else None
         if was == now:
@@ -295,7 +312,7 @@ def _diff(
             out[path] = now[1]
 
 
-def _names_between(
+def names_between(
     old: bytes | None, new: bytes | None, a: Tree | None, b: Tree | None
 ) -> Iterable[bytes]:
     """The names whose entries may differ between trees ``old`` and ``new``: those that
@@ -320,78 +337,3 @@ def _tree_of(store: BaseObjectStore, commit: bytes | None) -> bytes | None:
         return None
     obj = load(store, commit)
     return obj.tree if isinstance(obj, Commit) else None
-
-
-def commits_between(store: BaseObjectStore, head: bytes, base: bytes | None) -> list[bytes] | None:
-    """Commits from ``head`` back to (excluding) ``base`` along first parents, oldest first.
-
-    None when ``base`` is not on that line (a merge, or unrelated histories).
-    """
-    chain, sha = [], head
-    while sha != base:
-        chain.append(sha)
-        obj = load(store, sha)
-        if not isinstance(obj, Commit) or len(obj.parents) > 1:
-            return None
-        if not obj.parents:
-            if base is not None:
-                return None
-            break
-        sha = obj.parents[0]
-    chain.reverse()
-    return chain
-
-
-def objects_of_commits(store: BaseObjectStore, commits: list[bytes]) -> Iterator[ShaFile]:
-    """Each commit, with the trees and blobs it adds over its first parent."""
-    for sha in commits:
-        c = store[ObjectID(sha)]
-        assert isinstance(c, Commit)
-        parent = store[c.parents[0]] if c.parents else None
-        old_root = parent.tree if isinstance(parent, Commit) else None
-        yield from _tree_delta(store, old_root, c.tree)
-        yield c
-
-
-def _tree_delta(store: BaseObjectStore, old: bytes | None, new: bytes) -> Iterator[ShaFile]:
-    if old == new:
-        return
-    tree = tree_of(store, new)
-    assert tree is not None
-    yield tree
-    prev = tree_of(store, old) if old is not None else None
-    for name in _names_between(old, new, prev, tree):
-        if name not in tree:
-            continue
-        mode, sha = tree[name]
-        was = prev[name] if prev is not None and name in prev else None
-        if was is not None and was[1] == sha:
-            continue
-        if stat.S_ISDIR(mode):
-            base = was[1] if was is not None and stat.S_ISDIR(was[0]) else None
-            yield from _tree_delta(store, base, sha)
-        elif mode & 0o170000 != 0o160000:  # a submodule's commit is not ours to send
-            yield store[sha]
-
-
-def objects_to_send(
-    store: BaseObjectStore,
-    head: bytes,
-    base: bytes | None,
-    known: Mapping[bytes, list[ShaFile]] | None = None,
-) -> list[ShaFile]:
-    """The objects a remote holding ``base`` lacks to hold ``head`` (parents first).
-
-    ``known``: the objects of commits this handle made (nothing to compute for those).
-    """
-    chain = commits_between(store, head, base)
-    if chain is not None:
-        out: list[ShaFile] = []
-        for sha in chain:
-            mine = (known or {}).get(sha)
-            out.extend(mine if mine is not None else objects_of_commits(store, [sha]))
-        return out
-    # Merges or unrelated histories (a repository edited by other tools): dulwich's search.
-    haves = [ObjectID(base)] if base is not None else []
-    missing = store.find_missing_objects(haves, [ObjectID(head)])
-    return [store[sha] for sha, _hint in missing]

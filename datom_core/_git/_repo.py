@@ -39,6 +39,7 @@ from ._lock import RepoLock
 from ._objects import NewCommit, TreeReader, build_commit
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, is_http_url, resolve_credentials
 from ._shared import missing_object, sharing_wanted
+from ._stored import release
 from ._tipview import TipView
 from ._transport import Transport
 from ._types import Author, author_from
@@ -160,8 +161,12 @@ class RepoCore:
             return pending
 
     def _store_local(self, r: Repo, objects: Sequence[ShaFile], made: bytes) -> None:
-        """Add a new local commit's objects to the clone."""
-        self._count_local(r, add_objects(r, objects), made)
+        """Add a new local commit's objects to the clone (what was staged for them and not
+        taken is discarded)."""
+        try:
+            self._count_local(r, add_objects(r, objects), made)
+        finally:
+            release(objects)
 
     def _count_local(self, r: Repo, loose: int, made: bytes) -> None:
         """Count an operation that added ``loose`` loose objects to the clone (``made``:
@@ -241,7 +246,11 @@ class RepoCore:
                                 gi.check_relpath(relpath)
                             new = build_commit(store, tip, files, message, who, _now())
                             if new is not None:
-                                remote.push(r, branch, tip, new.id, new.objects)
+                                try:
+                                    remote.push(r, branch, tip, new.id, new.objects)
+                                except BaseException:
+                                    release(new.objects)
+                                    raise
                     if new is None:
                         if tip is not None:
                             remote.fetch_commit(r, tip, branch)
@@ -259,9 +268,12 @@ class RepoCore:
                     delay = min(delay * 2, _BACKOFF_MAX)
                     continue
                 checkpoint("git:push:swapped")
-                if pushed is not None:
-                    pushed(new.id.decode())
-                self._follow(r, remote, branch, tip, new)
+                try:
+                    if pushed is not None:
+                        pushed(new.id.decode())
+                    self._follow(r, remote, branch, tip, new)
+                finally:
+                    release(new.objects)  # a clone that copies what it pushed took them
                 return new.id.decode()
 
     def _follow(

@@ -50,8 +50,8 @@ from datom_core._project._commits import (
 from datom_core._project._context import ProjectContext
 from datom_core._project._history_text import first_entry
 from datom_core._project._parse import parse_metadata
-from datom_core._project._worker import ProcessWorker
 from datom_core._store import Document, Staged
+from datom_core._worker import ProcessWorker
 
 __all__ = [
     "BackgroundMirror",

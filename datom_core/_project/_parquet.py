@@ -24,8 +24,8 @@ import pyarrow.parquet as pq
 
 from datom_core._errors import IntegrityError, NotFoundError
 from datom_core._identity._cv1 import ColumnHash
-from datom_core._project._worker import ProcessWorker
 from datom_core._store import Store
+from datom_core._worker import ProcessWorker
 
 __all__ = [
     "BackgroundParquet",

@@ -1,6 +1,6 @@
-"""One worker thread per process for a kind of background work (private to the project
-layer): a forked child, which inherits the parent's executor but not its thread, starts
-its own instead of waiting on one that does not exist."""
+"""One worker thread per process for a kind of background work (a leaf module, used by the
+git layer and the project layer): a forked child, which inherits the parent's executor but
+not its thread, starts its own instead of waiting on one that does not exist."""
 
 from __future__ import annotations
 

@@ -1,0 +1,164 @@
+"""A large blob's loose file is written by the worker thread while its id is computed
+(``_git/_stored``): taken into place by the push, and never left behind, whatever happens
+to the commit (unchanged, repeated, rejected, failed, or staged for another store)."""
+
+from __future__ import annotations
+
+import errno
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dulwich.objects import Blob
+
+from datom_core._errors import GitError
+from datom_core._git import MetadataRepo, TreeReader, _objects, _stored
+from datom_core._git._shared import SHARE_ENV
+from tests.core.test_git_objects import ME, git, loose_files, needs_git, put
+from tests.core.test_git_writes import big_document
+
+
+def _staged_files(*roots: Path) -> list[Path]:
+    """Temporary files of staged objects anywhere under the given repositories."""
+    return [p for root in roots for p in root.rglob("tmp_obj_*")]
+
+
+def _remote(clone: Path) -> Path:
+    return MetadataRepo.embedded_remote_path(clone)
+
+
+@pytest.fixture
+def writer_threads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The names of the threads that wrote staged loose files."""
+    names: list[str] = []
+    real = _stored._write
+
+    def recording(tmp: str, header: bytes, chunks: list[bytes]) -> None:
+        names.append(threading.current_thread().name)
+        real(tmp, header, chunks)
+
+    monkeypatch.setattr(_stored, "_write", recording)
+    yield names
+
+
+@needs_git
+def test_a_large_blob_is_written_by_the_worker_and_taken_into_place(
+    tmp_path: Path, writer_threads: list[str]
+) -> None:
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    doc = big_document(1)
+    repo.commit_and_push(put({".datom/manifest.json": doc, "t/m": b"x"}), "big", ME)
+    blob = Blob.from_string(doc).id.decode()
+    assert len(writer_threads) == 1 and writer_threads[0].startswith("datom-loose")
+    assert blob in loose_files(_remote(tmp_path / "a") / "objects")
+    assert _staged_files(tmp_path) == []
+    for where in (tmp_path / "a", _remote(tmp_path / "a")):
+        assert git(where, "cat-file", "blob", blob).encode() == doc
+        git(where, "fsck", "--strict", "--no-dangling")
+    assert git(tmp_path / "a", "status", "--porcelain") == ""
+
+
+@needs_git
+def test_unchanged_and_repeated_large_blobs_leave_no_staged_file(
+    tmp_path: Path, writer_threads: list[str]
+) -> None:
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    doc = big_document(2)
+    repo.commit_and_push(put({"one.json": doc, "two.json": doc}), "the same bytes twice", ME)
+    assert writer_threads  # the repeat is discarded: cancelled, or written and removed
+    assert repo.commit_and_push(put({"one.json": doc}), "unchanged", ME) is None
+    repo.commit_and_push(put({"one.json": doc, "t/m": b"y"}), "a small change", ME)
+    repo.commit({"two.json": doc, "t/m": b"z"}, "a local commit", ME)
+    repo.push()
+    assert _staged_files(tmp_path) == []
+    git(tmp_path / "a", "fsck", "--strict", "--no-dangling")
+    git(_remote(tmp_path / "a"), "fsck", "--strict", "--no-dangling")
+
+
+@needs_git
+def test_a_rejected_push_discards_what_it_staged_and_the_replay_lands(tmp_path: Path) -> None:
+    a = MetadataRepo.init(tmp_path / "a", None)
+    a.commit_and_push(put({"seed": b"0"}), "seed", ME)
+    b = MetadataRepo.clone(_remote(tmp_path / "a"), tmp_path / "b")
+    builds: list[str | None] = []
+
+    def build(tree: TreeReader) -> Mapping[str, bytes]:
+        builds.append(tree.commit)
+        if len(builds) == 1:  # another writer lands first (same thread: the turn re-enters)
+            b.commit_and_push(put({"other": big_document(3)}), "the other writer", ME)
+        return {"mine": big_document(4)}
+
+    sha = a.commit_and_push(build, "mine", ME)
+    assert len(builds) == 2 and builds[0] != builds[1]
+    assert _staged_files(tmp_path) == []
+    remote = _remote(tmp_path / "a")
+    assert git(remote, "rev-parse", "main").strip() == sha
+    assert git(remote, "cat-file", "blob", f"{sha}:mine").encode() == big_document(4)
+    git(remote, "fsck", "--strict", "--no-dangling")
+
+
+@needs_git
+def test_a_staged_write_that_fails_is_written_in_place_instead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full_disk(tmp: str, header: bytes, chunks: list[bytes]) -> None:
+        Path(tmp).write_bytes(b"half")
+        Path(tmp).unlink()
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_stored, "_write", full_disk)
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    doc = big_document(5)
+    sha = repo.commit_and_push(put({"big.json": doc}), "big", ME)
+    assert _staged_files(tmp_path) == []
+    assert git(_remote(tmp_path / "a"), "cat-file", "blob", f"{sha}:big.json").encode() == doc
+    git(_remote(tmp_path / "a"), "fsck", "--strict", "--no-dangling")
+
+
+@needs_git
+def test_a_commit_that_fails_while_building_its_trees_leaves_no_staged_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    real: Callable[..., Any] = _objects._apply
+
+    def broken(*args: Any) -> Any:
+        raise GitError("a tree could not be read")
+
+    monkeypatch.setattr(_objects, "_apply", broken)
+    with pytest.raises(GitError, match="could not be read"):
+        repo.commit_and_push(put({"big.json": big_document(6)}), "big", ME)
+    assert _staged_files(tmp_path) == []
+    monkeypatch.setattr(_objects, "_apply", real)
+    assert repo.commit_and_push(put({"big.json": big_document(6)}), "big", ME) is not None
+
+
+def test_a_file_staged_for_one_store_is_not_taken_into_another(tmp_path: Path) -> None:
+    folders = [tmp_path / "one", tmp_path / "two"]
+    for folder in folders:
+        folder.mkdir()
+    blob = _stored.LargeBlob.from_string(big_document(7))
+    blob.staged = _stored.Staged(str(folders[0]), blob)
+    final = folders[1] / blob.id[:2].decode() / blob.id[2:].decode()
+    assert not blob.staged.take(str(folders[1]), str(final))
+    assert not final.exists()
+    _stored.release([blob])
+    assert _staged_files(*folders) == []
+    assert not blob.staged.take(str(folders[0]), str(final))  # released: nothing to take
+
+
+@needs_git
+def test_a_clone_that_copies_its_objects_links_the_taken_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SHARE_ENV, "0")
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    doc = big_document(8)
+    repo.commit_and_push(put({"big.json": doc}), "big", ME)
+    blob = Blob.from_string(doc).id.decode()
+    ours = loose_files(tmp_path / "a" / ".git" / "objects")[blob]
+    theirs = loose_files(_remote(tmp_path / "a") / "objects")[blob]
+    assert ours.stat().st_ino == theirs.stat().st_ino
+    assert _staged_files(tmp_path) == []
