@@ -47,6 +47,7 @@ from dulwich.repo import Repo
 
 from ._objects import kept_blob
 from ._packs import loose_entry, merge_packs, pack_entries, write_entries, write_objects
+from ._stored import drop_stale_staged
 
 __all__ = [
     "CLONE_CHECK_EVERY",
@@ -102,6 +103,7 @@ def _prepare(store: DiskObjectStore) -> _Compaction:
     packed, or in two packs, which every reader accepts (a compaction that cannot finish
     leaves duplicates, which the next merge drops)."""
     plan = _Compaction()
+    drop_stale_staged(store.path)
     if store.count_loose_objects() > LOOSE_BUDGET:
         plan.loose = _loose_into_pack(store)
     packs = sorted(store.packs, key=len, reverse=True)

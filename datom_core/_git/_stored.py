@@ -13,13 +13,15 @@ not written after all (unchanged, a push rejected, an error) loses its file in
 :func:`release`, which every builder of a commit calls when it is done with it.
 
 A process killed meanwhile leaves a ``tmp_obj_*`` file in the objects folder, which git
-ignores (``git prune`` removes old ones), as it does its own.
+ignores, as it does its own; a compaction removes those over an hour old
+(:func:`drop_stale_staged`: a live writer's lasts milliseconds).
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import time
 import zlib
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
@@ -27,12 +29,14 @@ from concurrent.futures import Future
 from dulwich.object_store import BaseObjectStore, DiskObjectStore
 from dulwich.objects import Blob, ShaFile
 
+from .._checkpoint import checkpoint
 from .._worker import ProcessWorker
 
 __all__ = [
     "STORED_FROM",
     "LargeBlob",
     "Staged",
+    "drop_stale_staged",
     "release",
     "staged_blob",
     "stored_form",
@@ -44,6 +48,8 @@ _BLOCK = 0xFFFF  # the most a stored deflate block holds
 _MAX_PARTS = 512  # buffers in one writev (the system's limit is at least 1,024)
 _WRITER = ProcessWorker("datom-loose")
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+_PREFIX = "tmp_obj_"
+STALE_AFTER = 3600.0  # seconds after which a staged file is a killed writer's
 
 
 def stored_form(header: bytes, chunks: Iterable[bytes]) -> list[bytes | memoryview]:
@@ -83,7 +89,7 @@ class Staged:
 
     def __init__(self, folder: str, blob: Blob) -> None:
         self.folder = folder
-        self.tmp = os.path.join(folder, f"tmp_obj_{os.getpid()}_{secrets.token_hex(4)}")
+        self.tmp = os.path.join(folder, f"{_PREFIX}{os.getpid()}_{secrets.token_hex(4)}")
         header, chunks = blob._header(), blob.as_raw_chunks()
         self._job: Future[None] | None = _WRITER.executor().submit(_write, self.tmp, header, chunks)
 
@@ -146,6 +152,25 @@ def release(objects: Iterable[ShaFile]) -> None:
             obj.staged.discard()
 
 
+def drop_stale_staged(folder: str | os.PathLike[str], now: float | None = None) -> int:
+    """Remove the staged files in the objects ``folder`` older than :data:`STALE_AFTER`
+    (left by killed writers); how many were removed."""
+    cutoff = (time.time() if now is None else now) - STALE_AFTER
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            if entry.name.startswith(_PREFIX) and entry.stat().st_mtime < cutoff:
+                os.unlink(entry.path)
+                removed += 1
+        except OSError:
+            continue  # taken or removed meanwhile, or not ours to remove
+    return removed
+
+
 def _write(tmp: str, header: bytes, chunks: list[bytes]) -> None:
     fd = os.open(tmp, _NEW_FILE, 0o444)
     try:
@@ -155,6 +180,7 @@ def _write(tmp: str, header: bytes, chunks: list[bytes]) -> None:
         _unlink(tmp)
         raise
     os.close(fd)
+    checkpoint("git:stage:written")
 
 
 def _unlink(path: str) -> None:

@@ -5,16 +5,25 @@ to the commit (unchanged, repeated, rejected, failed, or staged for another stor
 from __future__ import annotations
 
 import errno
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
 from dulwich.objects import Blob
+from dulwich.repo import Repo
 
 from datom_core._errors import GitError
 from datom_core._git import MetadataRepo, TreeReader, _objects, _stored
+from datom_core._git import _maintenance as maint
 from datom_core._git._shared import SHARE_ENV
 from tests.core.test_git_objects import ME, git, loose_files, needs_git, put
 from tests.core.test_git_writes import big_document
@@ -161,4 +170,40 @@ def test_a_clone_that_copies_its_objects_links_the_taken_file(
     ours = loose_files(tmp_path / "a" / ".git" / "objects")[blob]
     theirs = loose_files(_remote(tmp_path / "a") / "objects")[blob]
     assert ours.stat().st_ino == theirs.stat().st_ino
+    assert _staged_files(tmp_path) == []
+
+
+_WRITE_BIG = textwrap.dedent(
+    """
+    import sys
+    from datom_core._git import Author, MetadataRepo
+    from tests.core.test_git_writes import big_document
+    repo = MetadataRepo.open(sys.argv[1])
+    repo.commit_and_push(lambda tree: {"big.json": big_document(9)}, "big", Author("A", "a@b"))
+    """
+)
+
+
+@needs_git
+def test_a_writer_killed_after_staging_leaves_a_file_that_compaction_removes_later(
+    tmp_path: Path,
+) -> None:
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    repo.commit_and_push(put({"seed": b"0"}), "seed", ME)
+    env = {**os.environ, "DATOM_CRASH_AT": "git:stage:written"}
+    child = subprocess.run([sys.executable, "-c", _WRITE_BIG, str(tmp_path / "a")], env=env)
+    assert child.returncode == -signal.SIGKILL
+    remote = _remote(tmp_path / "a")
+    (left,) = _staged_files(tmp_path)
+    assert left.parent == remote / "objects"
+    # git and the next writer step around it
+    git(remote, "fsck", "--strict", "--no-dangling")
+    sha = repo.commit_and_push(put({"big.json": big_document(9)}), "big", ME)
+    assert git(remote, "cat-file", "blob", f"{sha}:big.json").encode() == big_document(9)
+    with closing(Repo(str(remote))) as r:
+        maint.compact(r)  # a young one may be a live writer's: kept
+        assert left.exists()
+        hour_ago = time.time() - _stored.STALE_AFTER - 1
+        os.utime(left, (hour_ago, hour_ago))
+        maint.compact(r)
     assert _staged_files(tmp_path) == []
