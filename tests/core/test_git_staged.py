@@ -22,11 +22,12 @@ from dulwich.objects import Blob
 from dulwich.repo import Repo
 
 from datom_core._errors import GitError
-from datom_core._git import MetadataRepo, TreeReader, _objects, _stored
+from datom_core._git import GitCredentials, MetadataRepo, TreeReader, _objects, _stored
 from datom_core._git import _maintenance as maint
 from datom_core._git._shared import SHARE_ENV
 from tests.core.test_git_objects import ME, git, loose_files, needs_git, put
 from tests.core.test_git_writes import big_document
+from tests.gitserver import GitHTTPServer
 
 
 def _staged_files(*roots: Path) -> list[Path]:
@@ -207,3 +208,22 @@ def test_a_writer_killed_after_staging_leaves_a_file_that_compaction_removes_lat
         os.utime(left, (hour_ago, hour_ago))
         maint.compact(r)
     assert _staged_files(tmp_path) == []
+
+
+@needs_git
+def test_over_https_the_clone_keeps_the_staged_file_of_what_it_pushed(
+    git_http_server: GitHTTPServer, tmp_path: Path, writer_threads: list[str]
+) -> None:
+    bare = git_http_server.create_bare("proj")
+    url, creds = git_http_server.url_for("proj"), GitCredentials(git_http_server.token)
+    repo = MetadataRepo.clone(url, tmp_path / "a", credentials=creds)
+    doc = big_document(10)
+    sha = repo.commit_and_push(put({".datom/manifest.json": doc}), "big", ME)
+    blob = Blob.from_string(doc).id.decode()
+    assert writer_threads  # staged in the clone, whose store the build reads
+    assert blob in loose_files(tmp_path / "a" / ".git" / "objects")
+    assert _staged_files(tmp_path) == []
+    assert git(bare, "cat-file", "blob", f"{sha}:.datom/manifest.json").encode() == doc
+    git(tmp_path / "a", "fsck", "--strict", "--no-dangling")
+    other = MetadataRepo.clone(url, tmp_path / "b", credentials=creds)
+    assert other.read(".datom/manifest.json") == doc
