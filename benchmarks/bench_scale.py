@@ -286,13 +286,13 @@ def main(argv: list[str] | None = None) -> int:
                 f"growing (30 tables): writes {writes - 49}-{writes} / 11-60",
                 r,
                 1.2,
-                f"{early * 1e3:.0f} -> {late * 1e3:.0f} ms, {time.perf_counter() - start:.0f} s",
+                f"{early * 1e3:.1f} -> {late * 1e3:.1f} ms, {time.perf_counter() - start:.0f} s",
             )
         if "wide" in parts:
             r, ten, many = wide(root, big, n)
             ok &= _report(
                 f"a write into {big} tables / into 10 tables", r, 1.3,
-                f"{ten * 1e3:.0f} vs {many * 1e3:.0f} ms",
+                f"{ten * 1e3:.1f} vs {many * 1e3:.1f} ms",
             )  # fmt: skip
             print(
                 f"{'small write at 10 tables (ms, aim <= 25, not asserted)':<58} = {ten * 1e3:5.1f}"
@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
             r, young, old = deep(root, versions, n)
             ok &= _report(
                 f"a write to a table with {versions} versions / with 1", r, 1.3,
-                f"{young * 1e3:.0f} vs {old * 1e3:.0f} ms",
+                f"{young * 1e3:.1f} vs {old * 1e3:.1f} ms",
             )  # fmt: skip
             r, young, deep_ = pipeline(root, 100, versions // 3)
             print(
