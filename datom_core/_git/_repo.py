@@ -230,67 +230,80 @@ class RepoCore:
         if not message.strip():
             raise GitError("A commit needs a non-empty message.")
         with self.lock():
-            r = self._open()
-            self._worktree.recover(r)
-            remote = self._remote()
-            branch = self._target_branch(r, remote)
-            who = (author or self.default_author()).identity.encode()
-            end, delay, attempts = time.monotonic() + deadline, _BACKOFF_START, 0
-            while True:
-                attempts += 1
-                try:
-                    with remote.turn(max(end - time.monotonic(), 0.0)):
-                        with remote.view(r, branch) as (tip, store):
-                            files = dict(build(TreeReader(store, tip)))
-                            for relpath in files:
-                                gi.check_relpath(relpath)
-                            new = build_commit(store, tip, files, message, who, _now())
-                            if new is not None:
-                                try:
-                                    remote.push(r, branch, tip, new.id, new.objects)
-                                except BaseException:
-                                    release(new.objects)
-                                    raise
-                    if new is None:
-                        if tip is not None:
-                            remote.fetch_commit(r, tip, branch)
-                            gi.set_tracking(r, branch, tip)
-                        self._worktree.move_to(r, branch, tip)
-                        return None
-                except PushRejectedError:
-                    if time.monotonic() + delay > end:
-                        raise PushRejectedError(
-                            f"Push to {remote.url} kept being rejected by concurrent writers: "
-                            f"gave up after {attempts} attempts in {deadline:g}s. Nothing was "
-                            "recorded; retry the write."
-                        ) from None
-                    time.sleep(random.uniform(0, delay))
-                    delay = min(delay * 2, _BACKOFF_MAX)
-                    continue
-                checkpoint("git:push:swapped")
-                try:
-                    if pushed is not None:
-                        pushed(new.id.decode())
-                    self._follow(r, remote, branch, tip, new)
-                finally:
-                    release(new.objects)  # a clone that copies what it pushed took them
-                return new.id.decode()
+            made = self._commit_and_push(build, message, author, deadline, pushed)
+        if made is not None:  # outside the clone's lock: steps sharing the clone go on
+            self._remote().maintain(made.encode())
+        return made
+
+    def _commit_and_push(
+        self,
+        build: Build,
+        message: str,
+        author: Author | None,
+        deadline: float,
+        pushed: Callable[[str], None] | None,
+    ) -> str | None:
+        """:meth:`commit_and_push` under the clone's lock, but for the remote's compaction."""
+        r = self._open()
+        self._worktree.recover(r)
+        remote = self._remote()
+        branch = self._target_branch(r, remote)
+        who = (author or self.default_author()).identity.encode()
+        end, delay, attempts = time.monotonic() + deadline, _BACKOFF_START, 0
+        while True:
+            attempts += 1
+            try:
+                with remote.turn(max(end - time.monotonic(), 0.0)):
+                    with remote.view(r, branch) as (tip, store):
+                        files = dict(build(TreeReader(store, tip)))
+                        for relpath in files:
+                            gi.check_relpath(relpath)
+                        new = build_commit(store, tip, files, message, who, _now())
+                        if new is not None:
+                            try:
+                                remote.push(r, branch, tip, new.id, new.objects)
+                            except BaseException:
+                                release(new.objects)
+                                raise
+                if new is None:
+                    if tip is not None:
+                        remote.fetch_commit(r, tip, branch)
+                        gi.set_tracking(r, branch, tip)
+                    self._worktree.move_to(r, branch, tip)
+                    return None
+            except PushRejectedError:
+                if time.monotonic() + delay > end:
+                    raise PushRejectedError(
+                        f"Push to {remote.url} kept being rejected by concurrent writers: "
+                        f"gave up after {attempts} attempts in {deadline:g}s. Nothing was "
+                        "recorded; retry the write."
+                    ) from None
+                time.sleep(random.uniform(0, delay))
+                delay = min(delay * 2, _BACKOFF_MAX)
+                continue
+            checkpoint("git:push:swapped")
+            try:
+                if pushed is not None:
+                    pushed(new.id.decode())
+                self._follow(r, remote, branch, tip, new)
+            finally:
+                release(new.objects)  # a clone that copies what it pushed took them
+            return new.id.decode()
 
     def _follow(
         self, r: Repo, remote: Transport, branch: bytes, tip: bytes | None, new: NewCommit
     ) -> None:
-        """After a push: the clone catches up outside the turn, and the remote is compacted
-        now and then. The commit is recorded, so a failure here (a full disk) is logged, not
-        raised (a caller told its write failed would undo a recorded version): the next
-        operation finishes it (the journal lists the files in flight)."""
+        """After a push, the clone catches up outside the turn (the remote is compacted now
+        and then, once the clone's lock is released). The commit is recorded, so a failure
+        here (a full disk) is logged, not raised (a caller told its write failed would undo
+        a recorded version): the next operation finishes it (the journal lists the files in
+        flight)."""
         try:
             self._count_local(r, remote.receive(r, branch, tip, new.id, new.objects), new.id)
             self._worktree.move_to(r, branch, new.id, new)
             self._pushed(r, remote, branch, new.id)
         except (OSError, GitError) as e:
             log.warning(_UNFOLLOWED, new.id.decode()[:12], self.path, e)
-            return
-        remote.maintain(new.id)
 
     def remote_tip(self) -> TipView:
         """A read-only view of ``origin``'s tip of this clone's branch; the clone's branch,

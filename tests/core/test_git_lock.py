@@ -1,5 +1,6 @@
-"""How a writer waits for a clone another writer holds: often enough that steps sharing one
-clone (Dagster's multi-process executor with one ``DATOM_HOME``) do not leave it idle."""
+"""Steps sharing one clone (Dagster's multi-process executor with one ``DATOM_HOME``) take
+turns at its lock: a waiter tries often enough not to leave it idle, and a writer does not
+hold it while it compacts the remote (tens of milliseconds every few dozen writes)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from datom_core._git import _lock
+from datom_core._git import MetadataRepo, _lock
+from datom_core._git import _maintenance as maint
 from datom_core._git._lock import RepoLock
+from tests.core.test_git_objects import ME
 
 
 def test_a_waiter_tries_again_at_least_every_eight_milliseconds(
@@ -43,3 +46,24 @@ def test_a_waiter_tries_again_at_least_every_eight_milliseconds(
     thread.join(5)
     assert len(sleeps) >= 30
     assert sleeps[0] <= 0.001 and max(sleeps) <= 0.008
+
+
+def test_the_remote_is_compacted_after_the_clone_lock_is_released(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    clone_lock = str(repo.controldir / "datom.lock")
+    held_during: list[bool] = []
+    real = maint.compact_remote
+
+    def watched(*args: object, **kwargs: object) -> bool:
+        held_during.append(clone_lock in _lock._held_locks())
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(maint, "compact_remote", watched)
+    monkeypatch.setattr(maint, "LOOSE_BUDGET", 4)
+    for i in range(2 * maint.REMOTE_CHECK_EVERY):
+        repo.commit_and_push(lambda tree, i=i: {f"t{i}/m": b"x"}, f"c{i}", ME)
+    assert held_during and not any(held_during)
+    with repo.lock(timeout=0):  # and nothing is left holding it
+        pass
