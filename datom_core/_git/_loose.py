@@ -44,7 +44,7 @@ from dulwich.object_store import BaseObjectStore, DiskObjectStore
 from dulwich.objects import Commit, ObjectID, ShaFile
 
 from .._memory import KeyedMemory
-from ._objects import tree_of
+from ._objects import names_between, tree_of
 from ._read import load
 from ._stored import STORED_FROM, LargeBlob, stored_form, write_parts
 
@@ -52,6 +52,7 @@ __all__ = [
     "LOOSE_LEVEL",
     "STORED_FROM",
     "commit_object_ids",
+    "commit_objects",
     "commit_of",
     "copy_objects",
     "split_large",
@@ -199,22 +200,34 @@ def commit_of(store: BaseObjectStore, sha: bytes) -> Commit | None:
 def commit_object_ids(store: BaseObjectStore, commits: Iterable[bytes]) -> Iterator[bytes]:
     """The ids of each commit and of the trees and blobs it adds over its first parent,
     commit last (blobs are named, never read)."""
+    return (sha for sha, _tree in commit_objects(store, commits))
+
+
+def commit_objects(
+    store: BaseObjectStore, commits: Iterable[bytes]
+) -> Iterator[tuple[bytes, bool]]:
+    """:func:`commit_object_ids`, each with whether it names a tree."""
     for sha in commits:
         c = commit_of(store, sha)
         assert c is not None
         parent = commit_of(store, c.parents[0]) if c.parents else None
         yield from _tree_ids(store, parent.tree if parent is not None else None, c.tree)
-        yield sha
+        yield sha, False
 
 
-def _tree_ids(store: BaseObjectStore, old: bytes | None, new: bytes) -> Iterator[bytes]:
+def _tree_ids(
+    store: BaseObjectStore, old: bytes | None, new: bytes
+) -> Iterator[tuple[bytes, bool]]:
     if old == new:
         return
     tree = tree_of(store, new)
     assert tree is not None
-    yield new
+    yield new, True
     prev = tree_of(store, old) if old is not None else None
-    for name, mode, sha in tree.iteritems():
+    for name in names_between(old, new, prev, tree):
+        if name not in tree:
+            continue
+        mode, sha = tree[name]
         was = prev[name] if prev is not None and name in prev else None
         if was is not None and was[1] == sha:
             continue
@@ -222,4 +235,4 @@ def _tree_ids(store: BaseObjectStore, old: bytes | None, new: bytes) -> Iterator
             base = was[1] if was is not None and was[0] & 0o170000 == 0o040000 else None
             yield from _tree_ids(store, base, sha)
         elif mode & 0o170000 != _SUBMODULE:  # a submodule's commit is not ours to send
-            yield sha
+            yield sha, False

@@ -1,19 +1,19 @@
 """The objects a remote lacks: those a push sends (private to the git layer).
 
 Along a line of first parents each commit adds its own trees and blobs over its parent's,
-found from the trees' changed names (see :mod:`._objects`); anything else (merges,
-unrelated histories) is left to dulwich's search.
+found from the trees' changed names (:func:`._loose.commit_objects`); anything else
+(merges, unrelated histories) is left to dulwich's search.
 """
 
 from __future__ import annotations
 
-import stat
 from collections.abc import Iterator, Mapping
 
 from dulwich.object_store import BaseObjectStore
 from dulwich.objects import Commit, ObjectID, ShaFile
 
-from ._objects import names_between, tree_of
+from ._loose import commit_objects
+from ._objects import tree_of
 from ._read import load
 
 __all__ = ["commits_between", "objects_of_commits", "objects_to_send"]
@@ -40,35 +40,10 @@ def commits_between(store: BaseObjectStore, head: bytes, base: bytes | None) -> 
 
 
 def objects_of_commits(store: BaseObjectStore, commits: list[bytes]) -> Iterator[ShaFile]:
-    """Each commit, with the trees and blobs it adds over its first parent."""
-    for sha in commits:
-        c = store[ObjectID(sha)]
-        assert isinstance(c, Commit)
-        parent = store[c.parents[0]] if c.parents else None
-        old_root = parent.tree if isinstance(parent, Commit) else None
-        yield from _tree_delta(store, old_root, c.tree)
-        yield c
-
-
-def _tree_delta(store: BaseObjectStore, old: bytes | None, new: bytes) -> Iterator[ShaFile]:
-    if old == new:
-        return
-    tree = tree_of(store, new)
-    assert tree is not None
-    yield tree
-    prev = tree_of(store, old) if old is not None else None
-    for name in names_between(old, new, prev, tree):
-        if name not in tree:
-            continue
-        mode, sha = tree[name]
-        was = prev[name] if prev is not None and name in prev else None
-        if was is not None and was[1] == sha:
-            continue
-        if stat.S_ISDIR(mode):
-            base = was[1] if was is not None and stat.S_ISDIR(was[0]) else None
-            yield from _tree_delta(store, base, sha)
-        elif mode & 0o170000 != 0o160000:  # a submodule's commit is not ours to send
-            yield store[sha]
+    """Each commit, with the trees and blobs it adds over its first parent (commit last)."""
+    for sha, is_tree in commit_objects(store, commits):
+        tree = tree_of(store, sha) if is_tree else None
+        yield tree if tree is not None else load(store, sha)
 
 
 def objects_to_send(
