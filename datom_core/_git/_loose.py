@@ -10,9 +10,9 @@ They are written here rather than by dulwich's ``add_object`` for three reasons:
   (compressing them then, once), while deflating the large documents of a big project (a
   3,000-table manifest, a 1,000-version history) on every write costs milliseconds, more
   than hashing and writing them together. A large blob of a new commit has its file
-  written ahead, while its id is computed (:mod:`._stored`). The space this takes is bounded by the loose
-  budget of :mod:`_maintenance`. Any zlib stream is a valid loose object for git and
-  dulwich.
+  written ahead, while its id is computed (:mod:`._stored`). The space this takes is
+  bounded by the loose budget of :mod:`_maintenance`. Any zlib stream is a valid loose
+  object for git and dulwich.
 * **Written once per machine.** An object copied between two repositories on one
   filesystem (the clone and its local remote, either way) is hard-linked, as ``git clone
   --local`` does: no decompression, no second deflate, one system call. Where links are

@@ -225,8 +225,12 @@ def _changed_blobs(
     for relpath, data in files.items():
         raw = bytes(data)
         blob = staged_blob(store, raw)
-        _BLOBS.put(blob.id, raw, len(raw))  # read back by the next write
-        found = reader.entry(relpath)
+        try:
+            _BLOBS.put(blob.id, raw, len(raw))  # read back by the next write
+            found = reader.entry(relpath)
+        except BaseException:
+            release([blob, *made.values()])
+            raise
         kept = made.setdefault(blob.id, blob) if found is None or found[1] != blob.id else None
         if kept is not blob:
             release([blob])

@@ -227,3 +227,24 @@ def test_over_https_the_clone_keeps_the_staged_file_of_what_it_pushed(
     git(tmp_path / "a", "fsck", "--strict", "--no-dangling")
     other = MetadataRepo.clone(url, tmp_path / "b", credentials=creds)
     assert other.read(".datom/manifest.json") == doc
+
+
+@needs_git
+def test_a_commit_that_fails_reading_its_parent_leaves_no_staged_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    real = TreeReader.entry
+    seen: list[str] = []
+
+    def failing_second(self: TreeReader, relpath: str) -> Any:
+        seen.append(relpath)
+        if len(seen) == 2:
+            raise GitError("the parent's tree could not be read")
+        return real(self, relpath)
+
+    monkeypatch.setattr(TreeReader, "entry", failing_second)
+    files = {"one.json": big_document(11), "two.json": big_document(12)}
+    with pytest.raises(GitError, match="could not be read"):
+        repo.commit_and_push(put(files), "two big", ME)
+    assert _staged_files(tmp_path) == []
