@@ -34,6 +34,7 @@ import binascii
 import fcntl
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -106,6 +107,9 @@ def _prepare(store: DiskObjectStore) -> _Compaction:
     drop_stale_staged(store.path)
     if store.count_loose_objects() > LOOSE_BUDGET:
         plan.loose = _loose_into_pack(store)
+    # ``store.packs`` lists the packs this handle cached before the folder's: a pack
+    # another process merged away since (compactions take turns) must drop out first.
+    store._update_pack_cache()
     packs = sorted(store.packs, key=len, reverse=True)
     if len(packs) > PACK_BUDGET:
         biggest, rest = packs[0], packs[1:]
@@ -203,13 +207,18 @@ def _flock(lock: Path, mode: int) -> Iterator[bool]:
 
 
 class RemoteAccess:
-    """The shared side of a local remote's maintenance lock, on one descriptor per process."""
+    """The shared side of a local remote's maintenance lock, on one descriptor per process.
+
+    Held while any thread reads (the store mirror's worker reads beside the writing
+    thread): the ``flock`` is taken by the first holder and dropped by the last.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd: int | None = None
         self._pid = -1
-        self._depth = 0  # re-entrant: an inner release must not drop the outer hold
+        self._holders = 0
+        self._count = threading.Lock()
 
     def _descriptor(self) -> int | None:
         if self._fd is None or self._pid != os.getpid():
@@ -220,26 +229,24 @@ class RemoteAccess:
             except OSError:  # a read-only remote: nobody compacts it, nothing to guard
                 self._fd = None
             self._pid = os.getpid()
+            self._holders = 0  # a forked child holds nothing of its parent's
         return self._fd
 
     @contextmanager
     def shared(self) -> Iterator[None]:
         """Hold the remote open for reading or pushing (compaction waits for it)."""
-        fd = self._descriptor()
-        if fd is None or self._depth:
-            self._depth += 1
-            try:
-                yield
-            finally:
-                self._depth -= 1
-            return
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        self._depth = 1
+        with self._count:
+            fd = self._descriptor()
+            if fd is not None and self._holders == 0:
+                fcntl.flock(fd, fcntl.LOCK_SH)
+            self._holders += 1
         try:
             yield
         finally:
-            self._depth = 0
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            with self._count:
+                self._holders -= 1
+                if fd is not None and self._holders == 0 and self._fd == fd:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
         if self._fd is not None and self._pid == os.getpid():

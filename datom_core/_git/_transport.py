@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 from dulwich.file import FileLocked
 from dulwich.object_store import BaseObjectStore
 from dulwich.objects import ObjectID, ShaFile
+from dulwich.pack import PackFileDisappeared
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
@@ -292,7 +293,7 @@ class LocalTransport(Transport):
             return
         try:
             done = maint.compact_remote(self.path, self._open, self._access, wait=0.5)
-        except OSError as e:  # the push is recorded: a compaction is tried again later
+        except (OSError, PackFileDisappeared) as e:  # the push is recorded: tried again later
             log.warning("could not compact %s (%s); it is tried again later", self.url, e)
             return
         if done:

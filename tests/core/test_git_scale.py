@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import multiprocessing
 import os
+import threading
 from collections.abc import Mapping
 from contextlib import closing
 from pathlib import Path
@@ -511,3 +512,68 @@ def test_a_fresh_handle_finds_a_recent_change_without_indexing_the_history(
         built = fresh._history.head is not None
         assert built == (path in ("old/m", "never/m", "t1")), path  # recent ones: no index
     assert made.last_commit_touching("gone/m") == repo.head()
+
+
+def _packs_of(bare: Path, n: int) -> None:
+    """``n`` more packs in ``bare``, each holding a slice of its objects."""
+    with closing(Repo(str(bare))) as r:
+        shas = sorted(r.object_store)
+        for i in range(n):
+            maint.write_pack(r.object_store, [r.object_store[s] for s in shas[i::n]])
+
+
+def test_a_compaction_after_another_processes_merge_skips_the_packs_it_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A handle that listed the remote's packs before another process merged them away
+    (its cached packs are gone) compacts what is there now: it must not fail on a pack
+    it never opened. Such a failure had escaped the write it followed (after its push)."""
+    bare = _remote_of_six_pushes(tmp_path, monkeypatch, budget=10_000)
+    monkeypatch.setattr(maint, "PACK_BUDGET", 1)
+    _packs_of(bare, 3)
+    before = _objects(bare)
+    later, first = maint.RemoteAccess(bare), maint.RemoteAccess(bare)
+    with closing(Repo(str(bare))) as stale, closing(Repo(str(bare))) as fresh:
+        assert len(stale.object_store.packs) == 3  # listed, none of them opened
+        assert maint.compact_remote(bare, lambda: fresh, first, wait=0.5)
+        _packs_of(bare, 2)
+        assert maint.compact_remote(bare, lambda: stale, later, wait=0.5)
+        assert len(list((bare / "objects" / "pack").glob("*.pack"))) == 1
+    assert _objects(bare) == before
+    later.close()
+    first.close()
+
+
+def test_the_remotes_shared_hold_lasts_while_any_thread_reads(tmp_path: Path) -> None:
+    """The store mirror's worker thread reads the remote while the writing thread does:
+    the process's shared hold (one descriptor) ends when the last of them is done, never
+    when the first is. The first's release had dropped it for the other, and left the
+    count negative, so no later read of the process held it at all."""
+    bare = _remote_of_six_pushes(tmp_path, pytest.MonkeyPatch(), budget=10_000)
+    access = maint.RemoteAccess(bare)
+
+    def compactor_can_delete() -> bool:
+        with maint._flock(bare / maint._LOCK_NAME, fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
+            return alone
+
+    entered, release = threading.Event(), threading.Event()
+
+    def other_reader() -> None:
+        with access.shared():
+            entered.set()
+            release.wait(5)
+
+    for _ in range(2):  # the second round: the count is back where it started
+        thread = threading.Thread(target=other_reader)
+        with access.shared():
+            thread.start()
+            assert entered.wait(5)
+        assert not compactor_can_delete()  # the other thread still reads
+        release.set()
+        thread.join()
+        assert compactor_can_delete()
+        with access.shared():
+            assert not compactor_can_delete()
+        entered.clear()
+        release.clear()
+    access.close()
