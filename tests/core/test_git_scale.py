@@ -102,10 +102,13 @@ def _writer(clone: str, worker: int, writes: int, token: str | None) -> None:
         repo.commit_and_push(appender(f"{worker}:{i}".encode(), f"w{worker}/f"), f"w{worker}", ME)
 
 
-def _run_writers(clones: list[Path], writes: int, token: str | None = None) -> None:
+def _run_writers(
+    clones: list[Path], writes: int, token: str | None = None, target: Any = None
+) -> None:
     ctx = multiprocessing.get_context("spawn")
     procs = [
-        ctx.Process(target=_writer, args=(str(c), w, writes, token)) for w, c in enumerate(clones)
+        ctx.Process(target=target or _writer, args=(str(c), w, writes, token))
+        for w, c in enumerate(clones)
     ]
     for p in procs:
         p.start()
@@ -122,6 +125,32 @@ def _check_log(repo: MetadataRepo, writers: int, writes: int) -> None:
         order = [line for line in lines if line.startswith(f"{w}:")]
         assert order == [f"{w}:{i}" for i in range(writes)]  # each writer's own order kept
     assert len(repo.log()) == 1 + writers * writes
+
+
+def _compacting_writer(clone: str, worker: int, writes: int, token: str | None) -> None:
+    """A writer whose budgets make every push compact the remote (and merge its packs)."""
+    maint.LOOSE_BUDGET, maint.PACK_BUDGET = 4, 2
+    maint.REMOTE_CHECK_EVERY = maint.CLONE_CHECK_EVERY = 1
+    _writer(clone, worker, writes, token)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("clones", ["own", "one"])
+def test_writers_compacting_one_remote_all_the_time_never_fail(
+    tmp_path: Path, clones: str
+) -> None:
+    """8 processes (each with its clone, or all through one) whose every push compacts
+    the remote: packs merged away under other processes' cached views, and a process's
+    threads reading beside each other. A write had failed after its push
+    (``PackFileDisappeared``)."""
+    origin = MetadataRepo.init(tmp_path / "origin", None)
+    origin.commit_and_push(lambda tree: {"log.txt": b""}, "seed", ME)
+    paths = [tmp_path / (f"c{w}" if clones == "own" else "c") for w in range(8)]
+    for c in set(paths):
+        MetadataRepo.clone(origin.remote_url, c)
+    _run_writers(paths, 8, target=_compacting_writer)
+    _check_log(origin, 8, 8)
+    git(MetadataRepo.embedded_remote_path(tmp_path / "origin"), "fsck", "--strict")
 
 
 @pytest.mark.slow
