@@ -136,9 +136,7 @@ def _compacting_writer(clone: str, worker: int, writes: int, token: str | None) 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("clones", ["own", "one"])
-def test_writers_compacting_one_remote_all_the_time_never_fail(
-    tmp_path: Path, clones: str
-) -> None:
+def test_writers_compacting_one_remote_all_the_time_never_fail(tmp_path: Path, clones: str) -> None:
     """8 processes (each with its clone, or all through one) whose every push compacts
     the remote: packs merged away under other processes' cached views, and a process's
     threads reading beside each other. A write had failed after its push
