@@ -34,6 +34,7 @@ import binascii
 import fcntl
 import logging
 import os
+import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -47,7 +48,7 @@ from dulwich.pack import Pack
 from dulwich.repo import Repo
 
 from ._objects import kept_blob
-from ._packs import loose_entry, merge_packs, pack_entries, write_entries, write_objects
+from ._packs import TMP_PACK, loose_entry, merge_packs, pack_entries, write_entries, write_objects
 from ._stored import drop_stale_staged
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "clear_stale_locks",
     "compact",
     "compact_remote",
+    "drop_stale_temporaries",
     "due",
     "find_stale_locks",
     "may_need_compaction",
@@ -67,6 +69,7 @@ log = logging.getLogger("datom_core.git")
 
 LOOSE_BUDGET = 256
 PACK_BUDGET = 16
+SWEPT_FOLDERS = 8  # loose-object fan-out folders a compaction sweeps for stale temporaries
 CLONE_CHECK_EVERY = 16  # object-adding operations of one handle between two checks
 REMOTE_CHECK_EVERY = 8  # pushes of one handle between two checks of a local remote
 _LOCK_NAME = "datom-maintenance.lock"
@@ -104,7 +107,7 @@ def _prepare(store: DiskObjectStore) -> _Compaction:
     packed, or in two packs, which every reader accepts (a compaction that cannot finish
     leaves duplicates, which the next merge drops)."""
     plan = _Compaction()
-    drop_stale_staged(store.path)
+    drop_stale_temporaries(store)
     if store.count_loose_objects() > LOOSE_BUDGET:
         plan.loose = _loose_into_pack(store)
     # ``store.packs`` lists the packs this handle cached before the folder's: a pack
@@ -117,6 +120,18 @@ def _prepare(store: DiskObjectStore) -> _Compaction:
         new = merge_packs(store, merge)
         plan.merged = [p for p in merge if os.path.basename(p._basename) != new]
     return plan
+
+
+def drop_stale_temporaries(store: DiskObjectStore, folders: int = SWEPT_FOLDERS) -> int:
+    """Remove what killed writers left in ``store`` an hour ago or more: staged objects,
+    temporary packs, and the temporary files of loose objects in ``folders`` fan-out
+    folders picked at random (all 256 would cost as much as the compaction's own
+    listing again; every folder is reached within a few dozen compactions)."""
+    removed = drop_stale_staged(store.path)
+    removed += drop_stale_staged(store.pack_dir, prefix=TMP_PACK)
+    for i in random.sample(range(256), min(folders, 256)):
+        removed += drop_stale_staged(os.path.join(store.path, f"{i:02x}"))
+    return removed
 
 
 def _finish(store: DiskObjectStore, plan: _Compaction) -> tuple[int, int]:

@@ -37,8 +37,16 @@ from dulwich.pack import (
 
 from ._read import inflate_loose
 
-__all__ = ["loose_entry", "merge_packs", "pack_entries", "write_entries", "write_objects"]
+__all__ = [
+    "TMP_PACK",
+    "loose_entry",
+    "merge_packs",
+    "pack_entries",
+    "write_entries",
+    "write_objects",
+]
 
+TMP_PACK = "tmp_pack_"  # a pack being written (git's own prefix, which git gc sweeps)
 LEVEL = 1  # zlib level of new entries (git's pack.compression=1)
 _OID_LEN = 20
 _DELTA_FROM = 8192  # smaller objects are stored whole
@@ -266,7 +274,7 @@ def write_entries(store: DiskObjectStore, entries: Sequence[Entry], *, sync: boo
     without suffix (``pack-`` and its checksum, as git names packs)."""
     folder = Path(store.pack_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f"tmp_pack_{os.getpid()}_{secrets.token_hex(4)}"
+    tmp = folder / f"{TMP_PACK}{os.getpid()}_{secrets.token_hex(4)}"
     try:
         index, digest = [], hashlib.sha1()
         with open(tmp, "wb") as f:

@@ -152,9 +152,12 @@ def release(objects: Iterable[ShaFile]) -> None:
             obj.staged.discard()
 
 
-def drop_stale_staged(folder: str | os.PathLike[str], now: float | None = None) -> int:
-    """Remove the staged files in the objects ``folder`` older than :data:`STALE_AFTER`
-    (left by killed writers); how many were removed."""
+def drop_stale_staged(
+    folder: str | os.PathLike[str], now: float | None = None, prefix: str = _PREFIX
+) -> int:
+    """Remove the files named ``prefix``... in ``folder`` older than :data:`STALE_AFTER`
+    (left by killed writers: staged objects, a loose object's or a pack's temporary file);
+    how many were removed."""
     cutoff = (time.time() if now is None else now) - STALE_AFTER
     removed = 0
     try:
@@ -163,7 +166,7 @@ def drop_stale_staged(folder: str | os.PathLike[str], now: float | None = None) 
         return 0
     for entry in entries:
         try:
-            if entry.name.startswith(_PREFIX) and entry.stat().st_mtime < cutoff:
+            if entry.name.startswith(prefix) and entry.stat().st_mtime < cutoff:
                 os.unlink(entry.path)
                 removed += 1
         except OSError:

@@ -248,3 +248,32 @@ def test_a_commit_that_fails_reading_its_parent_leaves_no_staged_file(
     with pytest.raises(GitError, match="could not be read"):
         repo.commit_and_push(put(files), "two big", ME)
     assert _staged_files(tmp_path) == []
+
+
+def test_a_compaction_sweeps_what_killed_writers_left_an_hour_ago(tmp_path: Path) -> None:
+    """A writer killed while writing a loose object or a pack leaves its temporary file
+    (git's prefixes, which git itself skips): a compaction removes those an hour old,
+    in the objects folder, the pack folder and the fan-out folders it sweeps, and keeps
+    a young one (a live writer's)."""
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    repo.commit_and_push(put({"seed": b"0"}), "seed", ME)
+    objects = _remote(tmp_path / "a") / "objects"
+    hour_ago = time.time() - _stored.STALE_AFTER - 1
+    old = [
+        objects / "tmp_obj_1_aa",
+        objects / "pack" / "tmp_pack_1_bb",
+        objects / "7f" / "tmp_obj_1_cc",
+    ]
+    young = [
+        objects / "tmp_obj_2_dd",
+        objects / "pack" / "tmp_pack_2_ee",
+        objects / "7f" / "tmp_obj_2_ff",
+    ]
+    for path in old + young:
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(b"partial")
+    for path in old:
+        os.utime(path, (hour_ago, hour_ago))
+    with closing(Repo(str(objects.parent))) as r:
+        assert maint.drop_stale_temporaries(r.object_store, folders=256) == 3
+    assert [p.exists() for p in old + young] == [False] * 3 + [True] * 3
