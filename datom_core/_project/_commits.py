@@ -12,6 +12,8 @@ back from memory.
 
 from __future__ import annotations
 
+import datetime as dt
+import time
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -41,6 +43,7 @@ __all__ = [
     "without_commit_sha",
 ]
 
+LIVE_MIRROR = 60.0  # seconds after its push within which a writer mirrors its own version
 _RECENT_SLACK = 4  # commits looked at beyond the number of gaps before walking the log
 _WALK_MAX = 64  # commits since the store copy's newest one read before asking the log
 # Versions a history names that no commit of git produced (hand-edited or squashed
@@ -151,7 +154,9 @@ def _store_history(
     if wanted:
         repo = ctx.require_repo()
         since = _since(repo, table, wanted, anchor)
-        recorded.update(since if since is not None else _derive(repo, table, wanted, versions[0]))
+        found = since if since is not None else _derive(repo, table, wanted, versions[0])
+        recorded.update(found)
+        _restore_snapshots(ctx, table, entries, found)
     for entry, version in zip(entries, versions, strict=True):
         sha = recorded.get(version) if isinstance(version, str) else None
         if sha is not None:
@@ -159,6 +164,41 @@ def _store_history(
     out = printed(entries, kept, key=key)  # onto the copy it grew from, if it did
     remember_store_copy(out, git, frozenset(v for v in gaps if v not in recorded), key=key)
     return out
+
+
+def _restore_snapshots(
+    ctx: ProjectContext, table: str, entries: Sequence[Mapping[str, Any]], found: Mapping[str, str]
+) -> None:
+    """Put in the store the snapshot of each version another writer pushed a minute ago
+    or more and has not mirrored (killed after its push), before a history naming it is.
+
+    Reading that version by id, or a data cut pinning it, resolves its snapshot; the
+    next writer of the table is the first to meet it (the store's copy lacks it), and the
+    one after finds it recorded. A younger version is its live writer's to mirror (this
+    costs contended writers nothing); ``validate(fix=True)`` restores any one missed.
+    """
+    cutoff = time.time() - LIVE_MIRROR
+    for entry in entries:
+        version = entry.get("version")
+        commit = found.get(version) if isinstance(version, str) else None
+        if commit is None or _entry_time(entry) > cutoff:
+            continue
+        key = L.store_snapshot(table, version)
+        if ctx.store.exists(key):
+            continue
+        raw = ctx.require_repo().read_at(commit, L.git_metadata(table))
+        if raw is not None and version_of(raw) == version:  # it certifies itself
+            ctx.store.put_if_absent(key, raw)
+
+
+def _entry_time(entry: Mapping[str, Any]) -> float:
+    """An entry's ``timestamp`` in seconds (0, the distant past, when it has none)."""
+    stamp = entry.get("timestamp")
+    try:
+        when = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except (AttributeError, TypeError, ValueError):
+        return 0.0
+    return (when if when.tzinfo else when.replace(tzinfo=dt.UTC)).timestamp()
 
 
 def _since(
