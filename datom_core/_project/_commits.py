@@ -177,11 +177,16 @@ def _restore_snapshots(
     one after finds it recorded. A younger version is its live writer's to mirror (this
     costs contended writers nothing); ``validate(fix=True)`` restores any one missed.
     """
-    cutoff = time.time() - LIVE_MIRROR
-    for entry in entries:
+    cutoff, left = time.time() - LIVE_MIRROR, len(found)
+    for entry in entries:  # newest first, as the gaps mostly are
+        if not left:
+            return
         version = entry.get("version")
         commit = found.get(version) if isinstance(version, str) else None
-        if commit is None or _entry_time(entry) > cutoff:
+        if commit is None:
+            continue
+        left -= 1
+        if _entry_time(entry) > cutoff:
             continue
         key = L.store_snapshot(table, version)
         if ctx.store.exists(key):
