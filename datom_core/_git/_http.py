@@ -3,6 +3,8 @@ and the HTTP(S) transport through dulwich's client, with its errors translated."
 
 from __future__ import annotations
 
+import random
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -28,7 +30,7 @@ from ._remote import (
     resolve_credentials,
     scrub,
 )
-from ._transport import FETCH_ROUNDS, Errors, LocalTransport, Transport, rejected
+from ._transport import FETCH_PATIENCE, Errors, LocalTransport, Transport, rejected
 
 __all__ = ["HttpTransport", "check_ref_status", "open_transport", "remote_errors"]
 
@@ -38,6 +40,7 @@ _HEADS = b"refs/heads/"
 _RACE_STATUSES = ("failed to write", "failed to lock", "unable to set", "non-fast-forward",
                   "fetch first", "stale info", "atomic push failed")  # fmt: skip
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+_FETCH_BACKOFF, _FETCH_BACKOFF_MAX = 0.02, 1.0  # seconds: a fetch asked again waits up to
 
 
 class _HttpClient(Urllib3HttpGitClient):
@@ -139,6 +142,15 @@ def remote_errors(
         raise fail(f"Cannot {where}: unexpected reply ({e}). Is it a git server?") from e
 
 
+def _transient(cause: BaseException | None) -> bool:
+    """Whether a failed fetch may succeed when asked again: a server error (5xx) or a
+    reply cut short, not a refusal (401, 403, 404: each has its own remedy)."""
+    if not isinstance(cause, GitProtocolError):
+        return False
+    status = re.search(r"http resp (\d{3})", str(cause))
+    return status is None or status.group(1).startswith("5")
+
+
 def check_ref_status(ref_status: Mapping[bytes, str | None], url: str) -> None:
     """Raise for every ref the remote refused to update."""
     for ref, status in ref_status.items():
@@ -184,21 +196,26 @@ class HttpTransport(Transport):
             return [tip] if tip is not None and ObjectID(tip) not in r.object_store else []
 
         # A push landing mid-fetch can advertise a tip newer than the pack sent: ask again.
-        for attempt in range(FETCH_ROUNDS):
+        deadline, delay = time.monotonic() + FETCH_PATIENCE, _FETCH_BACKOFF
+        while True:
             try:
                 with self.errors("fetch from"):
                     self._client.fetch(b"", r, determine_wants=wants)  # type: ignore[arg-type]
             except GitError as e:
                 # A stateless server re-reads its refs for the pack request: a tip that moved
-                # since the advertisement is "invalid" there. Ask again on the new refs.
-                if attempt + 1 == FETCH_ROUNDS or not isinstance(e.__cause__, GitProtocolError):
+                # since the advertisement is "invalid" there (dulwich's server answers 500;
+                # git's accepts a tip still reachable), as is a server's passing 5xx. Ask
+                # again on the new refs, at random moments, as concurrent writers all do.
+                if not _transient(e.__cause__) or time.monotonic() >= deadline:
                     raise
-                time.sleep(0.05 * (attempt + 1))
-                continue
-            tip = advertised[0]
-            if tip is None or ObjectID(tip) in r.object_store:
-                return tip
-        raise GitError(f"fetch from {self.url} kept racing concurrent pushes; retry")
+            else:
+                tip = advertised[0]
+                if tip is None or ObjectID(tip) in r.object_store:
+                    return tip
+                if time.monotonic() >= deadline:
+                    raise GitError(f"fetch from {self.url} kept racing concurrent pushes; retry")
+            time.sleep(random.uniform(0, delay))
+            delay = min(2 * delay, _FETCH_BACKOFF_MAX)
 
     def push(
         self, r: Repo, branch: bytes, old: bytes | None, new: bytes, objects: Sequence[ShaFile]

@@ -47,7 +47,7 @@ from ._remote import GitCredentials
 from ._shared import share_objects
 from ._tipview import TipView
 
-__all__ = ["FETCH_ROUNDS", "LocalTransport", "Transport", "rejected"]
+__all__ = ["FETCH_PATIENCE", "LocalTransport", "Transport", "rejected"]
 
 log = logging.getLogger("datom_core.git")
 T = TypeVar("T")
@@ -59,7 +59,7 @@ _HEADS = b"refs/heads/"
 _LOCK_GRACE = 2.0
 _LOCK_WAIT = 10.0  # seconds a push waits for a live process's ref lock before it gives up
 _TURN_TIMEOUT = 600.0
-FETCH_ROUNDS = 5
+FETCH_PATIENCE = 30.0  # seconds a fetch racing pushes or a server's 5xx is asked again
 _TURN_LOCK = "datom-writers.lock"
 
 

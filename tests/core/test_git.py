@@ -660,3 +660,54 @@ def test_the_remotes_head_is_read_while_another_process_holds_the_clones_lock(
         release.set()
         holder.join(60)
     assert repo.remote_tip().commit == theirs
+
+
+def _answer_pack_requests(server: GitHTTPServer, status: str, times: int) -> list[str]:
+    """Make the next ``times`` pack requests of fetches (``git-upload-pack`` POSTs) get
+    ``status``; returns the list the server appends each such request to."""
+    seen: list[str] = []
+    app = server._app
+
+    def wrapped(environ: dict[str, Any], start_response: Any) -> Any:
+        wanted = environ.get("PATH_INFO", "").endswith("/git-upload-pack")
+        if wanted and environ.get("REQUEST_METHOD") == "POST":
+            seen.append(status)
+            if len(seen) <= times:
+                start_response(status, [("Content-Type", "text/plain")])
+                return [b"not now"]
+        return app(environ, start_response)
+
+    server._app = wrapped
+    return seen
+
+
+def test_a_fetch_asks_again_after_server_errors(
+    git_http_server: GitHTTPServer, http_repo: tuple[str, Path], tmp_path: Path
+) -> None:
+    """A server's 5xx (dulwich's server answers 500 when the tip moved between a fetch's
+    two requests, which concurrent writers make common) is asked again, at random moments
+    within ``FETCH_PATIENCE``: more times than the five the fetch used to allow."""
+    url, _ = http_repo
+    creds = GitCredentials(git_http_server.token)
+    seed = MetadataRepo.open(tmp_path / "seed", credentials=creds)
+    other = MetadataRepo.clone(url, tmp_path / "other", credentials=creds)
+    seed.commit({"t/metadata.json": b'{"v": 2}'}, "second", ME)
+    seed.push()
+    seen = _answer_pack_requests(git_http_server, "500 Internal Server Error", times=8)
+    assert other.fetch_and_reset() == seed.head()
+    assert len(seen) == 9
+
+
+def test_a_fetch_the_server_refuses_is_not_asked_again(
+    git_http_server: GitHTTPServer, http_repo: tuple[str, Path], tmp_path: Path
+) -> None:
+    url, _ = http_repo
+    creds = GitCredentials(git_http_server.token)
+    seed = MetadataRepo.open(tmp_path / "seed", credentials=creds)
+    other = MetadataRepo.clone(url, tmp_path / "other", credentials=creds)
+    seed.commit({"t/metadata.json": b'{"v": 2}'}, "second", ME)
+    seed.push()
+    seen = _answer_pack_requests(git_http_server, "403 Forbidden", times=100)
+    with pytest.raises(GitError, match="403"):
+        other.fetch_and_reset()
+    assert len(seen) == 1
