@@ -7,7 +7,8 @@ mostly the versions of concurrent writers that have not mirrored yet, found amon
 commits since the one the store's copy names last.
 A version's ``metadata_sha`` is computed once per distinct document text: a writer that
 looks at the same commits again, or at a document another writer just produced, reads it
-back from memory.
+back from memory. A gap a minute old or more is a writer's that died after its push: its
+snapshot is put in the store before the copy naming it (:func:`_restore_snapshots`).
 """
 
 from __future__ import annotations
@@ -182,10 +183,9 @@ def _restore_snapshots(
         if not left:
             return
         version = entry.get("version")
-        commit = found.get(version) if isinstance(version, str) else None
-        if commit is None:
+        if not isinstance(version, str) or version not in found:
             continue
-        left -= 1
+        commit, left = found[version], left - 1
         if _entry_time(entry) > cutoff:
             continue
         key = L.store_snapshot(table, version)
@@ -199,9 +199,11 @@ def _restore_snapshots(
 def _entry_time(entry: Mapping[str, Any]) -> float:
     """An entry's ``timestamp`` in seconds (0, the distant past, when it has none)."""
     stamp = entry.get("timestamp")
+    if not isinstance(stamp, str):
+        return 0.0
     try:
         when = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except (AttributeError, TypeError, ValueError):
+    except ValueError:
         return 0.0
     return (when if when.tzinfo else when.replace(tzinfo=dt.UTC)).timestamp()
 
