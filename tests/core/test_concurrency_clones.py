@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -126,6 +127,17 @@ def test_eight_clones_lose_nothing_while_the_remote_is_packed_under_them(
         assert _git(clone, "rev-parse", "HEAD") == _git(bare, "rev-parse", "main")
 
 
+def _exit_codes(target: Callable[..., None], args: list[tuple[Any, ...]]) -> list[int | None]:
+    """Run ``target`` in one spawned process per argument tuple; their exit codes."""
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=target, args=a) for a in args]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=600)
+    return [p.exitcode for p in procs]
+
+
 def _table_writer(clone: str, store: str, worker: int, table: str) -> None:
     """Writes through the whole write path (the store mirror's worker thread reads the
     remote beside the writing thread) with budgets that compact the remote at every push."""
@@ -151,16 +163,8 @@ def test_writes_lose_nothing_while_every_push_compacts_the_remote(
     for c in set(clones):
         dc.clone(remote, c, dc.LocalStore(store))
     table = "" if shape == "one clone" else "shared"
-    ctx = multiprocessing.get_context("spawn")
-    procs = [
-        ctx.Process(target=_table_writer, args=(str(c), str(store), w, table))
-        for w, c in enumerate(clones)
-    ]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(timeout=600)
-    assert [p.exitcode for p in procs] == [0] * WRITERS
+    args = [(str(c), str(store), w, table) for w, c in enumerate(clones)]
+    assert _exit_codes(_table_writer, args) == [0] * WRITERS
     conn = dc.connect(tmp_path / "origin", store=dc.LocalStore(store))
     report = conn.validate()
     assert report.ok, report
@@ -268,16 +272,8 @@ def test_writers_through_the_whole_write_path_over_https_lose_nothing(
     clones = [tmp_path / f"c{w}" for w in range(4)] + [tmp_path / "shared"] * 2
     for c in set(clones):
         dc.clone(url, c, dc.LocalStore(store))
-    ctx = multiprocessing.get_context("spawn")
-    procs = [
-        ctx.Process(target=_https_writer, args=(str(c), str(store), w))
-        for w, c in enumerate(clones)
-    ]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(timeout=600)
-    assert [p.exitcode for p in procs] == [0] * len(procs)
+    args = [(str(c), str(store), w) for w, c in enumerate(clones)]
+    assert _exit_codes(_https_writer, args) == [0] * len(clones)
     conn = dc.connect(tmp_path / "origin", store=dc.LocalStore(store))
     assert conn.validate().ok
     assert sum(len(conn.history(f"t{t}")) for t in range(3)) == 72

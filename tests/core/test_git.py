@@ -681,32 +681,35 @@ def _answer_pack_requests(server: GitHTTPServer, status: str, times: int) -> lis
     return seen
 
 
-def test_a_fetch_asks_again_after_server_errors(
+@pytest.fixture
+def behind(
     git_http_server: GitHTTPServer, http_repo: tuple[str, Path], tmp_path: Path
+) -> tuple[MetadataRepo, MetadataRepo]:
+    """(a clone that pushed a commit, a clone behind it) of the HTTP repository."""
+    creds = GitCredentials(git_http_server.token)
+    seed = MetadataRepo.open(tmp_path / "seed", credentials=creds)
+    other = MetadataRepo.clone(http_repo[0], tmp_path / "other", credentials=creds)
+    seed.commit({"t/metadata.json": b'{"v": 2}'}, "second", ME)
+    seed.push()
+    return seed, other
+
+
+def test_a_fetch_asks_again_after_server_errors(
+    git_http_server: GitHTTPServer, behind: tuple[MetadataRepo, MetadataRepo]
 ) -> None:
     """A server's 5xx (dulwich's server answers 500 when the tip moved between a fetch's
     two requests, which concurrent writers make common) is asked again, at random moments
     within ``FETCH_PATIENCE``: more times than the five the fetch used to allow."""
-    url, _ = http_repo
-    creds = GitCredentials(git_http_server.token)
-    seed = MetadataRepo.open(tmp_path / "seed", credentials=creds)
-    other = MetadataRepo.clone(url, tmp_path / "other", credentials=creds)
-    seed.commit({"t/metadata.json": b'{"v": 2}'}, "second", ME)
-    seed.push()
+    seed, other = behind
     seen = _answer_pack_requests(git_http_server, "500 Internal Server Error", times=8)
     assert other.fetch_and_reset() == seed.head()
     assert len(seen) == 9
 
 
 def test_a_fetch_the_server_refuses_is_not_asked_again(
-    git_http_server: GitHTTPServer, http_repo: tuple[str, Path], tmp_path: Path
+    git_http_server: GitHTTPServer, behind: tuple[MetadataRepo, MetadataRepo]
 ) -> None:
-    url, _ = http_repo
-    creds = GitCredentials(git_http_server.token)
-    seed = MetadataRepo.open(tmp_path / "seed", credentials=creds)
-    other = MetadataRepo.clone(url, tmp_path / "other", credentials=creds)
-    seed.commit({"t/metadata.json": b'{"v": 2}'}, "second", ME)
-    seed.push()
+    seed, other = behind
     seen = _answer_pack_requests(git_http_server, "403 Forbidden", times=100)
     with pytest.raises(GitError, match="403"):
         other.fetch_and_reset()
