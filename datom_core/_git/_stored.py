@@ -89,7 +89,8 @@ class Staged:
 
     def __init__(self, folder: str, blob: Blob) -> None:
         self.folder = folder
-        self.tmp = os.path.join(folder, f"{_PREFIX}{os.getpid()}_{secrets.token_hex(4)}")
+        self._pid = os.getpid()  # a forked child has not the thread writing it
+        self.tmp = os.path.join(folder, f"{_PREFIX}{self._pid}_{secrets.token_hex(4)}")
         header, chunks = blob._header(), blob.as_raw_chunks()
         self._job: Future[None] | None = _WRITER.executor().submit(_write, self.tmp, header, chunks)
 
@@ -99,7 +100,7 @@ class Staged:
         (its file is then gone): the caller writes the object itself, and meets the error
         again if it lasts."""
         job = self._job
-        if job is None or folder != self.folder:
+        if job is None or folder != self.folder or os.getpid() != self._pid:
             return False
         self._job = None
         try:
@@ -117,6 +118,8 @@ class Staged:
     def discard(self) -> None:
         """Remove the file unless it was taken (waiting for the worker if it is writing
         it: removed earlier, it would be made again)."""
+        if os.getpid() != self._pid:
+            return  # the parent's to discard
         job, self._job = self._job, None
         if job is None or job.cancel():
             return

@@ -5,6 +5,7 @@ to the commit (unchanged, repeated, rejected, failed, or staged for another stor
 from __future__ import annotations
 
 import errno
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -277,3 +278,41 @@ def test_a_compaction_sweeps_what_killed_writers_left_an_hour_ago(tmp_path: Path
     with closing(Repo(str(objects.parent))) as r:
         assert maint.drop_stale_temporaries(r.object_store, folders=256) == 3
     assert [p.exists() for p in old + young] == [False] * 3 + [True] * 3
+
+
+def _take_in_child(staged: _stored.Staged, folder: str, final: str, out: Any) -> None:
+    out.put((staged.take(folder, final), staged.discard()))
+
+
+def test_a_forked_child_steps_around_what_its_parent_is_staging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child forked while the parent's worker writes a staged file has no such thread:
+    its ``take`` says no (it writes the object itself) and its ``discard`` leaves the file
+    to the parent, instead of waiting forever on a job no thread will run."""
+    folder = tmp_path / "objects"
+    folder.mkdir()
+    go = threading.Event()
+    real = _stored._write
+
+    def held(*args: Any) -> None:
+        go.wait(10)
+        real(*args)
+
+    monkeypatch.setattr(_stored, "_write", held)
+    blob = _stored.LargeBlob.from_string(big_document(3))
+    staged = _stored.Staged(str(folder), blob)
+    final = str(folder / "ab" / "cdef")
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_take_in_child, args=(staged, str(folder), final, out))
+    child.start()
+    child.join(timeout=10)
+    hung = child.is_alive()
+    if hung:
+        child.kill()
+    go.set()
+    assert not hung
+    assert out.get(timeout=5) == (False, None)
+    assert staged.take(str(folder), final)
+    assert Path(final).read_bytes()[:2] == b"\x78\x01"  # zlib's header: a loose object
