@@ -250,6 +250,8 @@ class RemoteAccess:
     @contextmanager
     def shared(self) -> Iterator[None]:
         """Hold the remote open for reading or pushing (compaction waits for it)."""
+        if self._pid != os.getpid():  # a forked child: its parent's lock may be held
+            self._count, self._holders = threading.Lock(), 0
         with self._count:
             fd = self._descriptor()
             if fd is not None and self._holders == 0:

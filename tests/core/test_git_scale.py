@@ -606,3 +606,28 @@ def test_the_remotes_shared_hold_lasts_while_any_thread_reads(
         entered.clear()
         release.clear()
     access.close()
+
+
+def _read_in_child(access: maint.RemoteAccess) -> None:
+    with access.shared():
+        pass
+
+
+def test_a_child_forked_while_a_thread_counts_holders_reads_the_remote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The count of the process's holders is guarded by a thread lock: a child forked
+    while another thread held it starts its own count instead of waiting on that lock."""
+    bare = _remote_of_six_pushes(tmp_path, monkeypatch, budget=10_000)
+    access = maint.RemoteAccess(bare)
+    with access.shared():
+        pass  # the parent has used it
+    with access._count:  # a thread of the parent in the middle of counting
+        child = multiprocessing.get_context("fork").Process(target=_read_in_child, args=(access,))
+        child.start()
+        child.join(timeout=10)
+        hung = child.is_alive()
+        if hung:
+            child.kill()
+    assert not hung and child.exitcode == 0
+    access.close()
