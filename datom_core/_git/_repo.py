@@ -27,6 +27,7 @@ from pathlib import Path
 from dulwich.config import StackedConfig
 from dulwich.errors import NotGitRepository
 from dulwich.objects import ShaFile
+from dulwich.pack import PackFileDisappeared
 from dulwich.repo import Repo
 
 from .._checkpoint import checkpoint
@@ -302,7 +303,7 @@ class RepoCore:
             self._count_local(r, remote.receive(r, branch, tip, new.id, new.objects), new.id)
             self._worktree.move_to(r, branch, new.id, new)
             self._pushed(r, remote, branch, new.id)
-        except (OSError, GitError) as e:
+        except (OSError, GitError, PackFileDisappeared) as e:  # the last: a foreign gc
             log.warning(_UNFOLLOWED, new.id.decode()[:12], self.path, e)
 
     def remote_tip(self) -> TipView:

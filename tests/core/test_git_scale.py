@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dulwich.pack import PackFileDisappeared
 from dulwich.repo import Repo
 
 from datom_core._errors import PushRejectedError
@@ -631,3 +632,25 @@ def test_a_child_forked_while_a_thread_counts_holders_reads_the_remote(
             child.kill()
     assert not hung and child.exitcode == 0
     access.close()
+
+
+def test_a_clone_compaction_meeting_a_vanished_pack_leaves_the_push_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pack deleted under the clone's compaction (a ``git gc`` run by hand in the clone)
+    is dulwich's ``PackFileDisappeared``: the write it follows is recorded and returns,
+    the failure is a warning, and the next write compacts again."""
+    repo = MetadataRepo.init(tmp_path / "a", None)
+
+    def vanished(r: Repo) -> tuple[int, int]:
+        raise PackFileDisappeared(object())
+
+    monkeypatch.setattr(maint, "may_need_compaction", lambda r, loose=0: True)
+    monkeypatch.setattr(maint, "compact", vanished)
+    shas = [
+        repo.commit_and_push(lambda tree, i=i: {f"t{i}/m": b"x"}, f"c{i}", ME)
+        for i in range(maint.CLONE_CHECK_EVERY + 1)
+    ]
+    assert "could not follow" in caplog.text
+    bare = MetadataRepo.embedded_remote_path(tmp_path / "a")
+    assert [c.id for c in MetadataRepo.clone(bare, tmp_path / "b").log()] == shas[::-1]
