@@ -7,8 +7,8 @@ mostly the versions of concurrent writers that have not mirrored yet, found amon
 commits since the one the store's copy names last.
 A version's ``metadata_sha`` is computed once per distinct document text: a writer that
 looks at the same commits again, or at a document another writer just produced, reads it
-back from memory. A gap a minute old or more is a writer's that died after its push: its
-snapshot is put in the store before the copy naming it (:func:`_restore_snapshots`).
+back from memory. A gap a few seconds old is a writer's that died after its push (or is
+slow): its snapshot is put in the store before the copy naming it (:func:`_restore_snapshots`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,10 @@ __all__ = [
     "without_commit_sha",
 ]
 
-LIVE_MIRROR = 60.0  # seconds after its push within which a writer mirrors its own version
+# Seconds after its entry's timestamp within which a gap is left to its writer: a live one
+# mirrors within milliseconds of its push. Only a cost, never correctness, rides on it: a
+# snapshot written twice has the same bytes; 0 made a fifth of contended writes write one.
+LIVE_MIRROR = 5.0
 _RECENT_SLACK = 4  # commits looked at beyond the number of gaps before walking the log
 _WALK_MAX = 64  # commits since the store copy's newest one read before asking the log
 # Versions a history names that no commit of git produced (hand-edited or squashed
@@ -170,13 +173,16 @@ def _store_history(
 def _restore_snapshots(
     ctx: ProjectContext, table: str, entries: Sequence[Mapping[str, Any]], found: Mapping[str, str]
 ) -> None:
-    """Put in the store the snapshot of each version another writer pushed a minute ago
-    or more and has not mirrored (killed after its push), before a history naming it is.
+    """Put in the store the snapshot of each version another writer recorded
+    :data:`LIVE_MIRROR` seconds ago or more and has not mirrored (killed after its push),
+    before a history naming it is.
 
     Reading that version by id, or a data cut pinning it, resolves its snapshot; the
     next writer of the table is the first to meet it (the store's copy lacks it), and the
-    one after finds it recorded. A younger version is its live writer's to mirror (this
-    costs contended writers nothing); ``validate(fix=True)`` restores any one missed.
+    one after finds it recorded. A younger version is its live writer's to mirror (so
+    contended writers do not write each other's); ``validate(fix=True)`` restores any one
+    missed. The age is the entry's ``timestamp`` (set before the upload, so a big table's
+    live writer may see its snapshot written by another: the same bytes).
     """
     cutoff, left = time.time() - LIVE_MIRROR, len(found)
     for entry in entries:  # newest first, as the gaps mostly are

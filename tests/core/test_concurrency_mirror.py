@@ -279,15 +279,15 @@ def test_a_write_whose_remote_did_not_move_settles_without_the_clones_lock(
     assert looks == ["locked"]  # the classification's look only; the settle's is lock-free
 
 
-@pytest.mark.parametrize("age", ["a minute old", "seconds old"])
+@pytest.mark.parametrize("age", ["old enough", "too young"])
 def test_a_version_whose_writer_died_after_its_push_gets_its_snapshot_from_the_next_writer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, age: str
 ) -> None:
     """A writer killed after its push never mirrors its version. The next writer of the
     table (another clone) records that version's commit in the store's history and, when
-    the version is a minute old or more, puts its snapshot there first: it then reads by
-    id from the store alone, and ``validate`` is clean without a fix. A younger one is
-    its (maybe live) writer's: left for ``validate(fix=True)``."""
+    the version is ``LIVE_MIRROR`` seconds old or more, puts its snapshot there first: it
+    then reads by id from the store alone, and ``validate`` is clean without a fix. A
+    younger one is its (maybe live) writer's: left for ``validate(fix=True)``."""
     first = new_project(tmp_path)
     first.write("dm", frame(seed=1))
     second = dc.clone(first.repo.remote_url, tmp_path / "second", first.store)
@@ -296,11 +296,10 @@ def test_a_version_whose_writer_died_after_its_push_gets_its_snapshot_from_the_n
     dead = json.loads(second.repo.read(L.git_history("dm")) or b"[]")[0]["version"]
     assert dead not in {v.version for v in second.history("dm")}  # the store's lacks it
     assert not first.store.exists(L.store_snapshot("dm", dead))
-    if age == "a minute old":
-        monkeypatch.setattr(_commits, "LIVE_MIRROR", 0.0)
+    monkeypatch.setattr(_commits, "LIVE_MIRROR", 0.0 if age == "old enough" else 3600.0)
     second.write("dm", frame(seed=8))
     reader = dc.connect(store=first.store, project_name=first.project_name)
-    if age == "a minute old":
+    if age == "old enough":
         assert_store_is_git(second)
         assert reader.read("dm", version=dead[:12], as_="arrow").equals(
             second.read("dm", version=dead, as_="arrow")
