@@ -55,9 +55,19 @@ def _advertised_data_is_present(conn: dc.Connection) -> None:
         assert conn.store.exists(L.store_parquet(table.name, current["data_sha"]))
 
 
+@pytest.fixture(params=["local", "s3"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> dc.Store:
+    """The project's store: a directory, or a bucket on moto's S3 server (the killed
+    writer finds it again from ``.datom/project.yaml`` and the environment)."""
+    if request.param == "local":
+        return dc.LocalStore(tmp_path / "store")
+    bucket, endpoint = request.getfixturevalue("s3_bucket"), request.getfixturevalue("s3_endpoint")
+    return dc.S3Store(bucket, prefix="proj", endpoint_url=endpoint)
+
+
 @pytest.mark.parametrize("step", STEPS)
-def test_killed_writer_converges_on_rerun(tmp_path: Path, step: str) -> None:
-    conn = new_project(tmp_path)
+def test_killed_writer_converges_on_rerun(tmp_path: Path, step: str, backend: dc.Store) -> None:
+    conn = new_project(tmp_path, backend)
     first = conn.write("dm", frame())
     assert _write_and_die(conn.path, step) == -signal.SIGKILL
     _advertised_data_is_present(conn)
