@@ -224,8 +224,8 @@ def _flock(lock: Path, mode: int) -> Iterator[bool]:
 class RemoteAccess:
     """The shared side of a local remote's maintenance lock, on one descriptor per process.
 
-    Held while any thread reads (the store mirror's worker reads beside the writing
-    thread): the ``flock`` is taken by the first holder and dropped by the last.
+    Held while any thread of the process reads (threads writing through one connection
+    share it): the ``flock`` is taken by the first holder and dropped by the last.
     """
 
     def __init__(self, path: Path) -> None:

@@ -139,8 +139,8 @@ def _exit_codes(target: Callable[..., None], args: list[tuple[Any, ...]]) -> lis
 
 
 def _table_writer(clone: str, store: str, worker: int, table: str) -> None:
-    """Writes through the whole write path (the store mirror's worker thread reads the
-    remote beside the writing thread) with budgets that compact the remote at every push."""
+    """Writes through the whole write path (the store mirror in its worker thread while
+    the clone moves) with budgets that compact the remote at every push."""
     maint.LOOSE_BUDGET, maint.PACK_BUDGET = 4, 2
     maint.REMOTE_CHECK_EVERY = maint.CLONE_CHECK_EVERY = 1
     conn = dc.connect(clone, store=dc.LocalStore(store))

@@ -575,10 +575,11 @@ def test_a_compaction_after_another_processes_merge_skips_the_packs_it_deleted(
 def test_the_remotes_shared_hold_lasts_while_any_thread_reads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The store mirror's worker thread reads the remote while the writing thread does:
-    the process's shared hold (one descriptor) ends when the last of them is done, never
-    when the first is. The first's release had dropped it for the other, and left the
-    count negative, so no later read of the process held it at all."""
+    """Two threads of a process read the remote at once (threads writing through one
+    connection; datom's own write path reads it from the writing thread only): the
+    process's shared hold (one descriptor) ends when the last of them is done, never when
+    the first is. The first's release had dropped it for the other, and left the count
+    negative, so no later read of the process held it at all."""
     bare = _remote_of_six_pushes(tmp_path, monkeypatch, budget=10_000)
     access = maint.RemoteAccess(bare)
 
