@@ -40,7 +40,7 @@ _HEADS = b"refs/heads/"
 _RACE_STATUSES = ("failed to write", "failed to lock", "unable to set", "non-fast-forward",
                   "fetch first", "stale info", "atomic push failed")  # fmt: skip
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
-_FETCH_BACKOFF, _FETCH_BACKOFF_MAX = 0.02, 1.0  # seconds: a fetch asked again waits up to
+_FETCH_BACKOFF, _FETCH_BACKOFF_MAX = 0.02, 1.0  # seconds: first and longest (random) wait
 
 
 class _HttpClient(Urllib3HttpGitClient):
