@@ -49,7 +49,7 @@ from dulwich.repo import Repo
 
 from ._objects import kept_blob
 from ._packs import TMP_PACK, loose_entry, merge_packs, pack_entries, write_entries, write_objects
-from ._stored import drop_stale_staged
+from ._stored import drop_stale_files
 
 __all__ = [
     "CLONE_CHECK_EVERY",
@@ -127,10 +127,10 @@ def drop_stale_temporaries(store: DiskObjectStore, folders: int = SWEPT_FOLDERS)
     temporary packs, and the temporary files of loose objects in ``folders`` fan-out
     folders picked at random (all 256 would cost as much as the compaction's own
     listing again; every folder is reached within a few dozen compactions)."""
-    removed = drop_stale_staged(store.path)
-    removed += drop_stale_staged(store.pack_dir, prefix=TMP_PACK)
+    removed = drop_stale_files(store.path)
+    removed += drop_stale_files(store.pack_dir, prefix=TMP_PACK)
     for i in random.sample(range(256), min(folders, 256)):
-        removed += drop_stale_staged(os.path.join(store.path, f"{i:02x}"))
+        removed += drop_stale_files(os.path.join(store.path, f"{i:02x}"))
     return removed
 
 
@@ -244,7 +244,6 @@ class RemoteAccess:
             except OSError:  # a read-only remote: nobody compacts it, nothing to guard
                 self._fd = None
             self._pid = os.getpid()
-            self._holders = 0  # a forked child holds nothing of its parent's
         return self._fd
 
     @contextmanager

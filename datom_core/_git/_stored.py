@@ -14,7 +14,7 @@ not written after all (unchanged, a push rejected, an error) loses its file in
 
 A process killed meanwhile leaves a ``tmp_obj_*`` file in the objects folder, which git
 ignores, as it does its own; a compaction removes those over an hour old
-(:func:`drop_stale_staged`: a live writer's lasts milliseconds).
+(:func:`drop_stale_files`: a live writer's lasts milliseconds).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ __all__ = [
     "STORED_FROM",
     "LargeBlob",
     "Staged",
-    "drop_stale_staged",
+    "drop_stale_files",
     "release",
     "staged_blob",
     "stored_form",
@@ -155,7 +155,7 @@ def release(objects: Iterable[ShaFile]) -> None:
             obj.staged.discard()
 
 
-def drop_stale_staged(
+def drop_stale_files(
     folder: str | os.PathLike[str], now: float | None = None, prefix: str = _PREFIX
 ) -> int:
     """Remove the files named ``prefix``... in ``folder`` older than :data:`STALE_AFTER`
