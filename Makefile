@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test test-fast test-slow demo lint typecheck format bench clean rdatom
+.PHONY: test test-fast test-slow demo lint typecheck format bench stress clean rdatom
 
 $(STAMP): pyproject.toml setup.py datom_core/_identity/_chrenc.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -58,6 +58,11 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_scale.py
 	$(PY) benchmarks/bench_concurrency.py
 	$(PY) benchmarks/bench_dagster.py
+
+stress: $(STAMP)
+	$(PY) benchmarks/stress_writers.py --rounds 5 --seed 1
+	$(PY) benchmarks/stress_writers.py --rounds 3 --seed 2 --remote https
+	$(PY) benchmarks/stress_writers.py --rounds 3 --seed 3 --remote https --store s3
 
 clean:
 	rm -rf $(VENV) .demo .pytest_cache

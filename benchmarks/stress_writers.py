@@ -1,0 +1,230 @@
+"""Concurrent writers SIGKILLed at random moments: what is left must converge.
+
+Each round starts writer processes (own clones, and two processes through one shared
+clone) that write small versions of three tables, compacting the remote and their clones
+at every push (the widest races), then SIGKILLs some of them at a random moment (seeded).
+After the rounds it checks, and exits 1 on any miss:
+
+  * every surviving writer exited cleanly (a killed one: -9);
+  * ``validate`` on a fresh clone, before any repair (printed: a version killed and
+    superseded within seconds may leave a store snapshot only ``validate(fix=True)``
+    restores), then clean after ``validate(fix=True)``;
+  * every version a writer was told of is recorded, and once;
+  * every recorded version reads from the store alone (no clone);
+  * ``git fsck --strict`` passes on every clone (and on a local remote);
+  * every writer's clone validates clean.
+
+``--remote https`` writes through a smart-HTTP git server on loopback (token auth);
+``--store s3`` through moto's S3 server on loopback. Not part of ``make test`` (the seeded
+kill test in ``tests/core/test_concurrency_clones.py`` is its small, fixed sibling); run it
+after any change to the git layer or the write path:
+
+  python benchmarks/stress_writers.py --rounds 5 --seed 7 --remote https --store s3
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import multiprocessing as mp
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+import datom_core as dc
+from datom_core._git import MetadataRepo
+from datom_core._git import _maintenance as maint
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.gitserver import GitHTTPServer  # noqa: E402
+
+_TOKEN = "stress-token"
+_BUCKET = "datom-stress"
+_MOTO_ENV = {  # dummy credentials, and no look for real ones: moto on loopback only
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "AWS_CONFIG_FILE": os.devnull,
+    "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+}
+
+
+def _store(spec: dict[str, str]) -> dc.Store:
+    if spec["kind"] == "s3":
+        return dc.S3Store(_BUCKET, prefix="stress", endpoint_url=spec["endpoint"])
+    return dc.LocalStore(spec["path"])
+
+
+def _writer(clone: str, spec: dict[str, str], worker: int, writes: int, log: str) -> None:
+    """Compacting writes to three tables, each version logged once it is returned."""
+    maint.LOOSE_BUDGET, maint.PACK_BUDGET = 4, 2
+    maint.REMOTE_CHECK_EVERY = maint.CLONE_CHECK_EVERY = 1
+    conn = dc.connect(clone, store=_store(spec))
+    with open(log, "a", buffering=1) as out:
+        out.write("ready\n")
+        for i in range(writes):
+            table = f"t{(worker + i) % 3}"
+            data = pa.table({"k": [f"{worker}-{i}-{j}-{time.time_ns()}" for j in range(3)]})
+            out.write(f"{table} {conn.write(table, data).version}\n")
+
+
+class _Servers:
+    """The remote (a local bare repository or an HTTPS server) and the store's backend."""
+
+    def __init__(self, tmp: Path, remote: str, store: str) -> None:
+        self.http: GitHTTPServer | None = None
+        self.moto: Any = None
+        if store == "s3":
+            import boto3  # test-only dependencies, as moto is
+            from moto.server import ThreadedMotoServer
+
+            os.environ.update(_MOTO_ENV)
+            logging.getLogger("werkzeug").setLevel(logging.ERROR)  # a line per request
+            self.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+            self.moto.start()
+            host, port = self.moto.get_host_and_port()
+            self.spec = {"kind": "s3", "endpoint": f"http://{host}:{port}"}
+            s3 = boto3.client("s3", endpoint_url=self.spec["endpoint"], region_name="us-east-1")
+            s3.create_bucket(Bucket=_BUCKET)
+        else:
+            self.spec = {"kind": "local", "path": str(tmp / "store")}
+        origin = tmp / "origin"
+        if remote == "https":
+            (tmp / "srv").mkdir()
+            self.http = GitHTTPServer(tmp / "srv", _TOKEN)
+            self.http.start()
+            self.http.create_bare("proj")
+            os.environ["DATOM_GIT_TOKEN"] = _TOKEN
+            self.url = self.http.url_for("proj")
+            self.conn = dc.init_repo(origin, "STRESS", _store(self.spec), self.url)
+        else:
+            self.conn = dc.init_repo(origin, "STRESS", _store(self.spec))
+            self.url = str(MetadataRepo.embedded_remote_path(origin))
+
+    def stop(self) -> None:
+        if self.http is not None:
+            self.http.stop()
+        if self.moto is not None:
+            self.moto.stop()
+
+
+def _round(
+    rng: random.Random, clones: list[Path], spec: dict[str, str], writes: int, logs: list[Path]
+) -> list[str]:
+    """One round: start every writer, kill two at a random moment; what went wrong."""
+    ctx = mp.get_context("spawn")
+    procs = [
+        ctx.Process(target=_writer, args=(str(c), spec, w, writes, str(log)))
+        for w, (c, log) in enumerate(zip(clones, logs, strict=True))
+    ]
+    for p in procs:
+        p.start()
+    deadline = time.monotonic() + 120
+    while not all(log.exists() and log.read_text() for log in logs):
+        if time.monotonic() > deadline:
+            return ["writers did not start within 120 s"]
+        time.sleep(0.01)
+    time.sleep(rng.uniform(0.05, 1.5))
+    for victim in rng.sample(procs, 2):
+        if victim.pid is not None:
+            os.kill(victim.pid, signal.SIGKILL)
+    for p in procs:
+        p.join(timeout=900)
+    codes = [p.exitcode for p in procs]
+    return [f"writer exit codes {codes}"] if any(c not in (0, -9) for c in codes) else []
+
+
+def _check(servers: _Servers, tmp: Path, clones: list[Path], logs: list[Path]) -> list[str]:
+    """The checks listed in the module docstring; what failed."""
+    problems: list[str] = []
+    checker = dc.clone(servers.url, tmp / "checker", _store(servers.spec))
+    before = checker.validate()
+    print(f"validate before any repair: {'clean' if before.ok else 'NOT clean'}")
+    if not before.ok:
+        print(before)
+    checker.validate(fix=True)
+    after = checker.validate()
+    if not after.ok:
+        problems.append(f"validate after fix=True: {after}")
+    told = [line.split() for log in logs for line in log.read_text().splitlines()]
+    told = [entry for entry in told if entry != ["ready"]]
+    reader = dc.connect(store=_store(servers.spec), project_name="STRESS")
+    recorded = 0
+    for table in ("t0", "t1", "t2"):
+        versions = [v.version for v in checker.history(table)]
+        recorded += len(versions)
+        if len(versions) != len(set(versions)):
+            problems.append(f"{table}: a version is recorded twice")
+        lost = {v for t, v in told if t == table} - set(versions)
+        if lost:
+            problems.append(f"{table}: versions writers were told of are missing: {lost}")
+        for version in versions:
+            if reader.read(table, version=version, as_="arrow").num_rows != 3:
+                problems.append(f"{table} {version}: wrong rows read from the store")
+    print(f"versions told of: {len(told)}; recorded: {recorded}")
+    repos = [*set(clones), tmp / "checker"]
+    if servers.http is None:
+        repos.append(Path(servers.url))
+    for repo in repos:
+        out = subprocess.run(["git", "-C", str(repo), "fsck", "--strict"], capture_output=True)
+        if out.returncode:
+            problems.append(f"git fsck {repo}: {out.stderr.decode()[-400:]}")
+    for clone in set(clones):
+        report = dc.connect(clone, store=_store(servers.spec)).validate()
+        if not report.ok:
+            problems.append(f"clone {clone.name}: {report}")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--remote", choices=["local", "https"], default="local")
+    parser.add_argument("--store", choices=["local", "s3"], default="local")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--writes", type=int, default=15, help="per writer and round")
+    parser.add_argument("--clones", type=int, default=4, help="own clones (plus 2 sharing one)")
+    parser.add_argument("--keep", action="store_true", help="keep the project folder")
+    args = parser.parse_args(argv)
+    if shutil.which("git") is None:
+        print("needs the git command line (for git fsck)")
+        return 2
+    rng = random.Random(args.seed)
+    tmp = Path(tempfile.mkdtemp(prefix="datom-stress-"))
+    servers = _Servers(tmp, args.remote, args.store)
+    started, problems = time.monotonic(), []
+    try:
+        clones = [tmp / f"c{w}" for w in range(args.clones)] + [tmp / "shared"] * 2
+        for clone in set(clones):
+            dc.clone(servers.url, clone, _store(servers.spec))
+        logs: list[Path] = []
+        for round_ in range(args.rounds):
+            mine = [tmp / f"log{round_}-{w}" for w in range(len(clones))]
+            problems += _round(rng, clones, servers.spec, args.writes, mine)
+            logs += mine
+            print(f"round {round_ + 1}/{args.rounds} done", flush=True)
+        problems += _check(servers, tmp, clones, logs)
+    finally:
+        servers.stop()
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    took = time.monotonic() - started
+    print(f"{args.remote} remote, {args.store} store, seed {args.seed}: {took:.0f} s")
+    for problem in problems:
+        print("FAILED:", problem)
+    print("ok" if not problems else f"{len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
