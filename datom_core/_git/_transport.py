@@ -276,7 +276,7 @@ class LocalTransport(Transport):
         """datom writers on this machine take turns (a ``flock`` in the remote) from fetch
         to push: under contention they queue instead of redoing work that a
         compare-and-swap would reject. Other git clients still meet the swap."""
-        return RepoLock(self.path / _TURN_LOCK, timeout, poll=(0.001, 0.004))
+        return RepoLock(self.path / _TURN_LOCK, timeout)
 
     def maintain(self, made: bytes | None = None) -> None:
         """Every ``REMOTE_CHECK_EVERY`` pushes of this handle, and after a push whose commit
