@@ -28,7 +28,7 @@ from typing import Any
 import pyarrow as pa
 
 from datom_core._checkpoint import checkpoint
-from datom_core._errors import DatomError, IntegrityError
+from datom_core._errors import DatomError, IntegrityError, NotFoundError
 from datom_core._git import MetadataRepo
 from datom_core._identity import prepare_table
 from datom_core._identity._cv1 import TableHash, hash_arrow_table
@@ -284,10 +284,8 @@ def _store_parquet(
     """Step 3: (parquet_sha, size_bytes, uploaded) for new data."""
     store, key = ctx.store, L.store_parquet(table_name, th.data_sha)
     recorded = history.recorded_parquet(th.data_sha) if history is not None else None
-    if recorded is not None:
-        # Re-serialising could change the bytes and break that version's pin: reuse them.
-        size = recorded.raw.get("size_bytes")
-        return recorded.parquet_sha, size if isinstance(size, int) else store.size(key), False
+    if recorded is not None and recorded.parquet_sha:
+        return _recorded_parquet(ctx, table_name, table, th, recorded.parquet_sha)
     with nullcontext(early.result()) if early else serialized(table, th.column_hashes) as sp:
         if store.put_if_absent(key, sp.source):
             return sp.parquet_sha, sp.size_bytes, True
@@ -313,6 +311,34 @@ def _known_snapshot(ctx: ProjectContext, table: str, version: str) -> bytes | No
         return raw if parse_metadata(raw, key="snapshot").version == version else None
     except DatomError:
         return None
+
+
+def _recorded_parquet(
+    ctx: ProjectContext, table_name: str, table: pa.Table, th: TableHash, parquet_sha: str
+) -> tuple[str, int, bool]:
+    """(parquet_sha, size_bytes, uploaded) for data an earlier version recorded: its bytes
+    are reused (re-serialising could change them and break that version's pin). A store
+    that lost them gets them back when this data serialises to exactly those bytes; else
+    the write is refused rather than naming a missing object."""
+    store, key = ctx.store, L.store_parquet(table_name, th.data_sha)
+    try:
+        return parquet_sha, store.size(key), False
+    except NotFoundError:
+        pass
+    with serialized(table, th.column_hashes) as sp:
+        if sp.parquet_sha == parquet_sha:
+            store.put_if_absent(key, sp.source)
+            return parquet_sha, sp.size_bytes, False  # a recorded version's: never undone
+    raise IntegrityError(
+        f"table {table_name!r}: this data was recorded before as {key} (parquet_sha "
+        f"{parquet_sha}), which is missing from {store.url}, and it does not serialise to "
+        "those bytes again here (another pyarrow or settings wrote them); nothing was "
+        "written. Restore the object from a backup of the store (validate lists every "
+        "missing parquet), then write again",
+        key=key,
+        expected=parquet_sha,
+        actual="no object",
+    )
 
 
 def _undo(ctx: ProjectContext, table: str, data_sha: str, uploaded: bool) -> None:

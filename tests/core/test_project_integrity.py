@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 
 import pytest
 
 import datom_core as dc
 from datom_core._project import _layout as L
-from tests.core.projects import frame, new_project
+from datom_core._project import _write
+from tests.core.projects import fingerprint, frame, new_project
 
 
 @pytest.fixture
@@ -87,6 +91,46 @@ def test_missing_parquet_is_reported_not_fixable(project) -> None:
         conn.read("dm", v1.version)
     report = conn.validate(fix=True)
     assert [(p.kind, p.fixed) for p in report.problems] == [("missing_parquet", False)]
+
+
+def test_data_written_again_puts_back_the_parquet_the_store_lost(project) -> None:
+    """Data of an earlier version reuses that version's parquet (its bytes are pinned);
+    when the store lost them and this data serialises to exactly those bytes again, the
+    write puts them back instead of recording a version that names a missing object."""
+    conn, v1, _ = project
+    key = L.store_parquet("dm", v1.data_sha)
+    conn.store.delete(key)
+    again = conn.write("dm", frame(), metadata={"note": "back to the first data"})
+    assert again.change == "full" and again.parquet_sha == v1.parquet_sha
+    assert conn.store.sha256(key) == v1.parquet_sha
+    assert conn.read("dm", v1.version).equals(frame())
+    assert conn.validate().ok
+
+
+def test_data_written_again_is_refused_when_its_lost_parquet_cannot_be_remade(
+    project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bytes another serialiser wrote (another pyarrow, other settings) cannot be made
+    again: the write is refused, naming the table, the key and the remedy, and nothing
+    is written."""
+    conn, v1, _ = project
+    key = L.store_parquet("dm", v1.data_sha)
+    conn.store.delete(key)
+    before = fingerprint(conn)
+    real = _write.serialized
+
+    @contextmanager
+    def other_bytes(table: object, digests: object = None) -> Iterator[object]:
+        with real(table, digests) as sp:  # type: ignore[arg-type]
+            yield replace(sp, parquet_sha="0" * 64)
+
+    monkeypatch.setattr(_write, "serialized", other_bytes)
+    with pytest.raises(dc.IntegrityError) as info:
+        conn.write("dm", frame(), metadata={"note": "back to the first data"})
+    err = info.value
+    assert err.key == key and err.expected == v1.parquet_sha
+    assert "'dm'" in str(err) and key in str(err) and "backup" in str(err)
+    assert fingerprint(conn) == before
 
 
 def test_manifest_drift_is_rebuilt_from_table_documents(project) -> None:
