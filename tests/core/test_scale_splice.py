@@ -8,6 +8,7 @@ assembled and printed whole. Every input is also tried in forms the splice must 
 
 from __future__ import annotations
 
+import binascii
 import json
 import random
 from collections.abc import Mapping
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 from dulwich.object_store import MemoryObjectStore
-from dulwich.objects import Tree
+from dulwich.objects import Blob, Commit, Tree
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -247,6 +248,37 @@ def test_a_patched_root_tree_is_what_git_would_write() -> None:
         tip = new.id
     assert patched == len(changes) - 1  # all but the commit that added .datom/ to the root
     assert O.build_commit(store, tip, files, "same", b"A <a@b>", 0) is None
+
+
+@pytest.mark.parametrize("dir_mode", [b"40000", b"040000"], ids=["canonical", "zero-padded"])
+def test_a_root_tree_another_tool_wrote_is_patched_at_its_own_offsets(dir_mode: bytes) -> None:
+    """A root tree this process did not build (another writer's, or another tool's with
+    zero-padded modes, as old tools wrote) is patched where its text holds the changed
+    entry's id: only those bytes change."""
+    store = MemoryObjectStore()
+    text = b""
+    for i in range(100):
+        blob = Blob.from_string(b"doc %d" % i)
+        sub = Tree()
+        sub.add(b"metadata.json", 0o100644, blob.id)
+        store.add_objects([(blob, None), (sub, None)])
+        text += dir_mode + b" t%04d\0" % i + binascii.unhexlify(sub.id)
+    root = Tree.from_raw_string(Tree.type_num, text)
+    commit = Commit()
+    commit.tree, commit.message = root.id, b"by another tool"
+    commit.author = commit.committer = b"A <a@b>"
+    commit.author_time = commit.commit_time = commit.author_timezone = commit.commit_timezone = 0
+    store.add_objects([(root, None), (commit, None)])
+    new = O.build_commit(store, commit.id, {"t0042/metadata.json": b"new"}, "w", b"A <a@b>", 0)
+    assert new is not None
+    made = next(o for o in new.objects if isinstance(o, O._PatchedTree))
+    sub42 = next(o for o in new.objects if isinstance(o, Tree) and o is not made)
+    at = text.index(b" t0042\0") + len(b" t0042\0")
+    assert made.as_raw_string() == text[:at] + binascii.unhexlify(sub42.id) + text[at + 20 :]
+    for obj in new.objects:
+        store.add_object(obj)
+    assert O.TreeReader(store, new.id).read("t0042/metadata.json") == b"new"
+    assert O.TreeReader(store, new.id).read("t0043/metadata.json") == b"doc 43"
 
 
 def _files_of(store: MemoryObjectStore, commit: bytes) -> dict[bytes, bytes]:
