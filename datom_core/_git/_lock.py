@@ -144,9 +144,11 @@ class _Waiter:
         self._error: OSError | None = None
         try:
             threading.Thread(target=self._block, name="datom-lock-wait", daemon=True).start()
-        except BaseException:
-            os.close(self._fd)
-            raise
+        except BaseException as e:
+            self._abandoned = True  # a helper that did start lets the lock go at once
+            if isinstance(e, Exception):  # no thread could be started: the copy is ours
+                os.close(self._fd)
+            raise  # an interrupt once the thread runs: the copy is the helper's to close
 
     def wait(self, timeout: float) -> bool:
         """True once the lock is taken; False after ``timeout`` seconds without it

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -75,6 +76,36 @@ def test_a_waiter_that_gives_up_leaves_the_lock_to_the_next(tmp_path: Path) -> N
     for helper in helpers:
         helper.join(5)
     assert not any(t.is_alive() for t in helpers)
+    with RepoLock(path, timeout=0):
+        pass
+
+
+def test_a_waiter_interrupted_leaves_the_lock_to_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while waiting gives up like a timeout: the interrupt propagates, and the
+    helper releases the lock when it gets it."""
+    path = tmp_path / "datom.lock"
+    thread, _, release = _held_elsewhere(path)
+
+    class Interrupted(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            raise KeyboardInterrupt
+
+    waiter_threading = SimpleNamespace(
+        Event=Interrupted, Lock=threading.Lock, Thread=threading.Thread
+    )
+    monkeypatch.setattr(_lock, "threading", waiter_threading)  # the waiter's event only
+    with pytest.raises(KeyboardInterrupt):
+        with RepoLock(path, timeout=5):
+            pass
+    monkeypatch.undo()
+    release.set()
+    thread.join(5)
+    with RepoLock(path, timeout=5):
+        pass
+    for helper in [t for t in threading.enumerate() if t.name == "datom-lock-wait"]:
+        helper.join(5)
     with RepoLock(path, timeout=0):
         pass
 
