@@ -16,10 +16,10 @@ holding process dies, so a crash never leaves a stale lock behind.
 
 A waiter blocks in ``flock`` itself, so the kernel hands it the lock the moment the holder
 lets go (polling left a released lock idle until the next try: 8 processes sharing one
-clone wrote 134-136 writes/s polling, 155-163 blocking). A blocked ``flock`` cannot be
-timed out or interrupted, so the wait runs in a helper thread (:class:`_Waiter`) on a
-duplicate of the descriptor, and a caller that gives up leaves the helper to release the
-lock as soon as it gets it.
+clone wrote 133-154 writes/s polling, 165-171 blocking, alternated on tmpfs). A blocked
+``flock`` cannot be timed out or interrupted, so the wait runs in a helper thread
+(:class:`_Waiter`) on a duplicate of the descriptor, and a caller that gives up leaves
+the helper to release the lock as soon as it gets it.
 """
 
 from __future__ import annotations
