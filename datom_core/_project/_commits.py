@@ -46,8 +46,10 @@ __all__ = [
 
 # Seconds after its entry's timestamp within which a gap is left to its writer: a live one
 # mirrors within milliseconds of its push. Only a cost, never correctness, rides on it: a
-# snapshot written twice has the same bytes; 0 made a fifth of contended writes write one.
-LIVE_MIRROR = 5.0
+# snapshot written twice has the same bytes; 0 made a fifth of contended writes write one,
+# 2 none in bench_concurrency (tmpfs and disk). The stamp has whole seconds, so 2 leaves
+# at least one; short enough for a step re-run after its process was killed (5 was not).
+LIVE_MIRROR = 2.0
 _RECENT_SLACK = 4  # commits looked at beyond the number of gaps before walking the log
 _WALK_MAX = 64  # commits since the store copy's newest one read before asking the log
 # Versions a history names that no commit of git produced (hand-edited or squashed
