@@ -26,11 +26,9 @@ from __future__ import annotations
 
 import argparse
 import logging
-import multiprocessing as mp
 import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -38,14 +36,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
+import boto3
+from moto.server import ThreadedMotoServer
 
 import datom_core as dc
 from datom_core._git import MetadataRepo
-from datom_core._git import _maintenance as maint
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.gitserver import GitHTTPServer  # noqa: E402
+from tests.kills import TABLES, kill_round, store_of, told  # noqa: E402
 
 _TOKEN = "stress-token"
 _BUCKET = "datom-stress"
@@ -59,25 +58,6 @@ _MOTO_ENV = {  # dummy credentials, and no look for real ones: moto on loopback 
 }
 
 
-def _store(spec: dict[str, str]) -> dc.Store:
-    if spec["kind"] == "s3":
-        return dc.S3Store(_BUCKET, prefix="stress", endpoint_url=spec["endpoint"])
-    return dc.LocalStore(spec["path"])
-
-
-def _writer(clone: str, spec: dict[str, str], worker: int, writes: int, log: str) -> None:
-    """Compacting writes to three tables, each version logged once it is returned."""
-    maint.LOOSE_BUDGET, maint.PACK_BUDGET = 4, 2
-    maint.REMOTE_CHECK_EVERY = maint.CLONE_CHECK_EVERY = 1
-    conn = dc.connect(clone, store=_store(spec))
-    with open(log, "a", buffering=1) as out:
-        out.write("ready\n")
-        for i in range(writes):
-            table = f"t{(worker + i) % 3}"
-            data = pa.table({"k": [f"{worker}-{i}-{j}-{time.time_ns()}" for j in range(3)]})
-            out.write(f"{table} {conn.write(table, data).version}\n")
-
-
 class _Servers:
     """The remote (a local bare repository or an HTTPS server) and the store's backend."""
 
@@ -85,15 +65,13 @@ class _Servers:
         self.http: GitHTTPServer | None = None
         self.moto: Any = None
         if store == "s3":
-            import boto3  # test-only dependencies, as moto is
-            from moto.server import ThreadedMotoServer
-
             os.environ.update(_MOTO_ENV)
             logging.getLogger("werkzeug").setLevel(logging.ERROR)  # a line per request
             self.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
             self.moto.start()
             host, port = self.moto.get_host_and_port()
-            self.spec = {"kind": "s3", "endpoint": f"http://{host}:{port}"}
+            endpoint = f"http://{host}:{port}"
+            self.spec = {"kind": "s3", "bucket": _BUCKET, "prefix": "stress", "endpoint": endpoint}
             s3 = boto3.client("s3", endpoint_url=self.spec["endpoint"], region_name="us-east-1")
             s3.create_bucket(Bucket=_BUCKET)
         else:
@@ -106,9 +84,9 @@ class _Servers:
             self.http.create_bare("proj")
             os.environ["DATOM_GIT_TOKEN"] = _TOKEN
             self.url = self.http.url_for("proj")
-            self.conn = dc.init_repo(origin, "STRESS", _store(self.spec), self.url)
+            self.conn = dc.init_repo(origin, "STRESS", store_of(self.spec), self.url)
         else:
-            self.conn = dc.init_repo(origin, "STRESS", _store(self.spec))
+            self.conn = dc.init_repo(origin, "STRESS", store_of(self.spec))
             self.url = str(MetadataRepo.embedded_remote_path(origin))
 
     def stop(self) -> None:
@@ -121,33 +99,18 @@ class _Servers:
 def _round(
     rng: random.Random, clones: list[Path], spec: dict[str, str], writes: int, logs: list[Path]
 ) -> list[str]:
-    """One round: start every writer, kill two at a random moment; what went wrong."""
-    ctx = mp.get_context("spawn")
-    procs = [
-        ctx.Process(target=_writer, args=(str(c), spec, w, writes, str(log)))
-        for w, (c, log) in enumerate(zip(clones, logs, strict=True))
-    ]
-    for p in procs:
-        p.start()
-    deadline = time.monotonic() + 120
-    while not all(log.exists() and log.read_text() for log in logs):
-        if time.monotonic() > deadline:
-            return ["writers did not start within 120 s"]
-        time.sleep(0.01)
-    time.sleep(rng.uniform(0.05, 1.5))
-    for victim in rng.sample(procs, 2):
-        if victim.pid is not None:
-            os.kill(victim.pid, signal.SIGKILL)
-    for p in procs:
-        p.join(timeout=900)
-    codes = [p.exitcode for p in procs]
+    """One round (:func:`tests.kills.kill_round`); what went wrong."""
+    try:
+        codes = kill_round(rng, clones, spec, writes, logs, longest_pause=1.5)
+    except TimeoutError as e:
+        return [str(e)]
     return [f"writer exit codes {codes}"] if any(c not in (0, -9) for c in codes) else []
 
 
 def _check(servers: _Servers, tmp: Path, clones: list[Path], logs: list[Path]) -> list[str]:
     """The checks listed in the module docstring; what failed."""
     problems: list[str] = []
-    checker = dc.clone(servers.url, tmp / "checker", _store(servers.spec))
+    checker = dc.clone(servers.url, tmp / "checker", store_of(servers.spec))
     before = checker.validate()
     print(f"validate before any repair: {'clean' if before.ok else 'NOT clean'}")
     if not before.ok:
@@ -156,22 +119,21 @@ def _check(servers: _Servers, tmp: Path, clones: list[Path], logs: list[Path]) -
     after = checker.validate()
     if not after.ok:
         problems.append(f"validate after fix=True: {after}")
-    told = [line.split() for log in logs for line in log.read_text().splitlines()]
-    told = [entry for entry in told if entry != ["ready"]]
-    reader = dc.connect(store=_store(servers.spec), project_name="STRESS")
+    landed = told(logs)
+    reader = dc.connect(store=store_of(servers.spec), project_name="STRESS")
     recorded = 0
-    for table in ("t0", "t1", "t2"):
+    for table in TABLES:
         versions = [v.version for v in checker.history(table)]
         recorded += len(versions)
         if len(versions) != len(set(versions)):
             problems.append(f"{table}: a version is recorded twice")
-        lost = {v for t, v in told if t == table} - set(versions)
+        lost = {v for t, v in landed if t == table} - set(versions)
         if lost:
             problems.append(f"{table}: versions writers were told of are missing: {lost}")
         for version in versions:
             if reader.read(table, version=version, as_="arrow").num_rows != 3:
                 problems.append(f"{table} {version}: wrong rows read from the store")
-    print(f"versions told of: {len(told)}; recorded: {recorded}")
+    print(f"versions told of: {len(landed)}; recorded: {recorded}")
     repos = [*set(clones), tmp / "checker"]
     if servers.http is None:
         repos.append(Path(servers.url))
@@ -180,7 +142,7 @@ def _check(servers: _Servers, tmp: Path, clones: list[Path], logs: list[Path]) -
         if out.returncode:
             problems.append(f"git fsck {repo}: {out.stderr.decode()[-400:]}")
     for clone in set(clones):
-        report = dc.connect(clone, store=_store(servers.spec)).validate()
+        report = dc.connect(clone, store=store_of(servers.spec)).validate()
         if not report.ok:
             problems.append(f"clone {clone.name}: {report}")
     return problems
@@ -206,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         clones = [tmp / f"c{w}" for w in range(args.clones)] + [tmp / "shared"] * 2
         for clone in set(clones):
-            dc.clone(servers.url, clone, _store(servers.spec))
+            dc.clone(servers.url, clone, store_of(servers.spec))
         logs: list[Path] = []
         for round_ in range(args.rounds):
             mine = [tmp / f"log{round_}-{w}" for w in range(len(clones))]

@@ -28,6 +28,7 @@ import datom_core as dc
 from datom_core._git import Author, MetadataRepo, TreeReader
 from datom_core._git import _maintenance as maint
 from tests.gitserver import GitHTTPServer
+from tests.kills import kill_round, told
 
 ME = Author("Ada Lovelace", "ada@example.org")
 WRITERS, WRITES = 8, 6
@@ -173,23 +174,6 @@ def test_writes_lose_nothing_while_every_push_compacts_the_remote(
     assert len(versions) == len(set(versions)) == WRITERS * WRITES
 
 
-def _killable_writer(clone: str, store: str, worker: int, log: str) -> None:
-    """Compacting writes to three tables, each version logged once it is returned."""
-    maint.LOOSE_BUDGET, maint.PACK_BUDGET = 4, 2
-    maint.REMOTE_CHECK_EVERY = maint.CLONE_CHECK_EVERY = 1
-    conn = dc.connect(clone, store=dc.LocalStore(store))
-    with open(log, "a", buffering=1) as out:
-        out.write("ready\n")
-        for i in range(15):
-            table = f"t{(worker + i) % 3}"
-            data = pa.table({"k": [f"{worker}-{i}-{j}-{time.time_ns()}" for j in range(3)]})
-            out.write(f"{table} {conn.write(table, data).version}\n")
-
-
-def _logged(log: Path) -> list[list[str]]:
-    return [line.split() for line in log.read_text().splitlines() if line != "ready"]
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("git") is None, reason="the git command line is not installed")
 def test_writers_killed_at_random_moments_leave_a_project_validate_repairs(
@@ -207,39 +191,24 @@ def test_writers_killed_at_random_moments_leave_a_project_validate_repairs(
     clones = [tmp_path / f"c{w}" for w in range(4)] + [tmp_path / "shared"] * 2
     for c in set(clones):
         dc.clone(remote, c, dc.LocalStore(store))
-    ctx = multiprocessing.get_context("spawn")
+    spec = {"kind": "local", "path": str(store)}
     logs: list[Path] = []
     for round_ in range(3):
         mine = [tmp_path / f"log{round_}-{w}" for w in range(len(clones))]
-        procs = [
-            ctx.Process(target=_killable_writer, args=(str(c), str(store), w, str(log)))
-            for w, (c, log) in enumerate(zip(clones, mine, strict=True))
-        ]
-        for p in procs:
-            p.start()
-        deadline = time.monotonic() + 120
-        while not all(log.exists() and log.read_text() for log in mine):
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-        time.sleep(rng.uniform(0.05, 1.0))
-        for victim in rng.sample(procs, 2):
-            if victim.pid is not None:
-                os.kill(victim.pid, signal.SIGKILL)
-        for p in procs:
-            p.join(timeout=600)
-        assert all(p.exitcode in (0, -signal.SIGKILL) for p in procs), [p.exitcode for p in procs]
+        codes = kill_round(rng, clones, spec, 15, mine, longest_pause=1.0)
+        assert all(c in (0, -signal.SIGKILL) for c in codes), codes
         logs += mine
     conn = dc.connect(tmp_path / "origin", store=dc.LocalStore(store))
     conn.validate(fix=True)
     report = conn.validate()
     assert report.ok, report
-    told = [entry for log in logs for entry in _logged(log)]
-    assert told  # the survivors wrote
+    landed = told(logs)
+    assert landed  # the survivors wrote
     reader = dc.connect(store=dc.LocalStore(store), project_name="K")
     for table in ("t0", "t1", "t2"):
         versions = [v.version for v in conn.history(table)]
         assert len(versions) == len(set(versions))
-        assert {v for t, v in told if t == table} <= set(versions)
+        assert {v for t, v in landed if t == table} <= set(versions)
         for version in versions:
             assert reader.read(table, version=version, as_="arrow").num_rows == 3
     _git(Path(remote), "fsck", "--strict")
