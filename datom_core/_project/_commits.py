@@ -7,8 +7,10 @@ mostly the versions of concurrent writers that have not mirrored yet, found amon
 commits since the one the store's copy names last.
 A version's ``metadata_sha`` is computed once per distinct document text: a writer that
 looks at the same commits again, or at a document another writer just produced, reads it
-back from memory. A gap a few seconds old is a writer's that died after its push (or is
-slow): its snapshot is put in the store before the copy naming it (:func:`_restore_snapshots`).
+back from memory. A writer puts its version's snapshot in the store before it pushes;
+a gap a few seconds old whose snapshot is missing was pushed by a writer that does not
+(R, an earlier release) and died after its push (or is slow): its snapshot is put in the
+store before the copy naming it (:func:`_restore_snapshots`).
 """
 
 from __future__ import annotations
@@ -176,8 +178,9 @@ def _restore_snapshots(
     ctx: ProjectContext, table: str, entries: Sequence[Mapping[str, Any]], found: Mapping[str, str]
 ) -> None:
     """Put in the store the snapshot of each version another writer recorded
-    :data:`LIVE_MIRROR` seconds ago or more and has not mirrored (killed after its push),
-    before a history naming it is.
+    :data:`LIVE_MIRROR` seconds ago or more and has not mirrored (killed after its push,
+    and one that does not put the snapshot first: R, an earlier release), before a history
+    naming it is.
 
     Reading that version by id, or a data cut pinning it, resolves its snapshot; the
     next writer of the table is the first to meet it (the store's copy lacks it), and the

@@ -91,9 +91,11 @@ class BackgroundMirror:
     Started by the git layer's ``pushed`` hook, in a worker thread: the store documents are
     derived and their bytes written and synced (``Store.stage_in_order``) while the writing
     thread moves the clone's branch, index and working tree (both wait mostly on the disk).
-    ``finish()`` names them, in the order readers rely on, once the clone is on the pushed
-    commit (so a crash leaves what it left before: a clone that has the commit, a mirror
-    that lags it), then settles them (a look at the remote, the clone lock released).
+    The version's snapshot is there already (the write puts it before its push) and is
+    put again only if it went missing. ``finish()`` names them, in the order readers rely
+    on, once the clone is on the pushed commit (so a crash leaves what it left before: a
+    clone that has the commit, a mirror that lags it), then settles them (a look at the
+    remote, the clone lock released).
     """
 
     def __init__(self, ctx: ProjectContext, table: str, metadata: bytes, version: str) -> None:

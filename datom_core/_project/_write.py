@@ -5,6 +5,8 @@
 2. read the remote's tip in place (the clone does not move), build the metadata and
    classify the change against it;
 3. for a ``full`` change, reuse a recorded parquet for the same data or upload a new one;
+   then put the version's snapshot (self-certifying, named by nothing yet) in the store,
+   so that a writer killed right after its push leaves a version that reads by id;
 4. record it (``MetadataRepo.commit_and_push`` of ``_build``'s cheap, pure rebuild of the
    table's documents and the manifest: a push rejected by a concurrent writer is rebuilt
    on the new remote tip, never re-hashed or re-uploaded);
@@ -43,7 +45,7 @@ from datom_core._project._early import EarlyParquet
 from datom_core._project._history_text import HistoryText, history_text
 from datom_core._project._manifest_text import learn_manifest
 from datom_core._project._mirror import BackgroundMirror, converge_mirror
-from datom_core._project._model import ParentRef, SourceRef, TableMetadata
+from datom_core._project._model import HistoryEntry, ParentRef, SourceRef, TableMetadata
 from datom_core._project._parquet import BackgroundParquet, read_verified, serialized
 from datom_core._project._parse import parse_metadata
 from datom_core._project._records import Change, WriteResult
@@ -159,6 +161,11 @@ def _record(
         extra=req.history_extra,
     )
     update = TableUpdate(ctx.project_name, req.table, metadata_bytes, metadata, entry)
+    # Before the push, so that a writer killed after it leaves a version that reads by id.
+    snapshot_put = ctx.store.put_if_absent(
+        L.store_snapshot(req.table, metadata.version), metadata_bytes
+    )
+    checkpoint("snapshotted")
     mirror = BackgroundMirror(ctx, req.table, metadata_bytes, metadata.version)
     try:
         commit = repo.commit_and_push(
@@ -166,8 +173,11 @@ def _record(
         )
     except DatomError:
         mirror.abandon()
-        if not mirror.started:  # a version the remote holds keeps its parquet
-            _undo(ctx, req.table, th.data_sha, uploaded)
+        if not mirror.started:  # a version the remote holds keeps its parquet and snapshot
+            put = _Put(
+                th.data_sha if uploaded else None, metadata.version if snapshot_put else None
+            )
+            _undo(ctx, req.table, put)
         raise
     if commit is None:  # the tip already holds this version: a concurrent twin recorded it
         return _unchanged(ctx, req.table, th)
@@ -341,26 +351,42 @@ def _recorded_parquet(
     )
 
 
-def _undo(ctx: ProjectContext, table: str, data_sha: str, uploaded: bool) -> None:
+@dataclass(frozen=True)
+class _Put:
+    """What a write put in the store before its push: the parquet of ``data_sha`` and the
+    snapshot of ``version`` (None: it was there already)."""
+
+    data_sha: str | None
+    version: str | None
+
+
+def _undo(ctx: ProjectContext, table: str, put: _Put) -> None:
     """Nothing was recorded: leave git and the store as they were before this write.
 
-    A parquet this write uploaded is deleted unless the remote's tip records that data
-    meanwhile (a concurrent writer of the same data found it and recorded it).
+    What this write put in the store is deleted unless the remote's tip records it
+    meanwhile (a concurrent writer of the same data or version found it and recorded it).
     """
     repo = ctx.require_repo()
     try:
         repo.fetch_and_reset()
     except DatomError:
         pass  # the remote is out of reach (the reason the write failed): judge by the clone
+    if put.data_sha is None and put.version is None:
+        return
     # Judged by the clone's working tree (its HEAD's files), which needs no git object:
     # a clone of a local remote reads those in the remote (see the git layer's _shared).
-    if uploaded and not _recorded_on_tip(repo, table, data_sha):
-        ctx.store.delete(L.store_parquet(table, data_sha))
+    entries = _recorded_on_tip(repo, table)
+    if put.version is not None and all(h.version != put.version for h in entries):
+        ctx.store.delete(L.store_snapshot(table, put.version))
+    if put.data_sha is not None and all(h.data_sha != put.data_sha for h in entries):
+        ctx.store.delete(L.store_parquet(table, put.data_sha))
 
 
-def _recorded_on_tip(tip: TreeReader, table: str, data_sha: str) -> bool:
+def _recorded_on_tip(tip: TreeReader, table: str) -> Sequence[HistoryEntry]:
+    """The history entries of ``table`` on ``tip``; none when it cannot be read (then
+    nothing this write put is kept)."""
     try:
         history = _read_current(tip, table).history
-        return history is not None and any(h.data_sha == data_sha for h in history.entries)
+        return history.entries if history is not None else ()
     except DatomError:
-        return False
+        return ()

@@ -181,9 +181,10 @@ def test_writers_killed_at_random_moments_leave_a_project_validate_repairs(
 ) -> None:
     """Six writers (four clones, and two processes through a fifth), compacting at every
     push, three rounds in which two of them are SIGKILLed at a random moment (seeded): every
-    version a writer was told of is recorded once, ``validate(fix=True)`` repairs what the
-    killed ones left (a snapshot of a version another writer superseded before its mirror),
-    then every recorded version reads from the store alone, and git finds the remote whole."""
+    version a writer was told of is recorded once; before any repair no recorded version
+    lacks its store snapshot (a killed writer leaves at most a lagging mirror), and
+    ``validate(fix=True)`` repairs that; then every recorded version reads from the store
+    alone, and git finds the remote whole."""
     rng = random.Random(20261204)
     store = tmp_path / "store"
     dc.init_repo(tmp_path / "origin", "K", dc.LocalStore(store))
@@ -199,6 +200,8 @@ def test_writers_killed_at_random_moments_leave_a_project_validate_repairs(
         assert all(c in (0, -signal.SIGKILL) for c in codes), codes
         logs += mine
     conn = dc.connect(tmp_path / "origin", store=dc.LocalStore(store))
+    before = conn.validate()
+    assert not [p for p in before.problems if p.kind == "missing_snapshot"], before
     conn.validate(fix=True)
     report = conn.validate()
     assert report.ok, report

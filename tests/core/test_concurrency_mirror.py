@@ -281,15 +281,13 @@ def test_a_write_whose_remote_did_not_move_settles_without_the_clones_lock(
     assert looks == ["locked"]  # the classification's look only; the settle's is lock-free
 
 
-@pytest.mark.parametrize("age", ["old enough", "too young", "waited out"])
-def test_a_version_whose_writer_died_after_its_push_gets_its_snapshot_from_the_next_writer(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, age: str
+def test_a_version_whose_writer_died_right_after_its_push_reads_by_id_at_once(
+    tmp_path: Path,
 ) -> None:
-    """A writer killed after its push never mirrors its version. The next writer of the
-    table (another clone) records that version's commit in the store's history and, when
-    the version is ``LIVE_MIRROR`` seconds old or more, puts its snapshot there first: it
-    then reads by id from the store alone, and ``validate`` is clean without a fix. A
-    younger one is its (maybe live) writer's: left for ``validate(fix=True)``."""
+    """A writer puts its version's snapshot in the store before it pushes. Killed right
+    after the push, before any mirror, it leaves a version that reads by id from the
+    store alone as soon as the next writer of the table (another clone, at once: no
+    waiting) names it, and ``validate`` is clean without a fix."""
     first = new_project(tmp_path)
     first.write("dm", frame(seed=1))
     second = dc.clone(first.repo.remote_url, tmp_path / "second", first.store)
@@ -297,7 +295,35 @@ def test_a_version_whose_writer_died_after_its_push_gets_its_snapshot_from_the_n
     second.pull()
     dead = json.loads(second.repo.read(L.git_history("dm")) or b"[]")[0]["version"]
     assert dead not in {v.version for v in second.history("dm")}  # the store's lacks it
-    assert not first.store.exists(L.store_snapshot("dm", dead))
+    assert first.store.read_bytes(L.store_snapshot("dm", dead)) == second.repo.read(
+        L.git_metadata("dm")
+    )
+    second.write("dm", frame(seed=8))
+    assert second.validate().ok
+    assert_store_is_git(second)
+    reader = dc.connect(store=first.store, project_name=first.project_name)
+    assert reader.read("dm", version=dead[:12], as_="arrow").equals(
+        second.read("dm", version=dead, as_="arrow")
+    )
+
+
+@pytest.mark.parametrize("age", ["old enough", "too young", "waited out"])
+def test_a_version_pushed_without_its_snapshot_gets_it_from_the_next_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, age: str
+) -> None:
+    """A version whose writer pushed it without its snapshot (an R writer, or an earlier
+    release, killed after its push; a store restored from an older backup). The next
+    writer of the table (another clone) records that version's commit in the store's
+    history and, when the version is ``LIVE_MIRROR`` seconds old or more, puts its snapshot
+    there first: it then reads by id from the store alone, and ``validate`` is clean without
+    a fix. A younger one is its (maybe live) writer's: left for ``validate(fix=True)``."""
+    first = new_project(tmp_path)
+    first.write("dm", frame(seed=1))
+    second = dc.clone(first.repo.remote_url, tmp_path / "second", first.store)
+    assert _write_and_die(first.path, "git:push:swapped") == -signal.SIGKILL
+    second.pull()
+    dead = json.loads(second.repo.read(L.git_history("dm")) or b"[]")[0]["version"]
+    first.store.delete(L.store_snapshot("dm", dead))
     if age == "waited out":  # the real window, as a step re-run after a kill meets it
         stamp = json.loads(second.repo.read(L.git_history("dm")) or b"[]")[0]["timestamp"]
         born = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()

@@ -19,6 +19,7 @@ from tests.core.projects import frame, new_project
 STEPS = [
     "hashed",
     "uploaded",
+    "snapshotted",
     "committed",
     "pushed",
     "mirror:snapshot",

@@ -25,7 +25,7 @@ from tests.core.test_project_crash import STEPS
 
 TABLES = ("dm", "ae", "lb")
 CHECKPOINTS = STEPS  # the write protocol's step boundaries, as the write crash test
-RANDOM_KILLS = 24  # with the 8 checkpoints: 32 kills in all
+RANDOM_KILLS = 24  # with the 9 checkpoints: 33 kills in all
 
 _SYNC = textwrap.dedent(
     """
