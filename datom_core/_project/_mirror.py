@@ -91,11 +91,11 @@ class BackgroundMirror:
     Started by the git layer's ``pushed`` hook, in a worker thread: the store documents are
     derived and their bytes written and synced (``Store.stage_in_order``) while the writing
     thread moves the clone's branch, index and working tree (both wait mostly on the disk).
-    The version's snapshot is there already (the write puts it before its push) and is
-    put again only if it went missing. ``finish()`` names them, in the order readers rely
-    on, once the clone is on the pushed commit (so a crash leaves what it left before: a
-    clone that has the commit, a mirror that lags it), then settles them (a look at the
-    remote, the clone lock released).
+    The version's snapshot is there already (the write puts it before its push; a
+    ``validate`` finds it if it went missing since). ``finish()`` names the others, in the
+    order readers rely on, once the clone is on the pushed commit (so a crash leaves what
+    it left before: a clone that has the commit, a mirror that lags it), then settles them
+    (a look at the remote, the clone lock released).
     """
 
     def __init__(self, ctx: ProjectContext, table: str, metadata: bytes, version: str) -> None:
@@ -117,7 +117,7 @@ class BackgroundMirror:
         history = store_history_without_git(self._ctx, docs.table, docs.history, new)
         if history is None:  # commits of other writers are looked up, in finish()
             return None
-        return history, self._ctx.store.stage_in_order(_documents(docs, history))
+        return history, self._ctx.store.stage_in_order(_documents(docs, history)[1:])
 
     def finish(self) -> None:
         """Name the prepared documents in order (the clone is on the pushed commit now, as
@@ -130,9 +130,10 @@ class BackgroundMirror:
                     self._ctx, docs.table, docs.history, (self._version, commit)
                 )
                 _write_mirror(self._ctx, docs, history)
-            else:
+            else:  # the snapshot is in place: the write put it before its push
                 history, staged = prepared
-                staged.publish(after=_checkpoint_mirror)
+                _checkpoint_mirror(0)
+                staged.publish(after=lambda i: _checkpoint_mirror(i + 1))
             _settle(self._ctx, docs, history, commit)
 
     def abandon(self) -> None:

@@ -162,7 +162,7 @@ def _record(
     )
     update = TableUpdate(ctx.project_name, req.table, metadata_bytes, metadata, entry)
     # Before the push, so that a writer killed after it leaves a version that reads by id.
-    snapshot_put = ctx.store.put_if_absent(
+    snapshot_put = ctx.store.put_content_named(
         L.store_snapshot(req.table, metadata.version), metadata_bytes
     )
     checkpoint("snapshotted")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -21,6 +20,7 @@ import numpy as np
 
 from datom_core._errors import DatomError, IntegrityError, NotFoundError, StoreError
 from datom_core._store._paths import TEMP_NAME, check_source, split_source, validate_key
+from datom_core._store._reader import TranslatingReader
 
 __all__ = ["CHUNK_SIZE", "Document", "Staged", "Store", "uninitialised_buffer"]
 
@@ -205,7 +205,7 @@ class Store:
             if self._info(key) is None:
                 raise FileNotFoundError(path)
             handle = self._fs.open(path, "rb", **self._open_kwargs())
-        return _TranslatingReader(handle, self, key)  # type: ignore[return-value]
+        return TranslatingReader(handle, self._translated, key)  # type: ignore[return-value]
 
     def exists(self, key: str) -> bool:
         """Whether an object (not a directory) exists at ``key``."""
@@ -287,6 +287,11 @@ class Store:
                 return False
         return True
 
+    def put_content_named(self, key: str, data: bytes) -> bool:
+        """:meth:`put_if_absent` of a document named after its content (any object already
+        at ``key`` holds these bytes), which an object store does in one request."""
+        return self.put_if_absent(key, data)
+
     def write_in_order(
         self, documents: Sequence[Document], after: Callable[[int], None] | None = None
     ) -> None:
@@ -352,46 +357,3 @@ class _WrittenOnPublish(Staged):
 def uninitialised_buffer(size: int) -> memoryview:
     """A writable buffer of ``size`` bytes, not zeroed first (every byte gets overwritten)."""
     return np.empty(size, dtype=np.uint8).data
-
-
-class _TranslatingReader(io.RawIOBase):
-    """A read-only stream that turns backend errors into datom errors mid-read."""
-
-    def __init__(self, handle: Any, store: Store, key: str) -> None:
-        super().__init__()
-        self._handle = handle
-        self._store = store
-        self._key = key
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        with self._store._translated("read", self._key):
-            return self._handle.read(size)
-
-    def readall(self) -> bytes:
-        return self.read(-1)
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        with self._store._translated("read", self._key):
-            return self._handle.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._handle.tell()
-
-    def close(self) -> None:
-        if not self.closed:
-            try:
-                with self._store._translated("read", self._key):
-                    self._handle.close()
-            finally:
-                super().close()

@@ -167,10 +167,18 @@ class S3Store(Store):
         leaves a small race window; endpoints that silently ignore the header (some old
         S3-compatible servers) cannot be detected and have that same window.
         """
+        if self.exists(key):  # spares the upload of an object that is there
+            return False
+        return self._put_new(key, data)
+
+    def put_content_named(self, key: str, data: bytes) -> bool:
+        """The conditional PUT of :meth:`put_if_absent` without the existence check first
+        (one request): an endpoint that ignores the condition rewrites the same bytes."""
+        return self._put_new(key, data)
+
+    def _put_new(self, key: str, data: bytes | str | os.PathLike[str]) -> bool:
         path = self._path(key)
         source, payload = split_source(data, key)
-        if self.exists(key):
-            return False
 
         def put(mode: str) -> None:
             if source is not None:

@@ -57,6 +57,14 @@ def test_put_if_absent_writes_once_and_never_overwrites(store: Store, tmp_path: 
     assert store.read_bytes("dm/sha.parquet") == b"original"
 
 
+def test_put_content_named_writes_once_and_never_overwrites(store: Store) -> None:
+    key = "dm/.metadata/" + "ab" * 32 + ".json"
+    assert store.put_content_named(key, b"the snapshot") is True
+    assert store.put_content_named(key, b"the snapshot") is False
+    assert store.put_content_named(key, b"not what its name says") is False
+    assert store.read_bytes(key) == b"the snapshot"
+
+
 def test_put_if_absent_from_a_file(store: Store, tmp_path: Path) -> None:
     source = tmp_path / "data.parquet"
     source.write_bytes(b"parquet bytes")

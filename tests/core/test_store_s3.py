@@ -223,6 +223,22 @@ def test_read_verified_is_one_get_hashed_as_it_streams(s3_endpoint: str, s3_buck
     assert calls == ["GetObject"]  # no HEAD, no ranged re-reads, no second pass
 
 
+def test_a_content_named_document_is_one_conditional_put(s3_endpoint: str, s3_bucket: str) -> None:
+    """A snapshot put before a push costs one request, not a HEAD and a PUT; a second
+    put of the key is refused by the endpoint and leaves the first bytes."""
+    store = S3Store(s3_bucket, prefix="proj", endpoint_url=s3_endpoint)
+    key = f"dm/.metadata/{uuid.uuid4().hex}.json"
+    fs = store._fs
+    calls: list[str] = []
+    fs.call_s3("head_bucket", Bucket=s3_bucket)  # opens the client whose calls we watch
+    fs.s3.meta.events.register("before-call.s3", lambda model, **_: calls.append(model.name))
+    assert store.put_content_named(key, b"the snapshot") is True
+    assert calls == ["PutObject"]
+    assert store.put_content_named(key, b"other bytes") is False
+    assert calls == ["PutObject", "PutObject"]
+    assert store.read_bytes(key) == b"the snapshot"
+
+
 def test_an_object_tampered_in_the_bucket_is_refused_before_parsing(
     s3_endpoint: str, s3_bucket: str, s3_admin: Any
 ) -> None:
