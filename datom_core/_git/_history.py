@@ -15,8 +15,9 @@ from dulwich.object_store import BaseObjectStore
 from dulwich.objects import Commit, ObjectID
 from dulwich.repo import Repo
 
+from ._diff import changed_paths
 from ._loose import commit_of
-from ._objects import TreeReader, changed_paths
+from ._objects import TreeReader
 from ._send import commits_between
 
 __all__ = ["PathHistory", "first_parents", "recent_change"]

@@ -44,7 +44,8 @@ from dulwich.object_store import BaseObjectStore, DiskObjectStore
 from dulwich.objects import Commit, ObjectID, ShaFile
 
 from .._memory import KeyedMemory
-from ._objects import names_between, tree_of
+from ._diff import names_between
+from ._objects import tree_of
 from ._read import load
 from ._stored import STORED_FROM, LargeBlob, stored_form, write_parts
 

@@ -23,7 +23,7 @@ import zlib
 from dulwich.object_store import BaseObjectStore, DiskObjectStore
 from dulwich.objects import DEFAULT_LOOSE_OBJECT_SIZE_LIMIT, ObjectID, ShaFile
 
-__all__ = ["has", "inflate_loose", "load"]
+__all__ = ["has", "inflate_loose", "load", "load_loose"]
 
 _TYPES: dict[bytes, int] = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 _HEADER_MAX = 32  # "commit 4294967296\0" and then some
@@ -31,11 +31,20 @@ _HEADER_MAX = 32  # "commit 4294967296\0" and then some
 
 def load(store: BaseObjectStore, sha: bytes) -> ShaFile:
     """The object ``sha`` (40 hex digits) of ``store``; :class:`KeyError` if it has none."""
-    for path in _loose_paths(store, sha):
-        found = _loose(path, sha)
-        if found is not None:
-            return found
+    found = load_loose(store, sha)
+    if found is not None:
+        return ShaFile.from_raw_string(found[0], found[1], ObjectID(sha))
     return store[ObjectID(sha)]
+
+
+def load_loose(store: BaseObjectStore, sha: bytes) -> tuple[int, bytes] | None:
+    """``(type, content)`` of the loose object ``sha`` in ``store`` or an alternate, its
+    bytes checked against the id and not parsed; None when no loose file is that object."""
+    for path in _loose_paths(store, sha):
+        found = inflate_loose(path)
+        if found is not None and hashlib.sha1(found[1]).hexdigest().encode() == sha:
+            return found[0], found[1][found[2] :]
+    return None
 
 
 def has(store: BaseObjectStore, sha: bytes) -> bool:
@@ -53,17 +62,6 @@ def _loose_paths(store: BaseObjectStore, sha: bytes) -> list[str]:
     name = sha.decode("ascii")
     stores = [store, *(s for s in store.alternates if isinstance(s, DiskObjectStore))]
     return [os.path.join(os.fspath(s.path), name[:2], name[2:]) for s in stores]
-
-
-def _loose(path: str, sha: bytes) -> ShaFile | None:
-    """The loose object ``sha`` at ``path``; None when there is none or it is not that."""
-    found = inflate_loose(path)
-    if found is None:
-        return None
-    type_num, data, start = found
-    if hashlib.sha1(data).hexdigest().encode() != sha:
-        return None
-    return ShaFile.from_raw_string(type_num, data[start:], ObjectID(sha))
 
 
 def inflate_loose(path: str) -> tuple[int, bytes, int] | None:

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from datom_core._errors import IntegrityError
 from datom_core._git import _objects as O
+from datom_core._git._diff import changed_paths
 from datom_core._memory import KeyedMemory
 from datom_core._project import _manifest_text
 from datom_core._project._build import updated_manifest
@@ -242,7 +243,7 @@ def test_a_patched_root_tree_is_what_git_would_write() -> None:
                 parsed = Tree.from_raw_string(Tree.type_num, obj.as_raw_string())
                 assert isinstance(parsed, Tree) and parsed.items() == obj.items()
                 patched += isinstance(obj, O._PatchedTree)
-        assert O.changed_paths(store, tip, new.id) == new.changes
+        assert changed_paths(store, tip, new.id) == new.changes
         assert set(new.changes) == {p.encode() for p in files}
         assert O.TreeReader(store, new.id).read(path) == data
         tip = new.id
@@ -335,7 +336,7 @@ def test_the_paths_changed_by_another_writers_commit_are_every_differing_file(
     O._TREES, O._MADE_FROM = KeyedMemory(64), KeyedMemory(256)  # nothing remembered
     before, after = _files_of(store, made[0]), _files_of(store, made[1])
     want = {p: after.get(p) for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
-    assert O.changed_paths(store, made[0], made[1]) == want
+    assert changed_paths(store, made[0], made[1]) == want
 
 
 @pytest.mark.parametrize(

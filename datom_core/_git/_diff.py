@@ -1,0 +1,94 @@
+"""What differs between two commits, looked for only where it can (private to the git
+layer).
+
+A tree this process made, or read as an edit of one it held (:mod:`._objects`), says which
+names it changed: comparing two root trees then costs those names, not one per table.
+Trees made elsewhere are compared entry by entry (as sets of items, in C), and only the
+folders whose entries differ are looked into.
+"""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Iterable
+
+from dulwich.object_store import BaseObjectStore
+from dulwich.objects import Commit, Tree
+
+from ._objects import entries_of, made_from, tree_of
+from ._read import load
+
+__all__ = ["changed_paths", "names_between"]
+
+_CHAIN_MAX = 4  # trees made from one another followed back before comparing entries
+
+
+def changed_paths(
+    store: BaseObjectStore, old: bytes | None, new: bytes | None
+) -> dict[bytes, bytes | None]:
+    """``path -> blob id`` (None: removed) for every file differing between two commits."""
+    out: dict[bytes, bytes | None] = {}
+    _diff(store, _tree_of(store, old), _tree_of(store, new), b"", out)
+    return out
+
+
+def _diff(
+    store: BaseObjectStore,
+    old: bytes | None,
+    new: bytes | None,
+    prefix: bytes,
+    out: dict[bytes, bytes | None],
+) -> None:
+    if old == new:
+        return
+    a = tree_of(store, old) if old is not None else None
+    b = tree_of(store, new) if new is not None else None
+    for name in names_between(old, new, a, b):
+        was = a[name] if a is not None and name in a else None
+        now = b[name] if b is not None and name in b else None
+        if was == now:
+            continue
+        path = prefix + name
+        was_dir = was is not None and stat.S_ISDIR(was[0])
+        now_dir = now is not None and stat.S_ISDIR(now[0])
+        if was_dir or now_dir:
+            _diff(store, was[1] if was_dir else None, now[1] if now_dir else None, path + b"/", out)  # type: ignore[index]
+        if was is not None and not was_dir:
+            out[path] = None
+        if now is not None and not now_dir and stat.S_ISREG(now[0]):
+            out[path] = now[1]
+
+
+def names_between(
+    old: bytes | None, new: bytes | None, a: Tree | None, b: Tree | None
+) -> Iterable[bytes]:
+    """The names whose entries may differ between trees ``old`` and ``new``: those that
+    changed when ``new`` was made from ``old`` here, else every name of either."""
+    names = _names_made_between(old, new) if old is not None and new is not None else None
+    if names is not None:
+        return names
+    if a is not None and b is not None:  # another writer's: the entries that differ, in C
+        return {name for name, _ in entries_of(a).items() ^ entries_of(b).items()}
+    return set(a or ()) | set(b or ())
+
+
+def _names_made_between(old: bytes, new: bytes) -> frozenset[bytes] | None:
+    """The names that changed from ``old`` to ``new`` when ``new`` was made from ``old``
+    here, in a few steps (a write on top of another writer's tree read as an edit of
+    this clone's): None when it was not."""
+    names: frozenset[bytes] = frozenset()
+    for _ in range(_CHAIN_MAX):
+        made = made_from(new)
+        if made is None:
+            return None
+        new, names = made[0], names | made[1]
+        if new == old:
+            return names
+    return None
+
+
+def _tree_of(store: BaseObjectStore, commit: bytes | None) -> bytes | None:
+    if commit is None:
+        return None
+    obj = load(store, commit)
+    return obj.tree if isinstance(obj, Commit) else None

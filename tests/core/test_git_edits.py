@@ -1,0 +1,192 @@
+"""Another writer's root tree, read as the edit of a big tree this process holds.
+
+The trees here are written by dulwich's own serialiser into a real object store on disk
+(loose files, as another writer's push leaves them), then read cold: whatever path the
+read takes, the tree must be exactly what dulwich parses from those bytes, and the paths
+that differ between commits exactly the files that differ.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from dulwich.object_store import DiskObjectStore
+from dulwich.objects import Blob, Commit, Tree
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from datom_core._git import _objects as O
+from datom_core._git._diff import changed_paths
+from datom_core._memory import KeyedMemory
+
+TABLES = 120  # above the size from which root trees are patched rather than re-serialised
+
+
+def _fresh_memory() -> None:
+    O._TREES, O._MADE_FROM, O._LAYOUTS = KeyedMemory(64), KeyedMemory(256), KeyedMemory(64)
+    O._RECENT.clear()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> DiskObjectStore:
+    _fresh_memory()
+    return DiskObjectStore.init(str(tmp_path / "objects"))
+
+
+def _commit(store: DiskObjectStore, files: dict[str, bytes], parent: bytes | None) -> bytes:
+    made = O.build_commit(store, parent, files, "w", b"A <a@b>", 0)
+    assert made is not None
+    for obj in made.objects:
+        store.add_object(obj)
+    return made.id
+
+
+def _foreign_commit(
+    store: DiskObjectStore, root: Tree, entries: dict[bytes, tuple[int, bytes]], parent: bytes
+) -> tuple[bytes, bytes]:
+    """A commit whose root tree dulwich serialises from ``entries`` (another writer's), as
+    loose files in ``store``: (commit id, root tree id)."""
+    tree = Tree()
+    for name, (mode, sha) in entries.items():
+        tree[name] = (mode, sha)
+    commit = Commit()
+    commit.tree, commit.parents, commit.message = tree.id, [parent], b"elsewhere"
+    commit.author = commit.committer = b"B <b@c>"
+    commit.author_time = commit.commit_time = commit.author_timezone = commit.commit_timezone = 0
+    store.add_object(tree)
+    store.add_object(commit)
+    return commit.id, tree.id
+
+
+def _files_of(store: DiskObjectStore, commit: bytes) -> dict[bytes, tuple[int, bytes]]:
+    """Every file of a commit, walked naively: ``path -> (mode, blob id)``."""
+    out: dict[bytes, tuple[int, bytes]] = {}
+    stack = [(b"", store[store[commit].tree])]
+    while stack:
+        prefix, tree = stack.pop()
+        for entry in tree.items():
+            if entry.mode == 0o040000:
+                stack.append((prefix + entry.path + b"/", store[entry.sha]))
+            else:
+                out[prefix + entry.path] = (entry.mode, entry.sha)
+    return out
+
+
+def _project(store: DiskObjectStore) -> tuple[bytes, Tree]:
+    """A project of ``TABLES`` tables, written twice here (so its root is patched and its
+    layout known, as after a write): (the tip, its root tree)."""
+    files = {f"t{i:04d}/metadata.json": b"doc %d" % i for i in range(TABLES)}
+    files[".gitignore"] = b"input_files/\n"
+    tip = _commit(store, files, None)
+    tip = _commit(store, {"t0003/metadata.json": b"mine"}, tip)
+    root = O.tree_of(store, store[tip].tree)
+    assert isinstance(root, O._PatchedTree)
+    return tip, root
+
+
+def _subtree(store: DiskObjectStore, data: bytes) -> bytes:
+    blob = Blob.from_string(data)
+    sub = Tree()
+    sub.add(b"metadata.json", 0o100644, blob.id)
+    store.add_object(blob)
+    store.add_object(sub)
+    return sub.id
+
+
+def _assert_read_right(store: DiskObjectStore, old: bytes, new: bytes) -> Tree:
+    """The new root, read cold here, is what dulwich parses; the paths changed between
+    the commits are the files that differ."""
+    root_id = store[new].tree
+    read = O.tree_of(store, root_id)
+    parsed = Tree.from_raw_string(Tree.type_num, store[root_id].as_raw_string())
+    assert read is not None and read.id == root_id
+    assert read.items() == parsed.items()
+    assert read.as_raw_string() == parsed.as_raw_string()
+    assert changed_paths(store, old, new) == _differing(store, old, new)
+    return read
+
+
+def _differing(store: DiskObjectStore, old: bytes, new: bytes) -> dict[bytes, bytes | None]:
+    before, after = _files_of(store, old), _files_of(store, new)
+    return {
+        p: after[p][1] if p in after else None
+        for p in before.keys() | after.keys()
+        if before.get(p) != after.get(p)
+    }
+
+
+def test_a_root_whose_ids_another_writer_replaced_is_read_as_that_edit(
+    store: DiskObjectStore,
+) -> None:
+    tip, root = _project(store)
+    entries = dict(O.entries_of(root))
+    for name in (b"t0000", b"t0057", b"t0119"):
+        entries[name] = (entries[name][0], _subtree(store, b"theirs " + name))
+    theirs, tree_id = _foreign_commit(store, root, entries, tip)
+
+    read = _assert_read_right(store, tip, theirs)
+    assert isinstance(read, O._PatchedTree)  # not parsed
+    assert O.made_from(tree_id) == (root.id, frozenset({b"t0000", b"t0057", b"t0119"}))
+    # A write on top of it is patched at the same offsets and is what git would write.
+    mine = _commit(store, {"t0100/metadata.json": b"after theirs"}, theirs)
+    made = O.tree_of(store, store[mine].tree)
+    assert isinstance(made, O._PatchedTree)
+    assert (
+        made.as_raw_string()
+        == Tree.from_raw_string(Tree.type_num, made.as_raw_string()).as_raw_string()
+    )
+    assert changed_paths(store, tip, mine) == {
+        b"t0000/metadata.json": Blob.from_string(b"theirs t0000").id,
+        b"t0057/metadata.json": Blob.from_string(b"theirs t0057").id,
+        b"t0119/metadata.json": Blob.from_string(b"theirs t0119").id,
+        b"t0100/metadata.json": Blob.from_string(b"after theirs").id,
+    }
+
+
+@pytest.mark.parametrize("edit", ["a name", "a mode", "an entry swapped for another"])
+def test_a_same_length_root_that_is_not_an_id_edit_is_parsed(
+    store: DiskObjectStore, edit: str
+) -> None:
+    """Same length, but bytes outside the ids differ: the tree is parsed, not patched."""
+    tip, root = _project(store)
+    entries = dict(O.entries_of(root))
+    if edit == "a name":
+        entries[b"t00Z0"] = entries.pop(b"t0050")  # sorts elsewhere among the t00..
+    elif edit == "a mode":
+        entries[b".gitignore"] = (0o100755, entries[b".gitignore"][1])
+    else:
+        entries[b"t9999"] = entries.pop(b"t0050")
+    theirs, _ = _foreign_commit(store, root, entries, tip)
+    assert len(store[store[theirs].tree].as_raw_string()) == len(root.as_raw_string())
+    read = _assert_read_right(store, tip, theirs)
+    assert not isinstance(read, O._PatchedTree)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    picks=st.lists(st.integers(0, TABLES - 1), min_size=1, max_size=12),
+    chained=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_any_id_edit_reads_as_dulwich_parses_it(
+    tmp_path_factory: pytest.TempPathFactory, picks: list[int], chained: bool, seed: int
+) -> None:
+    """Random ids replaced, once or by two writers in turn (each read as the edit of the
+    one before): every read is dulwich's parse, every diff the files that differ."""
+    _fresh_memory()
+    store = DiskObjectStore.init(str(tmp_path_factory.mktemp("objects")))
+    tip, root = _project(store)
+    rng = random.Random(seed)
+    base_commit, base = tip, root
+    for round_ in range(2 if chained else 1):
+        entries = dict(O.entries_of(base))
+        for i in picks:
+            name = b"t%04d" % i
+            entries[name] = (entries[name][0], _subtree(store, b"r%d-%d" % (round_, rng.random())))
+        theirs, _ = _foreign_commit(store, base, entries, base_commit)
+        read = _assert_read_right(store, base_commit, theirs)
+        assert isinstance(read, O._PatchedTree)
+        assert changed_paths(store, tip, theirs) == _differing(store, tip, theirs)
+        base_commit, base = theirs, read
