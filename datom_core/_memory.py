@@ -31,6 +31,12 @@ class KeyedMemory(Generic[K, V]):
         item = self._items.get(key)
         return item[0] if item is not None else None
 
+    def newest(self, n: int) -> list[K]:
+        """The keys of the ``n`` items put last, newest first."""
+        with self._guard:
+            keys = list(self._items)
+        return keys[: -n - 1 : -1]
+
     def put(self, key: K, value: V, size: int = 0) -> None:
         with self._guard:
             self._held += size - self._items.pop(key, (None, 0))[1]

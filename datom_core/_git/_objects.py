@@ -50,8 +50,8 @@ _Entry = tuple[int, bytes]  # mode, hex id
 _TREES: KeyedMemory[bytes, Tree] = KeyedMemory(64)
 _BLOBS: KeyedMemory[bytes, bytes] = KeyedMemory(256, 64 << 20)  # blob id -> its bytes
 _LAYOUTS: KeyedMemory[bytes, _Layout] = KeyedMemory(64)  # big tree id -> where its ids lie
-_RECENT: list[bytes] = []  # the big trees last laid out here, newest first
-_RECENT_MAX = 4
+_EDIT_BASES = 4  # big trees last laid out here that another's is compared with
+_EDIT_MAX = 256  # ids replaced, at most, in a tree read as an edit (else: parsed)
 _PATCHED_FROM = 64  # entries: a smaller tree is re-serialised (as cheap, and simpler)
 # tree id -> (the tree it was made from, the names whose entries may differ between them)
 _MADE_FROM: KeyedMemory[bytes, tuple[bytes, frozenset[bytes]]] = KeyedMemory(256)
@@ -70,14 +70,6 @@ class _Layout:
     @classmethod
     def of(cls, at: dict[bytes, int]) -> _Layout:
         return cls(at, list(at), np.fromiter(at.values(), dtype=np.int64, count=len(at)))
-
-
-def _remember_layout(tree_id: bytes, layout: _Layout) -> None:
-    _LAYOUTS.put(tree_id, layout)
-    if tree_id in _RECENT:
-        _RECENT.remove(tree_id)
-    _RECENT.insert(0, tree_id)
-    del _RECENT[_RECENT_MAX:]
 
 
 def tree_of(store: BaseObjectStore, sha: bytes) -> Tree | None:
@@ -101,12 +93,14 @@ def tree_of(store: BaseObjectStore, sha: bytes) -> Tree | None:
 
 def _as_edit(sha: bytes, text: bytes) -> Tree | None:
     """The tree ``sha`` of ``text`` as a recent big tree with some ids replaced, or None."""
-    for base_id in _RECENT:
+    for base_id in _LAYOUTS.newest(_EDIT_BASES):
         base, layout = _TREES.get(base_id), _LAYOUTS.get(base_id)
         if base is None or layout is None or _length(base) != len(text):
             continue
         old = np.frombuffer(base.as_raw_string(), dtype=np.uint8)
         where = np.flatnonzero(old != np.frombuffer(text, dtype=np.uint8))
+        if len(where) > _EDIT_MAX * _OID_LEN:
+            continue
         entry = np.searchsorted(layout.starts, where, side="right") - 1
         if len(where) and (entry < 0).any():
             continue  # a byte before the first id differs: names or modes changed
@@ -117,7 +111,7 @@ def _as_edit(sha: bytes, text: bytes) -> Tree | None:
             name, at = layout.names[i], layout.at[layout.names[i]]
             changed[name] = (base[name][0], binascii.hexlify(text[at : at + _OID_LEN]))
         tree = _PatchedTree(base, changed, text, sha)
-        _remember_layout(sha, layout)
+        _LAYOUTS.put(sha, layout)
         _MADE_FROM.put(sha, (base_id, frozenset(changed)))
         return tree
     return None
@@ -265,14 +259,14 @@ def _patched(base: Tree, changed: Mapping[bytes, _Entry | None]) -> Tree | None:
     layout = _LAYOUTS.get(base.id)
     if layout is None:
         layout = _Layout.of(_offsets_in(bytes(text)))
-        _remember_layout(base.id, layout)
+        _LAYOUTS.put(base.id, layout)
     for name, entry in given.items():
         at, oid = layout.at.get(name, 0), binascii.unhexlify(entry[1])
         if len(oid) != _OID_LEN or text[at - len(name) - 1 : at] != name + b"\0":
             return None
         text[at : at + _OID_LEN] = oid
     made = _PatchedTree(base, given, bytes(text))
-    _remember_layout(made.id, layout)
+    _LAYOUTS.put(made.id, layout)
     return made
 
 

@@ -31,7 +31,6 @@ TABLES = 120  # above the size from which root trees are patched rather than re-
 
 def _fresh_memory() -> None:
     O._TREES, O._MADE_FROM, O._LAYOUTS = KeyedMemory(64), KeyedMemory(256), KeyedMemory(64)
-    O._RECENT.clear()
 
 
 @pytest.fixture
@@ -89,6 +88,15 @@ def _project(store: DiskObjectStore) -> tuple[bytes, Tree]:
     root = O.tree_of(store, store[tip].tree)
     assert isinstance(root, O._PatchedTree)
     return tip, root
+
+
+def test_the_trees_compared_with_are_the_ones_laid_out_last() -> None:
+    memory: KeyedMemory[str, int] = KeyedMemory(3)
+    for key in "abcd":
+        memory.put(key, 0)
+    memory.put("b", 1)  # put again: the newest
+    assert memory.newest(2) == ["b", "d"]
+    assert memory.newest(9) == ["b", "d", "c"]  # "a" went first
 
 
 def _subtree(store: DiskObjectStore, data: bytes) -> bytes:
