@@ -133,6 +133,24 @@ class S3Store(Store):
     def _open_kwargs(self) -> dict[str, Any]:
         return {"block_size": _READ_BLOCK, "cache_type": "readahead"}
 
+    def read_bytes(self, key: str) -> bytes:
+        """The whole object at ``key``, in one GET (s3fs first asks a big-enough default's
+        size, a HEAD, to split the read into ranges: a document is read whole)."""
+        path = self._path(key)
+        with self._translated("read", key):
+            return bytes(self._fs.cat_file(path, max_concurrency=1))
+
+    def _info(self, key: str) -> dict[str, Any] | None:
+        """One HEAD (s3fs's ``info`` also lists the key as a folder when nothing is there,
+        a second request for every object a write checks before it puts it)."""
+        bucket, name, _ = self._fs.split_path(self._path(key))
+        with self._translated("inspect", key):
+            try:
+                head = self._fs.call_s3("head_object", Bucket=bucket, Key=name)
+            except FileNotFoundError:
+                return None
+        return {"type": "file", "size": int(head["ContentLength"])}
+
     def _read_hashing(self, path: str) -> tuple[memoryview, str]:
         # One GET whose body is hashed chunk by chunk as it streams in: no second pass over
         # the bytes and no second request. A body cut short mid-stream is fetched again.

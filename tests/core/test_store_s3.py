@@ -239,6 +239,26 @@ def test_a_content_named_document_is_one_conditional_put(s3_endpoint: str, s3_bu
     assert store.read_bytes(key) == b"the snapshot"
 
 
+def test_a_look_is_one_head_and_a_document_read_is_one_get(
+    s3_endpoint: str, s3_bucket: str
+) -> None:
+    """What a write asks most (is the parquet there? the store's history copy) costs one
+    request each: no listing of the key as a folder after a missing HEAD, no HEAD before a
+    GET."""
+    store = S3Store(s3_bucket, prefix="proj", endpoint_url=s3_endpoint)
+    store.write_bytes("dm/.metadata/version_history.json", b"[]\n")
+    fs = store._fs
+    calls: list[str] = []
+    fs.call_s3("head_bucket", Bucket=s3_bucket)  # opens the client whose calls we watch
+    fs.s3.meta.events.register("before-call.s3", lambda model, **_: calls.append(model.name))
+    assert store.exists("dm/absent.parquet") is False
+    assert store.exists("dm/.metadata/version_history.json") is True
+    assert store.size("dm/.metadata/version_history.json") == 3
+    assert store.read_bytes("dm/.metadata/version_history.json") == b"[]\n"
+    assert store.read_if_present("dm/.metadata/absent.json") is None
+    assert calls == ["HeadObject", "HeadObject", "HeadObject", "GetObject", "GetObject"]
+
+
 def test_an_object_tampered_in_the_bucket_is_refused_before_parsing(
     s3_endpoint: str, s3_bucket: str, s3_admin: Any
 ) -> None:
