@@ -27,7 +27,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import add
 from typing import Any
 
 from datom_core._errors import DatomError
@@ -58,8 +59,7 @@ class _Form:
     @cached_property
     def offsets(self) -> list[int]:
         """Where each member starts in ``body``, then where one after the last would."""
-        gap = len(_SEP)
-        return [0, *accumulate(size + gap for size in self.sizes)]
+        return list(accumulate(map(add, self.sizes, repeat(len(_SEP))), initial=0))
 
 
 _forms: Recent[_Form] = Recent(16, 64 << 20)
@@ -147,7 +147,7 @@ def _grown_from(old: _Form, raw: bytes, start: int) -> _Form | None:
     full parse would keep the last of them)."""
     body, offsets, count = memoryview(old.body), old.offsets, len(old.names)
     names: list[str] = []
-    artifacts: dict[str, dict[str, Any]] = {}
+    entries: dict[str, dict[str, Any]] = {}  # the members parsed here, by name
     sizes: list[int] = []
     changed: list[str] = []
     totals = old.totals
@@ -161,7 +161,6 @@ def _grown_from(old: _Form, raw: bytes, start: int) -> _Form | None:
                 if names and old.names[j] <= names[-1]:
                     return None
                 names.extend(old.names[j:k])
-                artifacts.update((n, old.artifacts[n]) for n in old.names[j:k])
                 sizes.extend(old.sizes[j:k])
                 if whole:
                     stop, j = pos + run, k
@@ -181,7 +180,7 @@ def _grown_from(old: _Form, raw: bytes, start: int) -> _Form | None:
         totals = _add(totals, summary_weight(entry))
         changed.append(name)
         names.append(name)
-        artifacts[name] = entry
+        entries[name] = entry
         sizes.append(end - pos)
         if last:
             stop = end
@@ -189,6 +188,10 @@ def _grown_from(old: _Form, raw: bytes, start: int) -> _Form | None:
         pos = end + len(_SEP)
     for rest in old.names[j:]:  # removed at the end
         totals = _add(totals, summary_weight(old.artifacts[rest]), -1)
+    if names == old.names:  # entries replaced in place: the order is old's (a C copy)
+        artifacts = {**old.artifacts, **entries}
+    else:
+        artifacts = {n: entries[n] if n in entries else old.artifacts[n] for n in names}
     top = _loads_unique(raw[:start] + raw[stop:])
     if not isinstance(top, dict) or "schema_version" not in top or top.get("artifacts") != {}:
         return None
