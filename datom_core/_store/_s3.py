@@ -134,8 +134,8 @@ class S3Store(Store):
         return {"block_size": _READ_BLOCK, "cache_type": "readahead"}
 
     def read_bytes(self, key: str) -> bytes:
-        """The whole object at ``key``, in one GET (s3fs first asks a big-enough default's
-        size, a HEAD, to split the read into ranges: a document is read whole)."""
+        """The whole object at ``key``, in one GET (s3fs's ``cat_file`` first asks the
+        object's size, a HEAD, to decide on ranged reads: a document is read whole)."""
         path = self._path(key)
         with self._translated("read", key):
             return bytes(self._fs.cat_file(path, max_concurrency=1))
