@@ -281,6 +281,19 @@ def test_a_write_whose_remote_did_not_move_settles_without_the_clones_lock(
     assert looks == ["locked"]  # the classification's look only; the settle's is lock-free
 
 
+def _died_after_push(tmp_path: Path) -> tuple[dc.Connection, dc.Connection, str]:
+    """A project whose writer (``first``) was killed right after pushing a second
+    version of ``dm``; ``second``, another clone, has pulled it: (first, second, the
+    killed writer's version)."""
+    first = new_project(tmp_path)
+    first.write("dm", frame(seed=1))
+    second = dc.clone(first.repo.remote_url, tmp_path / "second", first.store)
+    assert _write_and_die(first.path, "git:push:swapped") == -signal.SIGKILL
+    second.pull()
+    dead = json.loads(second.repo.read(L.git_history("dm")) or b"[]")[0]["version"]
+    return first, second, dead
+
+
 def test_a_version_whose_writer_died_right_after_its_push_reads_by_id_at_once(
     tmp_path: Path,
 ) -> None:
@@ -288,12 +301,7 @@ def test_a_version_whose_writer_died_right_after_its_push_reads_by_id_at_once(
     after the push, before any mirror, it leaves a version that reads by id from the
     store alone as soon as the next writer of the table (another clone, at once: no
     waiting) names it, and ``validate`` is clean without a fix."""
-    first = new_project(tmp_path)
-    first.write("dm", frame(seed=1))
-    second = dc.clone(first.repo.remote_url, tmp_path / "second", first.store)
-    assert _write_and_die(first.path, "git:push:swapped") == -signal.SIGKILL
-    second.pull()
-    dead = json.loads(second.repo.read(L.git_history("dm")) or b"[]")[0]["version"]
+    first, second, dead = _died_after_push(tmp_path)
     assert dead not in {v.version for v in second.history("dm")}  # the store's lacks it
     assert first.store.read_bytes(L.store_snapshot("dm", dead)) == second.repo.read(
         L.git_metadata("dm")
@@ -317,12 +325,7 @@ def test_a_version_pushed_without_its_snapshot_gets_it_from_the_next_writer(
     history and, when the version is ``LIVE_MIRROR`` seconds old or more, puts its snapshot
     there first: it then reads by id from the store alone, and ``validate`` is clean without
     a fix. A younger one is its (maybe live) writer's: left for ``validate(fix=True)``."""
-    first = new_project(tmp_path)
-    first.write("dm", frame(seed=1))
-    second = dc.clone(first.repo.remote_url, tmp_path / "second", first.store)
-    assert _write_and_die(first.path, "git:push:swapped") == -signal.SIGKILL
-    second.pull()
-    dead = json.loads(second.repo.read(L.git_history("dm")) or b"[]")[0]["version"]
+    first, second, dead = _died_after_push(tmp_path)
     first.store.delete(L.store_snapshot("dm", dead))
     if age == "waited out":  # the real window, as a step re-run after a kill meets it
         stamp = json.loads(second.repo.read(L.git_history("dm")) or b"[]")[0]["timestamp"]

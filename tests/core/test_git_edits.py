@@ -24,6 +24,7 @@ import datom_core as dc
 from datom_core._git import _objects as O
 from datom_core._git._diff import changed_paths
 from datom_core._memory import KeyedMemory
+from tests.core.trees import differing_files
 from tests.gitcli import git, needs_git
 
 TABLES = 120  # above the size from which root trees are patched rather than re-serialised
@@ -62,20 +63,6 @@ def _foreign_commit(
     store.add_object(tree)
     store.add_object(commit)
     return commit.id, tree.id
-
-
-def _files_of(store: DiskObjectStore, commit: bytes) -> dict[bytes, tuple[int, bytes]]:
-    """Every file of a commit, walked naively: ``path -> (mode, blob id)``."""
-    out: dict[bytes, tuple[int, bytes]] = {}
-    stack = [(b"", store[store[commit].tree])]
-    while stack:
-        prefix, tree = stack.pop()
-        for entry in tree.items():
-            if entry.mode == 0o040000:
-                stack.append((prefix + entry.path + b"/", store[entry.sha]))
-            else:
-                out[prefix + entry.path] = (entry.mode, entry.sha)
-    return out
 
 
 def _project(store: DiskObjectStore) -> tuple[bytes, Tree]:
@@ -117,17 +104,8 @@ def _assert_read_right(store: DiskObjectStore, old: bytes, new: bytes) -> Tree:
     assert read is not None and read.id == root_id
     assert read.items() == parsed.items()
     assert read.as_raw_string() == parsed.as_raw_string()
-    assert changed_paths(store, old, new) == _differing(store, old, new)
+    assert changed_paths(store, old, new) == differing_files(store, old, new)
     return read
-
-
-def _differing(store: DiskObjectStore, old: bytes, new: bytes) -> dict[bytes, bytes | None]:
-    before, after = _files_of(store, old), _files_of(store, new)
-    return {
-        p: after[p][1] if p in after else None
-        for p in before.keys() | after.keys()
-        if before.get(p) != after.get(p)
-    }
 
 
 def test_a_root_whose_ids_another_writer_replaced_is_read_as_that_edit(
@@ -201,7 +179,7 @@ def test_any_id_edit_reads_as_dulwich_parses_it(
         theirs, _ = _foreign_commit(store, base, entries, base_commit)
         read = _assert_read_right(store, base_commit, theirs)
         assert isinstance(read, O._PatchedTree)
-        assert changed_paths(store, tip, theirs) == _differing(store, tip, theirs)
+        assert changed_paths(store, tip, theirs) == differing_files(store, tip, theirs)
         base_commit, base = theirs, read
 
 

@@ -30,6 +30,7 @@ from datom_core._project._documents import assemble_manifest, dump
 from datom_core._project._history_text import history_text, prepend, printed
 from datom_core._project._parse import convert_manifest_v1, parse_history
 from datom_core._project._tip import load_manifest
+from tests.core.trees import differing_files
 
 NOW = "2030-01-02T03:04:05Z"
 
@@ -282,20 +283,6 @@ def test_a_root_tree_another_tool_wrote_is_patched_at_its_own_offsets(dir_mode: 
     assert O.TreeReader(store, new.id).read("t0043/metadata.json") == b"doc 43"
 
 
-def _files_of(store: MemoryObjectStore, commit: bytes) -> dict[bytes, bytes]:
-    """Every file of a commit, walked naively (the reference for changed_paths)."""
-    out: dict[bytes, bytes] = {}
-    stack = [(b"", store[store[commit].tree])]
-    while stack:
-        prefix, tree = stack.pop()
-        for entry in tree.items():
-            if entry.mode == 0o040000:
-                stack.append((prefix + entry.path + b"/", store[entry.sha]))
-            else:
-                out[prefix + entry.path] = entry.sha
-    return out
-
-
 @settings(max_examples=60, deadline=None)
 @given(
     names=st.lists(
@@ -334,9 +321,7 @@ def test_the_paths_changed_by_another_writers_commit_are_every_differing_file(
             store.add_object(obj)
         made.append(c.id)
     O._TREES, O._MADE_FROM = KeyedMemory(64), KeyedMemory(256)  # nothing remembered
-    before, after = _files_of(store, made[0]), _files_of(store, made[1])
-    want = {p: after.get(p) for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
-    assert changed_paths(store, made[0], made[1]) == want
+    assert changed_paths(store, made[0], made[1]) == differing_files(store, made[0], made[1])
 
 
 @pytest.mark.parametrize(
