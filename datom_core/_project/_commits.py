@@ -204,7 +204,7 @@ def _restore_snapshots(
             continue
         raw = ctx.require_repo().read_at(commit, L.git_metadata(table))
         if raw is not None and version_of(raw) == version:  # it certifies itself
-            ctx.store.put_if_absent(key, raw)
+            ctx.store.put_content_named(key, raw)
 
 
 def _entry_time(entry: Mapping[str, Any]) -> float:

@@ -211,7 +211,7 @@ def _tip_documents(
         # Readers meet the snapshot before anything names its version.
         version = version_of(raw_metadata)
         if version is not None:
-            ctx.store.put_if_absent(L.store_snapshot(table, version), raw_metadata)
+            ctx.store.put_content_named(L.store_snapshot(table, version), raw_metadata)
     return raw_history, changed
 
 

@@ -375,14 +375,14 @@ def _undo(ctx: ProjectContext, table: str, put: _Put) -> None:
         return
     # Judged by the clone's working tree (its HEAD's files), which needs no git object:
     # a clone of a local remote reads those in the remote (see the git layer's _shared).
-    entries = _recorded_on_tip(repo, table)
+    entries = _entries_on_tip(repo, table)
     if put.version is not None and all(h.version != put.version for h in entries):
         ctx.store.delete(L.store_snapshot(table, put.version))
     if put.data_sha is not None and all(h.data_sha != put.data_sha for h in entries):
         ctx.store.delete(L.store_parquet(table, put.data_sha))
 
 
-def _recorded_on_tip(tip: TreeReader, table: str) -> Sequence[HistoryEntry]:
+def _entries_on_tip(tip: TreeReader, table: str) -> Sequence[HistoryEntry]:
     """The history entries of ``table`` on ``tip``; none when it cannot be read (then
     nothing this write put is kept)."""
     try:
