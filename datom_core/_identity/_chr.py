@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datom_core._identity._pipeline import SLICE_ROWS, Payload, Sha, feed
+from datom_core._identity._pipeline import SLICE_ROWS, Payload, Sha, feed, readonly_view
 
 try:
     from datom_core._identity import _chrenc
@@ -85,7 +85,7 @@ def _offsets_have_nul(arr: pa.Array) -> bool:
         return False
     offsets = _offsets(arr)
     first, last = int(offsets[0]), int(offsets[-1])
-    if last <= first or np.frombuffer(data, np.uint8)[first:last].min() != 0:
+    if last <= first or readonly_view(data, np.uint8, first, last - first).min() != 0:
         return False
     # Bytes under null slots may be anything; only refuse when a present value holds NUL.
     return bool(pc.any(pc.match_substring(arr, "\0")).as_py())
@@ -115,8 +115,8 @@ def _value_ends(chunk: pa.Array) -> np.ndarray:
         return _offsets(chunk)
     if pa.types.is_string_view(t):
         # Each 16-byte view starts with the value's length (int32).
-        views = np.frombuffer(chunk.buffers()[1], np.int32)
-        lengths = views[4 * chunk.offset : 4 * (chunk.offset + len(chunk)) : 4]
+        views = readonly_view(chunk.buffers()[1], np.int32, 4 * chunk.offset, 4 * len(chunk))
+        lengths = views[::4]
     else:  # a dictionary of strings: the lengths of the levels each row points at
         levels = pc.binary_length(_as_offset_strings(chunk.dictionary)).fill_null(0)
         level_lengths = levels.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -132,8 +132,7 @@ def _value_ends(chunk: pa.Array) -> np.ndarray:
 def _offsets(arr: pa.Array) -> np.ndarray:
     """The n+1 offsets of an offset-string array (a zero-copy view)."""
     width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
-    offsets = np.frombuffer(arr.buffers()[1], dtype=width)
-    return offsets[arr.offset : arr.offset + len(arr) + 1]
+    return readonly_view(arr.buffers()[1], width, arr.offset, len(arr) + 1)
 
 
 def _as_offset_strings(arr: pa.Array) -> pa.Array:
@@ -156,7 +155,7 @@ def _missing_bytes(arr: pa.Array) -> np.ndarray:
     n = len(arr)
     if arr.null_count == 0:
         return np.zeros(n, dtype=np.uint8)
-    bitmap = np.frombuffer(arr.buffers()[0], dtype=np.uint8)
+    bitmap = readonly_view(arr.buffers()[0], np.uint8, 0, (arr.offset + n + 7) // 8)
     valid = np.unpackbits(bitmap, count=arr.offset + n, bitorder="little")[arr.offset :]
     return np.bitwise_xor(valid, 1, out=valid)
 
@@ -210,8 +209,8 @@ def _is_plain_dictionary(levels: pa.Array) -> bool:
 def _indices(indices: pa.Array) -> np.ndarray:
     """The dictionary indices of a slice as int64 (whatever they hold under null rows)."""
     dtype = np.dtype(indices.type.to_pandas_dtype())
-    raw = np.frombuffer(indices.buffers()[1], dtype=dtype, count=indices.offset + len(indices))
-    return raw[indices.offset :].astype(np.int64)
+    raw = readonly_view(indices.buffers()[1], dtype, indices.offset, len(indices))
+    return raw.astype(np.int64)
 
 
 def _fixed_width_payload(arr: pa.Array) -> np.ndarray | None:
@@ -229,7 +228,7 @@ def _fixed_width_payload(arr: pa.Array) -> np.ndarray | None:
         return None
     out = np.zeros((n, width + 1), dtype=np.uint8)
     if width:
-        data = np.frombuffer(arr.buffers()[2], dtype=np.uint8)[first : first + n * width]
+        data = readonly_view(arr.buffers()[2], np.uint8, first, n * width)
         out[:, :width] = data.reshape(n, width)
     return out
 

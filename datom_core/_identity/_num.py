@@ -1,4 +1,11 @@
-"""The cv1 ``num`` and ``i64`` payload encoders, one Arrow slice at a time (numpy only)."""
+"""The cv1 ``num`` and ``i64`` payload encoders, one Arrow slice at a time (numpy only).
+
+The values a slice is read from may be the caller's own memory (a numpy array pandas or
+pyarrow wrapped without copying) or one buffer Arrow shares between a column's validity
+and its values (``pa.nulls``, a cast from the null type). So every view of an Arrow
+buffer is read-only (:func:`readonly_view`), and a payload that differs from the values
+is always a new array: nothing here can write into its input.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datom_core._identity._pipeline import Payload
+from datom_core._identity._pipeline import Payload, readonly_view
 
 __all__ = ["i64_payload", "num_payload"]
 
@@ -29,8 +36,7 @@ def _valid_mask(arr: pa.Array) -> np.ndarray | None:
 
 def _value_view(arr: pa.Array, dtype: np.dtype) -> np.ndarray:
     """A read-only zero-copy view of the values buffer (null slots hold arbitrary values)."""
-    n, off = len(arr), arr.offset
-    return np.frombuffer(arr.buffers()[1], dtype=dtype, count=off + n)[off:]
+    return readonly_view(arr.buffers()[1], dtype, arr.offset, len(arr))
 
 
 def _as_float64(arr: pa.Array, divisor: float) -> np.ndarray:
@@ -59,16 +65,23 @@ def num_payload(arr: pa.Array, divisor: float = 1.0) -> Payload:
         nan = np.isnan(values)
         neg_zero = bits == _NEG_ZERO_BITS
         if nan.any() or neg_zero.any():
-            if not bits.flags.writeable:  # a zero-copy view into Arrow memory
-                bits = bits.copy()
+            bits = _own(bits)
             bits[nan] = _NAN_BITS
             bits[neg_zero] = 0
     if valid is None:
         return (bits,)
-    if not bits.flags.writeable:
-        bits = bits.copy()
+    bits = _own(bits)
     bits[~valid] = _NA_REAL_BITS
     return (bits,)
+
+
+def _own(bits: np.ndarray) -> np.ndarray:
+    """``bits`` when this module made it, else a copy: a view of Arrow memory is never written.
+
+    Every view of Arrow memory is read-only (:func:`readonly_view`), so a writeable array
+    is one that ``_as_float64`` made (a widening, a division, zeros).
+    """
+    return bits if bits.flags.writeable else bits.copy()
 
 
 def i64_payload(arr: pa.Array) -> Payload:

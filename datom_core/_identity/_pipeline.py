@@ -15,9 +15,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
+import numpy as np
 import pyarrow as pa
 
-__all__ = ["SLICE_ROWS", "Payload", "Sha", "feed", "row_slices"]
+__all__ = ["SLICE_ROWS", "Payload", "Sha", "feed", "readonly_view", "row_slices"]
 
 SLICE_ROWS = 1 << 17
 """Rows encoded per step: bounds the temporary buffers and keeps them in cache."""
@@ -80,3 +81,14 @@ def row_slices(column: pa.ChunkedArray, rows: int = SLICE_ROWS) -> Iterator[pa.A
     for chunk in column.chunks:
         for start in range(0, len(chunk), rows):
             yield chunk.slice(start, rows)
+
+
+def readonly_view(buffer: pa.Buffer, dtype: np.dtype | type, start: int, count: int) -> np.ndarray:
+    """Items ``start .. start+count`` of an Arrow buffer, zero-copy, that numpy refuses to write.
+
+    ``np.frombuffer`` gives a writeable array whenever the buffer is mutable, and Arrow
+    buffers made by pyarrow (or wrapping the caller's numpy arrays) are.
+    """
+    view = np.frombuffer(buffer, dtype=dtype, count=start + count)[start:]
+    view.flags.writeable = False
+    return view
