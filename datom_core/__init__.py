@@ -18,7 +18,8 @@ and ``parquet_sha`` (the stored bytes), byte-compatible with the R package ``dat
   ``get_set`` / ``add_members`` / ``remove_members`` / ``update_members`` /
   ``diff_sets`` / ``verify_set``; :class:`SetMember`, :class:`SetVersion`,
   :class:`SetWriteResult`, :class:`SetDiff`, :func:`diff_sets`, :func:`verify_set`.
-* Onboarding formats: :data:`SUPPORTED_FORMATS`, :func:`detect_format`, :func:`read_extract`.
+* Onboarding formats: :data:`SUPPORTED_FORMATS`, :func:`detect_format`, :func:`read_extract`;
+  column labels kept from SAS/SPSS/Stata files: :func:`column_labels`, :class:`ColumnLabels`.
 * Errors: :class:`DatomError` and its subclasses (see ``datom_core._errors``).
 """
 
@@ -52,6 +53,7 @@ from datom_core._identity import (
     prepare_table,
 )
 from datom_core._identity._canonical import canonical_json, metadata_sha
+from datom_core._labels import ColumnLabels, column_labels
 from datom_core._names import validate_table_name, validate_version
 from datom_core._onboard import ScanRow, SyncRow
 from datom_core._onboard._readers import SUPPORTED_FORMATS, detect_format
@@ -170,11 +172,13 @@ __all__ = [
     "validate_table_name",
     "validate_version",
     "ColumnHash",
+    "ColumnLabels",
     "ColumnReport",
     "HashabilityReport",
     "TableHash",
     "canonical_json",
     "check_hashable",
+    "column_labels",
     "file_sha",
     "hash_table",
     "prepare_table",

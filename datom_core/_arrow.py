@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datom_core._errors import InvalidArgumentError, UnsupportedInputError
+from datom_core._labels import kept_field
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,6 +41,7 @@ class ConvertedColumn:
     dtype: str  # the source dtype, as the user knows it
     array: pa.ChunkedArray | None  # None when the conversion itself was refused
     problem: str | None = None  # the recourse when refused
+    labels: dict[bytes, bytes] | None = None  # an Arrow input's column labels (_labels)
 
 
 @dataclass(frozen=True)
@@ -50,10 +52,20 @@ class ConvertedTable:
     problems: tuple[tuple[str, str], ...] = ()  # (what, recourse)
 
     def table(self) -> pa.Table:
-        """The Arrow table; only valid when every column converted."""
-        return pa.Table.from_arrays(
-            [c.array for c in self.columns], names=[str(c.name) for c in self.columns]
-        )
+        """The Arrow table; only valid when every column converted.
+
+        Column labels in an Arrow input's field metadata are kept (they are not identity);
+        any other field or schema metadata is left behind.
+        """
+        arrays = [c.array for c in self.columns]
+        names = [str(c.name) for c in self.columns]
+        if not any(c.labels for c in self.columns):
+            return pa.Table.from_arrays(arrays, names=names)
+        fields = [
+            pa.field(name, a.type, metadata=c.labels)  # type: ignore[union-attr]
+            for name, a, c in zip(names, arrays, self.columns, strict=True)
+        ]
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
 def to_arrow(data: Any) -> ConvertedTable:
@@ -73,9 +85,10 @@ def to_arrow(data: Any) -> ConvertedTable:
 
 
 def _from_arrow_table(table: pa.Table) -> ConvertedTable:
+    fields = [kept_field(f) for f in table.schema]
     cols = tuple(
-        ConvertedColumn(name, str(table.schema.field(i).type), table.column(i))
-        for i, name in enumerate(table.column_names)
+        ConvertedColumn(name, str(f.type), table.column(i), labels=dict(f.metadata or {}) or None)
+        for i, (name, f) in enumerate(zip(table.column_names, fields, strict=True))
     )
     return ConvertedTable(cols)
 

@@ -169,9 +169,21 @@ def parquet_url(conn: dc.Connection, table: str, data_sha: str) -> str:
 
 
 def column_schema(schema: pa.Schema) -> TableSchema:
-    """The stored columns with their Arrow types, named as a reader expects them."""
+    """The stored columns with their Arrow types, named as a reader expects them.
+
+    A column's labels (a SAS/SPSS/Stata variable label, format, value labels) are its
+    description.
+    """
+    labels = dc.column_labels(schema)
     return TableSchema(
-        columns=[TableColumn(name=f.name, type=arrow_type_name(f.type)) for f in schema]
+        columns=[
+            TableColumn(
+                name=f.name,
+                type=arrow_type_name(f.type),
+                description=labels[f.name].describe() if f.name in labels else None,
+            )
+            for f in schema
+        ]
     )
 
 

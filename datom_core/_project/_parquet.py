@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from datom_core._errors import IntegrityError, NotFoundError
 from datom_core._identity._cv1 import ColumnHash
+from datom_core._labels import with_r_metadata
 from datom_core._store import Store
 from datom_core._worker import ProcessWorker
 
@@ -98,8 +99,11 @@ _IN_MEMORY = 16 << 20  # tables up to this size are encoded in memory, handed ov
 
 
 def _encoded(sink: Any, table: pa.Table, digests: Digests) -> Any:
-    """``table`` encoded as parquet into ``sink`` (a path or an Arrow output stream)."""
-    with pq.ParquetWriter(sink, table.schema) as writer:
+    """``table`` encoded as parquet into ``sink`` (a path or an Arrow output stream).
+
+    Labelled columns (``_labels``) are also described in R arrow's ``r`` schema key.
+    """
+    with pq.ParquetWriter(sink, with_r_metadata(table.schema)) as writer:
         writer.write_table(table)
         known = digests() if callable(digests) else digests
         if known:

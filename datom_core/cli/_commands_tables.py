@@ -8,7 +8,15 @@ from typing import Any
 import click
 from rich.tree import Tree
 
-from datom_core import Connection, LineageNode, TableDiff, TableMetadata
+from datom_core import (
+    ColumnLabels,
+    Connection,
+    DatomError,
+    LineageNode,
+    TableDiff,
+    TableMetadata,
+    column_labels,
+)
 from datom_core.cli._app import AppState, json_option, pass_state
 from datom_core.cli._export import EXPORT_FORMATS, export_format, write_export
 from datom_core.cli._progress import tracker
@@ -106,10 +114,31 @@ def _print_metadata(state: AppState, table: str, md: TableMetadata) -> None:
             ("sources", ", ".join(sources) or None),
         ],
     )
-    print_table(state.out, ("column",), [(name,) for name in md.colnames], empty="(no columns)")
+    labels = _stored_labels(state.connection(), table, md)
+    if labels:
+        labelled = [(n, labels[n].describe() if n in labels else "") for n in md.colnames]
+        print_table(state.out, ("column", "label"), labelled, empty="(no columns)")
+    else:
+        print_table(state.out, ("column",), [(n,) for n in md.colnames], empty="(no columns)")
     if md.custom:
         state.out.print("custom metadata:")
         state.out.print_json(data=dict(md.custom))
+
+
+def _stored_labels(conn: Connection, table: str, md: TableMetadata) -> dict[str, ColumnLabels]:
+    """The column labels in the version's parquet footer (only the footer is read).
+
+    Labels are a courtesy of ``show``: a store that cannot be read leaves them out, and the
+    metadata, which comes from git, is still shown.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        with conn.store.open_read(conn.parquet_key(table, md.data_sha)) as f:
+            return column_labels(pq.read_schema(f))
+    except (DatomError, OSError, pa.ArrowException):
+        return {}
 
 
 def _ref(project: str, here: str, table: str, sha: str) -> str:

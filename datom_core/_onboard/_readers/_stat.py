@@ -10,7 +10,9 @@ out as follows:
   ``date32``, ``timestamp[us]`` and ``time64[us]``; never the raw number.
 * strings: ``string``. These formats have no missing string, only the empty string, so
   an empty string becomes null, in every chunk and every format alike.
-* value labels and other variable metadata are not applied: the stored codes are the data.
+* value labels are not applied: the stored codes are the data. Variable labels, display
+  formats, value labels and declared widths are kept in each column's field metadata
+  (``_labels``; not identity).
 
 Before any data is read, the row count in the file's header is checked: rows x columns
 must stay within :data:`~._limits.MAX_STAT_CELLS` and within what a file of that size
@@ -29,6 +31,7 @@ import pyarrow.compute as pc
 import pyreadstat
 
 from datom_core._onboard._readers._common import Source, check_column_names
+from datom_core._onboard._readers._labels import with_file_labels
 from datom_core._onboard._readers._limits import MAX_STAT_CELLS, raise_recourse
 
 #: Cells per chunk: bounds the Python objects alive at once (a few hundred MB at most).
@@ -89,7 +92,8 @@ def read_statistical(source: Source, *, chunk_rows: int | None = None) -> pa.Tab
             arrays = [column.finish() for column in columns.values()]
         except _ERRORS as e:
             raise source.corrupt(e) from e
-    return pa.Table.from_arrays(arrays, names=names)
+    table = pa.Table.from_arrays(arrays, names=names)
+    return with_file_labels(table, meta, _FAMILY.get(source.fmt, "stata"))
 
 
 def check_row_count(source: Source, number_rows: int | None, columns: int) -> int | None:
