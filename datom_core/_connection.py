@@ -323,13 +323,15 @@ class Connection(SetMethods):
         path: str | os.PathLike[str] | None = None,
         tables: Sequence[str] | None = None,
         storage_options: Mapping[str, Any] | None = None,
+        revert: bool = False,
     ) -> list[SyncRow]:
         """Onboard the ``new`` and ``changed`` rows of a scan (``None``: scan ``path`` first,
         the clone's ``input_files/`` by default, limited to ``tables`` when given).
 
         One imported version (one commit) per table; per-row results ``synced``,
         ``skipped`` or ``error`` (a failing file never stops the others unless
-        ``continue_on_error=False``).
+        ``continue_on_error=False``). A ``stale`` file (an earlier version's, left behind
+        by a newer version) is skipped; ``revert=True`` makes its version current again.
         """
         return sync(
             self._ctx,
@@ -338,4 +340,5 @@ class Connection(SetMethods):
             path=path,
             tables=tables,
             storage_options=storage_options,
+            revert=revert,
         )

@@ -8,6 +8,10 @@ the file's stem) without writing anything:
 ``changed``          the file's bytes differ from the current version's source file
                      (an older extract dropped again is ``changed`` too: it must become
                      current again; its message names the earlier version)
+``stale``            the file is an earlier version's source file, last modified before
+                     the current version was recorded (by anyone, from any clone): a
+                     leftover. sync leaves it; ``sync(revert=True)`` makes it current
+                     again, naming both versions
 ``unchanged``        the file is the current version's source file (same SHA-256)
 ``unsupported_format``  not one of the allowlisted formats (message: the recourse)
 ``invalid_name``     the stem is not a valid table name (message: rename the file)

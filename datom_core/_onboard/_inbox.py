@@ -20,6 +20,7 @@ to one machine, never committed, never pushed; deleting it only costs re-hashing
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import os
@@ -56,6 +57,7 @@ class InboxEntry:
     path: str
     is_dir: bool
     fingerprint: Fingerprint | None
+    modified: float | None = None  # last modification, POSIX seconds (None: not known)
 
 
 class Inbox:
@@ -89,12 +91,14 @@ class Inbox:
         out = []
         with os.scandir(self.root) as it:
             for item in it:
+                modified = None
                 try:
                     is_dir = item.is_dir()
                     fp = None if is_dir else _local_fingerprint(item.stat())
+                    modified = None if is_dir else item.stat().st_mtime
                 except OSError:  # a dangling symlink: listed, and its hash will fail clearly
                     is_dir, fp = False, None
-                out.append(InboxEntry(item.name, item.path, item.path, is_dir, fp))
+                out.append(InboxEntry(item.name, item.path, item.path, is_dir, fp, modified))
         return out
 
     def _list_remote(self) -> list[InboxEntry]:
@@ -119,7 +123,8 @@ class Inbox:
             is_dir = info.get("type") == "directory"
             location = f"{self.location}/{name}"
             fp = None if is_dir else remote_fingerprint(info)
-            out.append(InboxEntry(name, location, path, is_dir, fp))
+            modified = None if is_dir else remote_modified(info)
+            out.append(InboxEntry(name, location, path, is_dir, fp, modified))
         return out
 
     def fingerprint(self, path: str) -> Fingerprint | None:
@@ -156,6 +161,31 @@ def file_fingerprint(fs: Any, path: str) -> Fingerprint | None:
         return remote_fingerprint(fs.info(path))
     except Exception:  # a missing file: the read that follows reports it properly
         return None
+
+
+def file_modified(fs: Any, path: str) -> float | None:
+    """A file's last modification time now (POSIX seconds); ``None`` when not known."""
+    try:
+        return os.stat(path).st_mtime if fs is None else remote_modified(fs.info(path))
+    except Exception:  # a missing file: the read that follows reports it properly
+        return None
+
+
+def remote_modified(info: Mapping[str, Any]) -> float | None:
+    """The modification time in an fsspec ``info`` (S3's LastModified, others' mtime)."""
+    for key in ("LastModified", "last_modified", "mtime", "updated", "modified"):
+        value = info.get(key)
+        if isinstance(value, dt.datetime):
+            return (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).timestamp()
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            return (when if when.tzinfo else when.replace(tzinfo=dt.UTC)).timestamp()
+    return None
 
 
 def remote_fingerprint(info: Mapping[str, Any]) -> Fingerprint | None:

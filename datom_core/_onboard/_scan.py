@@ -22,11 +22,19 @@ from datom_core._project._context import ProjectContext
 from datom_core._project._model import HistoryEntry, ManifestEntry
 from datom_core._project._parse import parse_history, parse_manifest, parse_metadata
 from datom_core._project._read import read_manifest
+from datom_core._project._stale import is_stale, stale_message
 
 __all__ = ["ScanRow", "ScanStatus", "file_sha_cached", "scan_inbox", "stem_of"]
 
 ScanStatus = Literal[
-    "new", "changed", "unchanged", "unsupported_format", "invalid_name", "refused", "error"
+    "new",
+    "changed",
+    "stale",
+    "unchanged",
+    "unsupported_format",
+    "invalid_name",
+    "refused",
+    "error",
 ]
 
 
@@ -133,7 +141,7 @@ def _classify(
         sha = file_sha_cached(inbox.fs, entry.path, entry.location, entry.fingerprint, cache)
     except OnboardingError as e:
         return ScanRow(stem, entry.location, fmt, None, "error", str(e))
-    status, message = catalog.classify(stem, sha, entry.name)
+    status, message = catalog.classify(stem, sha, entry.name, entry.modified)
     return ScanRow(stem, entry.location, fmt, sha, status, message)
 
 
@@ -149,7 +157,9 @@ class _Catalog:
             manifest = read_manifest(ctx)
         self.tables: Mapping[str, ManifestEntry] = manifest.artifacts if manifest else {}
 
-    def classify(self, name: str, sha: str, filename: str) -> tuple[ScanStatus, str]:
+    def classify(
+        self, name: str, sha: str, filename: str, modified: float | None = None
+    ) -> tuple[ScanStatus, str]:
         entry = self.tables.get(name)
         if entry is None:
             return "new", ""
@@ -167,6 +177,8 @@ class _Catalog:
                 "replace it with an imported one. Rename the file to onboard it as another table"
             )
         earlier = next((h for h in self._history(name) if h.original_file_sha == sha), None)
+        if earlier is not None and is_stale(modified, entry):
+            return "stale", stale_message(name, filename, earlier.version, entry)
         if earlier is not None:
             return "changed", (
                 f"an earlier extract of {name!r} (version {earlier.version[:12]}); "

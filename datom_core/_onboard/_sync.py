@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from datom_core._errors import DatomError, OnboardingError, ProjectConfigError
 from datom_core._names import validate_table_name
-from datom_core._onboard._inbox import ShaCache, file_fingerprint, locate
+from datom_core._onboard._inbox import ShaCache, file_fingerprint, file_modified, locate
 from datom_core._onboard._readers import detect_format, read_file
 from datom_core._onboard._scan import ScanRow, file_sha_cached, scan_inbox
 from datom_core._project import _layout as L
@@ -60,6 +60,7 @@ def sync(
     path: str | os.PathLike[str] | None = None,
     tables: Iterable[str] | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    revert: bool = False,
 ) -> list[SyncRow]:
     """Onboard the ``new`` and ``changed`` rows of a scan (default: scan the inbox first).
 
@@ -69,6 +70,11 @@ def sync(
     ``continue_on_error=True`` a failing row is reported as ``error`` and the others go
     on; with ``False`` the first failure raises, and a scan that already holds failed
     rows raises before anything is written.
+
+    A ``stale`` row (an earlier version's file, left behind by a newer version) is left
+    alone, and a ``changed`` row whose file turns out stale against the remote is refused;
+    ``revert=True`` onboards them, making the earlier version current again in place of
+    the newer one (each such row's message names both versions).
     """
     repo = ctx.require_repo()  # a reader connection fails here, before any work
     _refuse_product_mode(repo.read(L.PROJECT_YAML))
@@ -78,6 +84,7 @@ def sync(
     if rows is None:
         rows = scan_inbox(ctx, path, storage_options=storage_options, cache=cache, defer_new=True)
     todo = [_as_scan_row(r) for r in rows]
+    onboard = _TO_ONBOARD | {"stale"} if revert else _TO_ONBOARD
     if tables is not None:
         wanted = set(tables)
         todo = [r for r in todo if r.name in wanted]
@@ -87,11 +94,11 @@ def sync(
     results = []
     try:
         for row in todo:
-            if row.status not in _TO_ONBOARD:
+            if row.status not in onboard:
                 results.append(_not_onboarded(row))
                 continue
             try:
-                results.append(_onboard(ctx, row, cache, storage_options))
+                results.append(_onboard(ctx, row, cache, storage_options, revert))
             except Exception as e:  # one bad file must never stop its siblings
                 if not continue_on_error:
                     raise
@@ -102,13 +109,18 @@ def sync(
 
 
 def _onboard(
-    ctx: ProjectContext, row: ScanRow, cache: ShaCache, storage_options: Mapping[str, Any] | None
+    ctx: ProjectContext,
+    row: ScanRow,
+    cache: ShaCache,
+    storage_options: Mapping[str, Any] | None,
+    revert: bool = False,
 ) -> SyncRow:
     validate_table_name(row.name)
     fs, path = locate(row.file, storage_options)
     fmt = row.format or detect_format(row.file)
     filename = path.replace("\\", "/").rsplit("/", 1)[-1]
     before = file_fingerprint(fs, path)
+    modified = None if revert else file_modified(fs, path)
     # Hash the bytes while the reader parses them (both mostly release the GIL).
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="datom-file-sha") as pool:
         sha_job = pool.submit(file_sha_cached, fs, path, row.file, before, cache)
@@ -127,9 +139,16 @@ def _onboard(
         original_file_sha=sha,
         self_lineage=True,
         original_format=fmt,
+        file_modified=modified,
     )
     result = write_table(ctx, request, table)
     notes = []
+    replaced = result.replaced
+    if row.status == "stale" and replaced is not None:
+        notes.append(
+            f"reverted: version {result.version[:12]} (an earlier extract) is current again "
+            f"in place of version {replaced.version[:12]}"
+        )
     if row.original_file_sha and sha != row.original_file_sha:
         notes.append("the file changed after the scan; its current content was onboarded")
     if result.change == "full" and not result.uploaded:
@@ -154,7 +173,7 @@ def _refuse_product_mode(raw: bytes | None) -> None:
 def _not_onboarded(row: ScanRow) -> SyncRow:
     if row.status == "unchanged":
         return SyncRow(row.name, row.file, "skipped", "none", message="unchanged")
-    if row.status == "unsupported_format":
+    if row.status in ("unsupported_format", "stale"):
         return SyncRow(row.name, row.file, "skipped", message=row.message)
     return SyncRow(row.name, row.file, "error", message=f"{row.status}: {row.message}")
 

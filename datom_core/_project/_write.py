@@ -49,6 +49,7 @@ from datom_core._project._model import HistoryEntry, ParentRef, SourceRef, Table
 from datom_core._project._parquet import BackgroundParquet, read_verified, serialized
 from datom_core._project._parse import parse_metadata
 from datom_core._project._records import Change, WriteResult
+from datom_core._project._stale import refuse_stale_revert
 from datom_core._project._tip import TreeReader
 from datom_core._version import WRITTEN_BY
 
@@ -71,6 +72,9 @@ class WriteRequest:
     # An onboarded file: source_lineage is this table's own data (its data_sha is only
     # known once the table is hashed, inside the write).
     self_lineage: bool = False
+    # An onboarded file's modification time (POSIX seconds): it may not make an earlier
+    # version current again when the current one was recorded after it (_stale).
+    file_modified: float | None = None
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,8 @@ def _record(
         repo.catch_up(tip.commit)  # nothing when the clone is there already
         return _unchanged(ctx, req.table, th)
 
+    if draft.version in current.versions:  # an earlier version made current again
+        refuse_stale_revert(tip, req.table, draft.version, req.file_modified)
     same_data = current.metadata is not None and current.metadata.data_sha == th.data_sha
     if current.metadata is not None and same_data:
         parquet_sha, size, uploaded = (

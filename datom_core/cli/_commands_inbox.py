@@ -34,7 +34,8 @@ __all__ = ["check_hashable_command", "scan_command", "sync_command"]
 def scan_command(state: AppState, path: str | None) -> None:
     """Show what sync would do with each inbox file.
 
-    Each file is new, changed, unchanged or refused (unsupported format, bad name...).
+    Each file is new, changed, stale (an earlier version's file, left behind by a newer
+    version: sync leaves it), unchanged or refused (unsupported format, bad name...).
     PATH is an inbox folder or s3://bucket/prefix; default: the clone's input_files/.
     Nothing is written.
     """
@@ -58,12 +59,19 @@ def scan_command(state: AppState, path: str | None) -> None:
     is_flag=True,
     help="Stop at the first file that fails (default: onboard the others, report it).",
 )
+@click.option(
+    "--revert",
+    is_flag=True,
+    help="Also onboard stale files: make their earlier versions current again.",
+)
 @json_option
 @pass_state
-def sync_command(state: AppState, path: str | None, stop_on_error: bool) -> None:
+def sync_command(state: AppState, path: str | None, stop_on_error: bool, revert: bool) -> None:
     """Onboard the new and changed inbox files.
 
     One version (and commit) per table; exit 1 if any file could not be onboarded.
+    A stale file (an earlier version's, left behind by a newer version) is skipped;
+    --revert makes its version current again in place of the newer one.
     PATH is an inbox folder or s3://bucket/prefix; default: the clone's input_files/.
     """
     conn = state.connection()
@@ -75,12 +83,14 @@ def sync_command(state: AppState, path: str | None, stop_on_error: bool) -> None
         if stop_on_error:
             # All rows at once: sync then refuses a scan holding failed rows before any write.
             progress.phase("onboarding")
-            results = conn.sync(rows, continue_on_error=False, storage_options=options)
+            results = conn.sync(
+                rows, continue_on_error=False, storage_options=options, revert=revert
+            )
         else:
             # One row at a time so the bar moves per file; each table is its own commit anyway.
             progress.phase("onboarding", total=len(rows))
             for row in rows:
-                results.extend(conn.sync([row], storage_options=options))
+                results.extend(conn.sync([row], storage_options=options, revert=revert))
                 progress.advance()
     failed = [r for r in results if r.status == "error"]
     if state.json:
