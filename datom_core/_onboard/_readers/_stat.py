@@ -8,8 +8,8 @@ out as follows:
   storage types; missing values (``.``, ``.A``-``.Z``, ``._``, SPSS user-missing) are null.
 * dates, datetimes and times (by the variable's display format, as pyreadstat decides):
   ``date32``, ``timestamp[us]`` and ``time64[us]``; never the raw number.
-* strings: ``string``. These formats have no missing string, only the empty string, so
-  an empty string becomes null, in every chunk and every format alike.
+* strings: ``string``, as the file holds them: a blank value is ``""`` (as R's haven
+  reads it), never null; these formats have no missing text of their own.
 * value labels and other variable metadata are not applied: the stored codes are the data.
 
 Before any data is read, the row count in the file's header is checked: rows x columns
@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyreadstat
 
 from datom_core._onboard._readers._common import Source, check_column_names
@@ -141,9 +140,7 @@ class _Column:
 
     def add(self, values: list[Any]) -> None:
         if self._storage == "string":
-            array = pa.array(values, type=pa.string())
-            empty = pc.fill_null(pc.equal(array, ""), False)
-            self._chunks.append(pc.if_else(empty, pa.scalar(None, pa.string()), array))
+            self._chunks.append(pa.array(values, type=pa.string()))
         else:
             # Infer: pyreadstat hands over date/datetime/time objects for temporal formats.
             self._chunks.append(pa.array(values))
