@@ -323,13 +323,17 @@ class Connection(SetMethods):
         path: str | os.PathLike[str] | None = None,
         tables: Sequence[str] | None = None,
         storage_options: Mapping[str, Any] | None = None,
+        encoding: str | None = None,
     ) -> list[SyncRow]:
         """Onboard the ``new`` and ``changed`` rows of a scan (``None``: scan ``path`` first,
         the clone's ``input_files/`` by default, limited to ``tables`` when given).
 
         One imported version (one commit) per table; per-row results ``synced``,
         ``skipped`` or ``error`` (a failing file never stops the others unless
-        ``continue_on_error=False``).
+        ``continue_on_error=False``). ``encoding`` names the encoding of the files' text
+        (csv, SAS, SPSS, Stata; see :func:`read_extract`); without it a SAS/SPSS/Stata
+        file whose text is not valid in its declared encoding is read as Windows-1252
+        (then Latin-1), and the row's ``message`` says so.
         """
         return sync(
             self._ctx,
@@ -338,4 +342,5 @@ class Connection(SetMethods):
             path=path,
             tables=tables,
             storage_options=storage_options,
+            encoding=encoding,
         )

@@ -6,12 +6,13 @@ See the package docstring for what an onboarded table records.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-from datom_core._errors import DatomError, OnboardingError, ProjectConfigError
+from datom_core._errors import DatomError, OnboardingError, OnboardingWarning, ProjectConfigError
 from datom_core._names import validate_table_name
 from datom_core._onboard._inbox import ShaCache, file_fingerprint, locate
 from datom_core._onboard._readers import detect_format, read_file
@@ -60,6 +61,7 @@ def sync(
     path: str | os.PathLike[str] | None = None,
     tables: Iterable[str] | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    encoding: str | None = None,
 ) -> list[SyncRow]:
     """Onboard the ``new`` and ``changed`` rows of a scan (default: scan the inbox first).
 
@@ -68,7 +70,9 @@ def sync(
     ``input_files/``) is scanned here, limited to ``tables`` when given. With
     ``continue_on_error=True`` a failing row is reported as ``error`` and the others go
     on; with ``False`` the first failure raises, and a scan that already holds failed
-    rows raises before anything is written.
+    rows raises before anything is written. ``encoding`` is the encoding of the files'
+    text (see :func:`~datom_core.read_extract`); a fallback encoding datom had to use is
+    named in the row's ``message``.
     """
     repo = ctx.require_repo()  # a reader connection fails here, before any work
     _refuse_product_mode(repo.read(L.PROJECT_YAML))
@@ -91,7 +95,7 @@ def sync(
                 results.append(_not_onboarded(row))
                 continue
             try:
-                results.append(_onboard(ctx, row, cache, storage_options))
+                results.append(_onboard(ctx, row, cache, storage_options, encoding))
             except Exception as e:  # one bad file must never stop its siblings
                 if not continue_on_error:
                     raise
@@ -102,7 +106,11 @@ def sync(
 
 
 def _onboard(
-    ctx: ProjectContext, row: ScanRow, cache: ShaCache, storage_options: Mapping[str, Any] | None
+    ctx: ProjectContext,
+    row: ScanRow,
+    cache: ShaCache,
+    storage_options: Mapping[str, Any] | None,
+    encoding: str | None,
 ) -> SyncRow:
     validate_table_name(row.name)
     fs, path = locate(row.file, storage_options)
@@ -112,7 +120,9 @@ def _onboard(
     # Hash the bytes while the reader parses them (both mostly release the GIL).
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="datom-file-sha") as pool:
         sha_job = pool.submit(file_sha_cached, fs, path, row.file, before, cache)
-        table = read_file(path, format=fmt, filesystem=fs)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", OnboardingWarning)
+            table = read_file(path, format=fmt, filesystem=fs, encoding=encoding)
         sha = sha_job.result()
     if before is not None and file_fingerprint(fs, path) != before:
         cache.forget([row.file])
@@ -129,7 +139,7 @@ def _onboard(
         original_format=fmt,
     )
     result = write_table(ctx, request, table)
-    notes = []
+    notes = [str(w.message) for w in caught if issubclass(w.category, OnboardingWarning)]
     if row.original_file_sha and sha != row.original_file_sha:
         notes.append("the file changed after the scan; its current content was onboarded")
     if result.change == "full" and not result.uploaded:
