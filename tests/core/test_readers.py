@@ -110,22 +110,32 @@ TEXT_WRITERS: dict[str, Callable[[Path], None]] = {
     "txt": lambda p: _write_text(p, ";"),
 }
 
+_UTC = pa.timestamp("us", tz="UTC")
+# The cells as written into the workbooks (Excel has no time zones: wall-clock values).
+EXCEL_CELLS: dict[str, list[object]] = {
+    "ID": [1.0, 2.0, 3.0],
+    "AVAL": AVAL,
+    "ARM": ARM,
+    "VISDT": VISDT[:2] + [dt.date(2001, 2, 3)],
+    "VISDTM": VISDTM[:2] + [dt.datetime(2001, 2, 3, 4, 5, 6)],
+    "FLAG": [True, False, None],
+}
 EXCEL_EXPECTED = pa.table(
     {
-        "ID": pa.array([1.0, 2.0, 3.0]),  # Excel numbers are doubles
+        "ID": pa.array(EXCEL_CELLS["ID"]),  # Excel numbers are doubles
         "AVAL": pa.array(AVAL, pa.float64()),
         "ARM": pa.array(ARM, pa.string()),
-        "VISDT": pa.array(VISDT[:2] + [dt.date(2001, 2, 3)], pa.date32()),
-        "VISDTM": pa.array(VISDTM[:2] + [dt.datetime(2001, 2, 3, 4, 5, 6)], pa.timestamp("us")),
+        # date cells are timestamps (a date is its midnight), as readxl and pandas read them
+        "VISDT": pa.array(EXCEL_CELLS["VISDT"], pa.date32()).cast(_UTC),
+        "VISDTM": pa.array(EXCEL_CELLS["VISDTM"], _UTC),
         "FLAG": pa.array([True, False, None], pa.bool_()),
     }
 )
 
 
 def _excel_rows() -> list[list[object]]:
-    columns = EXCEL_EXPECTED.to_pydict()
-    header = list(columns)
-    return [header] + [[columns[name][i] for name in header] for i in range(3)]
+    header = list(EXCEL_CELLS)
+    return [header] + [[EXCEL_CELLS[name][i] for name in header] for i in range(3)]
 
 
 def _write_xlsx(path: Path) -> None:

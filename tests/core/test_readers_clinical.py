@@ -3,12 +3,14 @@ hand-made edge files: blank SAS text, encodings, the sync and CLI encoding optio
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 import warnings
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import openpyxl
 import pandas as pd
 import pyarrow as pa
 import pyreadstat
@@ -148,3 +150,31 @@ def test_cli_sync_and_check_hashable_take_encoding(tmp_path: Path) -> None:
     assert conn.read("sites", as_="arrow").column("NAME").to_pylist() == ["Jos\u00e9"]
     report = run_json("check-hashable", inbox / "sites.csv", "--encoding", "latin1")
     assert report["ok"] is True
+
+
+# -- finding 5: xlsx date cells are timestamps, as readxl and pandas read them -------------
+
+
+def test_xlsx_date_cells_are_utc_timestamps_as_pandas_reads_them(tmp_path: Path) -> None:
+    path = tmp_path / "dates.xlsx"
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    sheet.append(["TRTSDT", "ADTM", "N"])
+    sheet.append([dt.date(2014, 1, 2), dt.datetime(2014, 1, 2, 11, 45, 0), 1])
+    sheet.append([None, dt.datetime(1959, 12, 31, 23, 59, 59), 2])
+    sheet.append([dt.date(1959, 12, 31), None, 3])
+    workbook.save(path)
+
+    table = dc.read_extract(path)
+    utc = pa.timestamp("us", tz="UTC")
+    assert table.schema.field("TRTSDT").type == utc and table.schema.field("ADTM").type == utc
+    frame = pd.read_excel(path, engine="openpyxl")
+    assert str(frame["TRTSDT"].dtype).startswith("datetime64")
+    for name in ("TRTSDT", "ADTM"):
+        expected = [None if pd.isna(v) else v.to_pydatetime() for v in frame[name]]
+        got = [
+            None if v is None else v.replace(tzinfo=None) for v in table.column(name).to_pylist()
+        ]
+        assert got == expected, name
+    # The same data_sha as the table pandas reads (a date column would hash as "date").
+    assert dc.hash_table(table).data_sha == dc.hash_table(frame).data_sha
