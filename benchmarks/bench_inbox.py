@@ -9,7 +9,13 @@
     .write_table`` of the same file (target <= 1.5), and its peak memory relative to the
     size of the Arrow table (each measured in a fresh process).
 
-Run: ``python benchmarks/bench_inbox.py [n_files] [csv_mb]`` (defaults 500 and 100).
+(c) The CDISC pilot's SAS transport files (``tests/fixtures/cdisc``, the xpt files the
+    installed datom reads) onboarded into a fresh project by one ``conn.sync()``: prints
+    its time relative to a bare ``pyreadstat.read_xport`` of the same files (target <= 2.0)
+    and its peak memory relative to the size of the Arrow tables.
+
+Run: ``python benchmarks/bench_inbox.py [n_files] [csv_mb]`` (defaults 500 and 100; 0 skips
+(a) or (b)).
 Setting up (a) writes every file once, one commit each: that takes a while.
 """
 
@@ -148,12 +154,69 @@ def onboard_fresh(csv: Path, workdir: Path) -> list[Any]:
     return [elapsed]
 
 
+XPT_DIR = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "cdisc"
+
+
+def readable_xpt() -> list[Path]:
+    """The fixture xpt files this datom reads (an older one refuses the Windows-1252 TS)."""
+    files = []
+    for path in sorted(XPT_DIR.glob("*.xpt")):
+        try:
+            dc.read_extract(path)
+        except dc.OnboardingError:
+            continue
+        files.append(path)
+    return files
+
+
+def sync_xpt(files: list[Path], workdir: Path) -> float:
+    conn = dc.init_repo(workdir / "repo", "BENCH", dc.LocalStore(workdir / "store"))
+    for path in files:
+        target = conn.path / L.INBOX / path.name
+        os.link(path, target)
+        _settle(target)
+    start = time.perf_counter()
+    results = conn.sync()
+    elapsed = time.perf_counter() - start
+    assert {r.status for r in results} == {"synced"}, results
+    return elapsed
+
+
+def pyreadstat_baseline(files: list[Path]) -> int:
+    import pyreadstat
+
+    cells = 0
+    for path in files:
+        frame, _ = pyreadstat.read_xport(str(path), encoding="cp1252")
+        cells += frame.size
+    return cells
+
+
+def bench_xpt(workdir: Path) -> None:
+    files = readable_xpt()
+    arrow_bytes = sum(dc.read_extract(p).nbytes for p in files)
+    base = best_of(lambda: pyreadstat_baseline(files), repeat=5)
+    runs = [sync_xpt(files, workdir / f"xpt{i}") for i in range(5)]
+    datom_peak = _child("xpt-datom", XPT_DIR, workdir / "mem-xpt-datom")
+    bare_peak = _child("xpt-bare", XPT_DIR, workdir / "mem-xpt-bare")
+    names = " ".join(p.stem for p in files)
+    print(f"onboarding {len(files)} CDISC xpt files ({names}; Arrow {arrow_bytes / 1e6:.1f} MB):")
+    print(f"  time / pyreadstat.read_xport          {min(runs) / base:6.2f}  (target <= 2.0)")
+    print(f"  peak memory / Arrow table size        {datom_peak / arrow_bytes:6.2f}")
+    print(f"  (pyreadstat.read_xport alone:         {bare_peak / arrow_bytes:6.2f})")
+
+
 def measure_child(kind: str, csv: Path, workdir: Path) -> None:
     """In a fresh process: peak extra RSS of one run."""
     workdir.mkdir(parents=True, exist_ok=True)
+    files = readable_xpt() if kind.startswith("xpt") else []
     with peak_rss() as peak:
         if kind == "datom":
             onboard_fresh(csv, workdir)
+        elif kind == "xpt-datom":
+            sync_xpt(files, workdir)
+        elif kind == "xpt-bare":
+            pyreadstat_baseline(files)
         else:
             arrow_baseline(csv, workdir / "out.parquet")
     print(json.dumps({"peak": peak["extra"]}))
@@ -192,8 +255,11 @@ def main() -> None:
     n_files = int(sys.argv[1]) if len(sys.argv) > 1 else 500
     megabytes = int(sys.argv[2]) if len(sys.argv) > 2 else 100
     with tempfile.TemporaryDirectory(prefix="datom-bench-inbox-") as tmp:
-        bench_scan(Path(tmp) / "scan", n_files)
-        bench_csv(Path(tmp), megabytes)
+        if n_files:
+            bench_scan(Path(tmp) / "scan", n_files)
+        if megabytes:
+            bench_csv(Path(tmp), megabytes)
+        bench_xpt(Path(tmp))
 
 
 if __name__ == "__main__":

@@ -324,6 +324,7 @@ class Connection(SetMethods):
         tables: Sequence[str] | None = None,
         storage_options: Mapping[str, Any] | None = None,
         revert: bool = False,
+        encoding: str | None = None,
     ) -> list[SyncRow]:
         """Onboard the ``new`` and ``changed`` rows of a scan (``None``: scan ``path`` first,
         the clone's ``input_files/`` by default, limited to ``tables`` when given).
@@ -332,6 +333,10 @@ class Connection(SetMethods):
         ``skipped`` or ``error`` (a failing file never stops the others unless
         ``continue_on_error=False``). A ``stale`` file (an earlier version's, left behind
         by a newer version) is skipped; ``revert=True`` makes its version current again.
+        ``encoding`` names the encoding of the files' text
+        (csv, SAS, SPSS, Stata; see :func:`read_extract`); without it a SAS/SPSS/Stata
+        file whose text is not valid in its declared encoding is read as Windows-1252
+        (then Latin-1), and the row's ``message`` says so.
         """
         return sync(
             self._ctx,
@@ -341,4 +346,5 @@ class Connection(SetMethods):
             tables=tables,
             storage_options=storage_options,
             revert=revert,
+            encoding=encoding,
         )

@@ -147,6 +147,11 @@ class OnboardingError(DatomError):
     """An inbox file cannot be onboarded (unsupported format, corrupt or unreadable file)."""
 
 
+class OnboardingWarning(UserWarning):
+    """A file was onboarded, with a caveat the caller should see (e.g. the encoding used
+    when the file's text was not valid in the one it declares)."""
+
+
 class ProjectExistsError(DatomError):
     """A new project would overwrite an existing one (its store or its remote is taken)."""
 

@@ -86,6 +86,14 @@ class InboxModel(dg.Model):
     group_name: str = "raw"
     sensor_name: str | None = None  # default <project>_inbox_sensor
     op_name: str | None = None  # default onboard_<project>
+    encoding: str | None = Field(
+        default=None,
+        description=(
+            "Encoding of the files' text, e.g. cp1252 (csv and SAS/SPSS/Stata; default: "
+            "UTF-8 for csv, the declared one for SAS/SPSS/Stata, falling back to "
+            "Windows-1252 with a logged note when their text is not valid in it)."
+        ),
+    )
 
 
 class ChecksModel(dg.Model):
@@ -150,6 +158,7 @@ class DatomComponent(dg.Component, dg.Model, dg.Resolvable):
                 inbox=self.inbox.path,
                 group_name=self.inbox.group_name,
                 name=self.inbox.op_name or f"onboard_{_identifier(self.project)}",
+                encoding=self.inbox.encoding,
             )
             assets.append(raw)
             if self.inbox.sensor != "none":

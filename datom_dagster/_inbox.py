@@ -58,13 +58,16 @@ def datom_inbox_assets(
     group_name: str | None = "raw",
     key_prefix: Sequence[str] = (),
     name: str = "datom_inbox",
+    encoding: str | None = None,
 ) -> AssetsDefinition:
     """One asset per raw table, materialized by syncing its inbox file into datom.
 
     ``tables`` are the expected table names (file stems); ``inbox`` the folder or URL the
     files arrive in (default: the clone's ``input_files/``; ``inbox_storage_options`` go to
     its fsspec filesystem, e.g. an S3 endpoint); ``resource_key`` names a
-    :class:`~datom_dagster.DatomResource` for the project.
+    :class:`~datom_dagster.DatomResource` for the project. ``encoding`` is the encoding of
+    the files' text (``"cp1252"``, ...; see :func:`datom_core.read_extract`); a fallback
+    encoding datom had to use is logged with the run.
     """
     keys = {dc.validate_table_name(table): AssetKey([*key_prefix, table]) for table in tables}
     specs = [
@@ -82,8 +85,13 @@ def datom_inbox_assets(
     def _onboard(context: AssetExecutionContext) -> Iterator[MaterializeResult]:
         conn = getattr(context.resources, resource_key).connection()
         wanted = {t for t, k in keys.items() if k in context.selected_asset_keys}
-        results = conn.sync(path=inbox, tables=wanted, storage_options=inbox_storage_options)
+        results = conn.sync(
+            path=inbox, tables=wanted, storage_options=inbox_storage_options, encoding=encoding
+        )
         synced = {r.name: r for r in results}
+        for row in results:
+            if row.status != "error" and row.message:
+                context.log.info(f"{row.name}: {row.message}")
         failures = [f"{r.name}: {r.message}" for r in synced.values() if r.status == "error"]
         for table in sorted(wanted):
             if table in synced and synced[table].status == "error":

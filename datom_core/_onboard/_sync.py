@@ -6,12 +6,13 @@ See the package docstring for what an onboarded table records.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-from datom_core._errors import DatomError, OnboardingError, ProjectConfigError
+from datom_core._errors import DatomError, OnboardingError, OnboardingWarning, ProjectConfigError
 from datom_core._names import validate_table_name
 from datom_core._onboard._inbox import ShaCache, file_fingerprint, file_modified, locate
 from datom_core._onboard._readers import detect_format, read_file
@@ -61,6 +62,7 @@ def sync(
     tables: Iterable[str] | None = None,
     storage_options: Mapping[str, Any] | None = None,
     revert: bool = False,
+    encoding: str | None = None,
 ) -> list[SyncRow]:
     """Onboard the ``new`` and ``changed`` rows of a scan (default: scan the inbox first).
 
@@ -75,6 +77,9 @@ def sync(
     alone, and a ``changed`` row whose file turns out stale against the remote is refused;
     ``revert=True`` onboards them, making the earlier version current again in place of
     the newer one (each such row's message names both versions).
+    ``encoding`` is the encoding of the files' text (see
+    :func:`~datom_core.read_extract`); a fallback encoding datom had to use is named in the
+    row's ``message``.
     """
     repo = ctx.require_repo()  # a reader connection fails here, before any work
     _refuse_product_mode(repo.read(L.PROJECT_YAML))
@@ -98,7 +103,7 @@ def sync(
                 results.append(_not_onboarded(row))
                 continue
             try:
-                results.append(_onboard(ctx, row, cache, storage_options, revert))
+                results.append(_onboard(ctx, row, cache, storage_options, revert, encoding))
             except Exception as e:  # one bad file must never stop its siblings
                 if not continue_on_error:
                     raise
@@ -113,7 +118,8 @@ def _onboard(
     row: ScanRow,
     cache: ShaCache,
     storage_options: Mapping[str, Any] | None,
-    revert: bool = False,
+    revert: bool,
+    encoding: str | None,
 ) -> SyncRow:
     validate_table_name(row.name)
     fs, path = locate(row.file, storage_options)
@@ -124,7 +130,9 @@ def _onboard(
     # Hash the bytes while the reader parses them (both mostly release the GIL).
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="datom-file-sha") as pool:
         sha_job = pool.submit(file_sha_cached, fs, path, row.file, before, cache)
-        table = read_file(path, format=fmt, filesystem=fs)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", OnboardingWarning)
+            table = read_file(path, format=fmt, filesystem=fs, encoding=encoding)
         sha = sha_job.result()
     if before is not None and file_fingerprint(fs, path) != before:
         cache.forget([row.file])
@@ -142,7 +150,7 @@ def _onboard(
         file_modified=modified,
     )
     result = write_table(ctx, request, table)
-    notes = []
+    notes = [str(w.message) for w in caught if issubclass(w.category, OnboardingWarning)]
     replaced = result.replaced
     if row.status == "stale" and replaced is not None:
         notes.append(

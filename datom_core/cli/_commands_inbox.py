@@ -52,6 +52,13 @@ def scan_command(state: AppState, path: str | None) -> None:
     _print_counts(state, (r.status for r in rows))
 
 
+_ENCODING_HELP = (
+    "Encoding of the files' text, e.g. cp1252, latin1, utf-8 (csv and SAS/SPSS/Stata; "
+    "default: UTF-8 for csv, the declared one for SAS/SPSS/Stata, falling back to "
+    "Windows-1252 with a note when their text is not valid in it)."
+)
+
+
 @click.command("sync")
 @click.argument("path", required=False, metavar="[PATH]")
 @click.option(
@@ -64,9 +71,12 @@ def scan_command(state: AppState, path: str | None) -> None:
     is_flag=True,
     help="Also onboard stale files: make their earlier versions current again.",
 )
+@click.option("--encoding", metavar="CODEC", help=_ENCODING_HELP)
 @json_option
 @pass_state
-def sync_command(state: AppState, path: str | None, stop_on_error: bool, revert: bool) -> None:
+def sync_command(
+    state: AppState, path: str | None, stop_on_error: bool, revert: bool, encoding: str | None
+) -> None:
     """Onboard the new and changed inbox files.
 
     One version (and commit) per table; exit 1 if any file could not be onboarded.
@@ -84,13 +94,19 @@ def sync_command(state: AppState, path: str | None, stop_on_error: bool, revert:
             # All rows at once: sync then refuses a scan holding failed rows before any write.
             progress.phase("onboarding")
             results = conn.sync(
-                rows, continue_on_error=False, storage_options=options, revert=revert
+                rows,
+                continue_on_error=False,
+                storage_options=options,
+                revert=revert,
+                encoding=encoding,
             )
         else:
             # One row at a time so the bar moves per file; each table is its own commit anyway.
             progress.phase("onboarding", total=len(rows))
             for row in rows:
-                results.extend(conn.sync([row], storage_options=options, revert=revert))
+                results.extend(
+                    conn.sync([row], storage_options=options, revert=revert, encoding=encoding)
+                )
                 progress.advance()
     failed = [r for r in results if r.status == "error"]
     if state.json:
@@ -143,9 +159,12 @@ def _basename(location: str | None) -> str:
     type=click.Choice(sorted(SUPPORTED_FORMATS), case_sensitive=False),
     help="Read FILE as this format (default: from its extension).",
 )
+@click.option("--encoding", metavar="CODEC", help=_ENCODING_HELP)
 @json_option
 @pass_state
-def check_hashable_command(state: AppState, file: Path, fmt: str | None) -> None:
+def check_hashable_command(
+    state: AppState, file: Path, fmt: str | None, encoding: str | None
+) -> None:
     """Check that datom can version FILE; exit 1 if not.
 
     Reads FILE as onboarding would and reports each column, with the recourse for any
@@ -155,7 +174,7 @@ def check_hashable_command(state: AppState, file: Path, fmt: str | None) -> None
         raise NotFoundError(f"file {str(file)!r} does not exist; check the path")
     known = fmt is not None or file.suffix.lower().lstrip(".") in SUPPORTED_FORMATS
     try:
-        data = read_file(file, format=fmt)
+        data = read_file(file, format=fmt, encoding=encoding)
     except OnboardingError as e:
         if not known:
             raise  # not a format datom onboards: a usage problem, not a finding

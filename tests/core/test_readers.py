@@ -37,7 +37,9 @@ STATISTICAL_EXPECTED = pa.table(
     {
         "ID": pa.array([1.0, 2.0, 3.0]),  # SAS and SPSS store doubles only
         "AVAL": pa.array(AVAL, pa.float64()),
-        "ARM": pa.array(ARM, pa.string()),
+        # These formats have no missing text: the missing value was written as a blank,
+        # and a blank is read as the file holds it, "" (as haven reads it).
+        "ARM": pa.array(["Placebo", "", "Drug 10 mg"], pa.string()),
         "VISDT": pa.array(VISDT, pa.date32()),
         "VISDTM": pa.array(VISDTM, pa.timestamp("us")),
     }
@@ -78,14 +80,15 @@ STATISTICAL_WRITERS: dict[str, Callable[[Path], None]] = {
     "dta": lambda p: pyreadstat.write_dta(_frame(), p),
 }
 
-# Delimited text: pyarrow's defaults, so an empty text field is "" and an empty number null.
+# Delimited text, typed as fread types it: an empty text field is "", an empty number null,
+# a date-time column UTC (fread reads a value without an offset as UTC).
 TEXT_EXPECTED = pa.table(
     {
         "ID": pa.array(IDS, pa.int64()),
         "AVAL": pa.array(AVAL, pa.float64()),
         "ARM": pa.array(["Placebo", "", "Drug 10 mg"], pa.string()),
         "VISDT": pa.array(VISDT, pa.date32()),
-        "VISDTM": pa.array(VISDTM, pa.timestamp("s")),
+        "VISDTM": pa.array(VISDTM, pa.timestamp("s")).cast(pa.timestamp("us", tz="UTC")),
     }
 )
 TEXT_ROWS = [
@@ -107,22 +110,32 @@ TEXT_WRITERS: dict[str, Callable[[Path], None]] = {
     "txt": lambda p: _write_text(p, ";"),
 }
 
+_UTC = pa.timestamp("us", tz="UTC")
+# The cells as written into the workbooks (Excel has no time zones: wall-clock values).
+EXCEL_CELLS: dict[str, list[object]] = {
+    "ID": [1.0, 2.0, 3.0],
+    "AVAL": AVAL,
+    "ARM": ARM,
+    "VISDT": VISDT[:2] + [dt.date(2001, 2, 3)],
+    "VISDTM": VISDTM[:2] + [dt.datetime(2001, 2, 3, 4, 5, 6)],
+    "FLAG": [True, False, None],
+}
 EXCEL_EXPECTED = pa.table(
     {
-        "ID": pa.array([1.0, 2.0, 3.0]),  # Excel numbers are doubles
+        "ID": pa.array(EXCEL_CELLS["ID"]),  # Excel numbers are doubles
         "AVAL": pa.array(AVAL, pa.float64()),
         "ARM": pa.array(ARM, pa.string()),
-        "VISDT": pa.array(VISDT[:2] + [dt.date(2001, 2, 3)], pa.date32()),
-        "VISDTM": pa.array(VISDTM[:2] + [dt.datetime(2001, 2, 3, 4, 5, 6)], pa.timestamp("us")),
+        # date cells are timestamps (a date is its midnight), as readxl and pandas read them
+        "VISDT": pa.array(EXCEL_CELLS["VISDT"], pa.date32()).cast(_UTC),
+        "VISDTM": pa.array(EXCEL_CELLS["VISDTM"], _UTC),
         "FLAG": pa.array([True, False, None], pa.bool_()),
     }
 )
 
 
 def _excel_rows() -> list[list[object]]:
-    columns = EXCEL_EXPECTED.to_pydict()
-    header = list(columns)
-    return [header] + [[columns[name][i] for name in header] for i in range(3)]
+    header = list(EXCEL_CELLS)
+    return [header] + [[EXCEL_CELLS[name][i] for name in header] for i in range(3)]
 
 
 def _write_xlsx(path: Path) -> None:
@@ -317,10 +330,10 @@ def test_corrupt_file_is_an_onboarding_error(
 def test_text_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "latin1.csv"
     path.write_bytes("site,name\n1,Jos\u00e9\n".encode("latin-1"))
-    with pytest.raises(OnboardingError, match="'name' is not valid UTF-8") as refused:
+    with pytest.raises(OnboardingError, match="not valid UTF-8") as refused:
         read_file(path)
     assert str(path) in str(refused.value)
-    assert "save the file as UTF-8" in str(refused.value)
+    assert "save the file as UTF-8, or name its encoding" in str(refused.value)
 
 
 @pytest.mark.parametrize("fmt", sorted(SUPPORTED_FORMATS))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import os
 import posixpath
 from typing import Any
@@ -60,13 +61,23 @@ def unsupported_recourse(fmt: str) -> str:
 
 
 def read_file(
-    path: str | os.PathLike[str], *, format: str | None = None, filesystem: Any = None
+    path: str | os.PathLike[str],
+    *,
+    format: str | None = None,
+    filesystem: Any = None,
+    encoding: str | None = None,
 ) -> pa.Table:
     """Read one onboarding file into a ``pyarrow.Table``.
 
     ``format`` overrides the extension (one of :data:`SUPPORTED_FORMATS`, a leading dot
     and any case allowed). ``filesystem`` is an optional fsspec filesystem (s3, memory,
     ...) on which ``path`` lives; without it ``path`` is on the local disk.
+
+    ``encoding`` names the encoding of the file's text (``"cp1252"``, ``"latin1"``,
+    ``"utf-8"``, ...) for delimited text (default UTF-8) and SAS/SPSS/Stata files
+    (default: the encoding the file declares; when its text is not valid in it, datom
+    reads it as Windows-1252, then Latin-1, with an :class:`~datom_core.OnboardingWarning`
+    naming the one used). Excel and parquet files hold Unicode and ignore it.
 
     Raises :class:`~datom_core.OnboardingError` for an unsupported format, a missing,
     empty, corrupt or unreadable file, and empty or duplicate column names; the
@@ -78,18 +89,26 @@ def read_file(
     if fmt not in SUPPORTED_FORMATS:
         problem = f"'.{fmt}' is not a supported format" if fmt else "the file has no extension"
         raise source.fail(problem, unsupported_recourse(fmt))
+    if encoding is not None:
+        try:
+            codecs.lookup(encoding)
+        except LookupError as e:
+            raise source.fail(
+                f"the encoding {encoding!r} is not known",
+                "name a standard encoding such as 'cp1252', 'latin1' or 'utf-8'",
+            ) from e
     if source.size() == 0:
         raise source.fail("the file is empty (0 bytes)", "export the table again")
-    table = _read(source)
+    table = _read(source, encoding)
     check_column_names(source, table.column_names)
     return table
 
 
-def _read(source: Source) -> pa.Table:
+def _read(source: Source, encoding: str | None) -> pa.Table:
     if source.fmt in _TEXT:
-        return read_delimited(source)
+        return read_delimited(source, encoding=encoding)
     if source.fmt in _STATISTICAL:
-        return read_statistical(source)
+        return read_statistical(source, encoding=encoding)
     if source.fmt in _EXCEL:
         return read_excel(source)
     return read_parquet(source)

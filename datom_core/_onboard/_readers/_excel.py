@@ -11,8 +11,10 @@ Each column gets one Arrow type from the kinds of its non-empty cells:
 * numbers → ``float64`` (Excel stores every number as a double; whole numbers stay
   ``float64`` so that an xls and an xlsx of the same sheet give the same table);
 * text → ``string``; booleans → ``bool``;
-* dates → ``date32``; datetimes, or dates mixed with datetimes → ``timestamp[us]``;
-  times of day → ``time64[us]``; durations → ``duration[us]``;
+* dates and datetimes → ``timestamp[us, tz=UTC]`` (R's readxl reads every date cell as
+  a UTC POSIXct, pandas as a datetime: a date is its midnight); times of day →
+  ``time64[us]`` (as pandas reads them; readxl gives 1899-12-31 datetimes);
+  durations → ``duration[us]``;
 * no value at all → the ``null`` type;
 * **any other mix (e.g. numbers and text) → ``string``**: every cell is written as text
   (whole numbers without a decimal point, other numbers in Python's shortest round-trip
@@ -44,9 +46,9 @@ _TYPE_BY_KIND: dict[frozenset[str], pa.DataType] = {
     frozenset({"number"}): pa.float64(),
     frozenset({"text"}): pa.string(),
     frozenset({"bool"}): pa.bool_(),
-    frozenset({"date"}): pa.date32(),
-    frozenset({"datetime"}): pa.timestamp("us"),
-    frozenset({"date", "datetime"}): pa.timestamp("us"),
+    frozenset({"date"}): pa.timestamp("us", tz="UTC"),
+    frozenset({"datetime"}): pa.timestamp("us", tz="UTC"),
+    frozenset({"date", "datetime"}): pa.timestamp("us", tz="UTC"),
     frozenset({"time"}): pa.time64("us"),
     frozenset({"duration"}): pa.duration("us"),
 }

@@ -8,11 +8,20 @@ out as follows:
   storage types; missing values (``.``, ``.A``-``.Z``, ``._``, SPSS user-missing) are null.
 * dates, datetimes and times (by the variable's display format, as pyreadstat decides):
   ``date32``, ``timestamp[us]`` and ``time64[us]``; never the raw number.
-* strings: ``string``. These formats have no missing string, only the empty string, so
-  an empty string becomes null, in every chunk and every format alike.
+* strings: ``string``, as the file holds them: a blank value is ``""`` (as R's haven
+  reads it), never null; these formats have no missing text of their own.
 * value labels are not applied: the stored codes are the data. Variable labels, display
   formats, value labels and declared widths are kept in each column's field metadata
   (``_labels``; not identity).
+
+Text is decoded in the file's declared encoding (sas7bdat, sav and dta files declare one;
+xpt and por do not, and are read as UTF-8), or in ``encoding`` when the caller names one.
+When no encoding was named and the text is not valid in the declared one (a Windows-1252
+xpt, typically: SAS sessions on Windows write them), the file is read again as
+Windows-1252, then as Latin-1 (which decodes any byte), with an
+:class:`~datom_core.OnboardingWarning` naming the encoding used: a readable file is never
+refused as corrupt for its encoding. A ``por`` file has no encoding option (its format
+fixes its characters).
 
 Before any data is read, the row count in the file's header is checked: rows x columns
 must stay within :data:`~._limits.MAX_STAT_CELLS` and within what a file of that size
@@ -23,13 +32,14 @@ instead of being paged through chunk by chunk).
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyreadstat
 
+from datom_core._errors import OnboardingWarning
 from datom_core._onboard._readers._common import Source, check_column_names
 from datom_core._onboard._readers._labels import with_file_labels
 from datom_core._onboard._readers._limits import MAX_STAT_CELLS, raise_recourse
@@ -61,18 +71,86 @@ _ERRORS = (
 )
 
 
-def read_statistical(source: Source, *, chunk_rows: int | None = None) -> pa.Table:
+#: Tried in this order when the text is not valid in the declared encoding (or UTF-8).
+FALLBACK_ENCODINGS = (("cp1252", "Windows-1252"), ("latin1", "Latin-1"))
+_NO_ENCODING_OPTION = frozenset({"por"})
+# ReadStat's words for text it cannot convert, and for an encoding name it does not know.
+_UNDECODABLE = "Unable to convert string"
+_UNKNOWN_ENCODING = "unsupported character set"
+
+
+def read_statistical(
+    source: Source, *, chunk_rows: int | None = None, encoding: str | None = None
+) -> pa.Table:
     """Read a SAS, SPSS or Stata file into a table (see the module docstring for types).
 
     ``chunk_rows`` overrides the number of rows read per chunk (default: about
-    :data:`CELLS_PER_CHUNK` cells).
+    :data:`CELLS_PER_CHUNK` cells). ``encoding`` names the text's encoding (``"cp1252"``,
+    ``"latin1"``, ``"utf-8"``, ...) instead of the one the file declares.
     """
-    read = _READ_FUNCTIONS[source.fmt]
+    if encoding is not None or source.fmt in _NO_ENCODING_OPTION:
+        return _read(source, chunk_rows, encoding, named=True)
+    try:
+        return _read(source, chunk_rows, None, named=False)
+    except _Undecodable as first:
+        failure = first
+    for codec, shown in FALLBACK_ENCODINGS:
+        try:
+            table = _read(source, chunk_rows, codec, named=False)
+        except _Undecodable as again:
+            failure = again
+            continue
+        warnings.warn(
+            f"{source.path!r}: read as {shown} ({codec}): its text is not valid in the "
+            f"encoding it declares (UTF-8 when it declares none: {failure.detail}). If "
+            f"another encoding was meant, onboard it with encoding='...' (CLI: --encoding)",
+            OnboardingWarning,
+            stacklevel=2,
+        )
+        return table
+    raise source.corrupt(failure.cause) from failure.cause  # unreachable: Latin-1 decodes all
+
+
+class _Undecodable(Exception):
+    """The file's text is not valid in the encoding it was read with."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.detail = str(cause).strip()
+
+
+def _failure(source: Source, error: BaseException, encoding: str | None, named: bool) -> Exception:
+    message = str(error)
+    if isinstance(error, UnicodeDecodeError) or _UNDECODABLE in message:
+        if not named:  # datom chose the encoding: the caller tries the next one
+            return _Undecodable(error)
+        return source.fail(
+            f"its text is not valid {encoding} ({message.strip()})",
+            "name the encoding the file was written in (encoding='cp1252', 'latin1', "
+            "'utf-8'; CLI: --encoding), or omit it to let datom fall back to Windows-1252",
+        )
+    if encoding is not None and _UNKNOWN_ENCODING in message:
+        return source.fail(
+            f"the encoding {encoding!r} is not known to the reader",
+            "name a standard encoding such as 'cp1252', 'latin1' or 'utf-8'",
+        )
+    return source.corrupt(error)
+
+
+def _read(source: Source, chunk_rows: int | None, encoding: str | None, named: bool) -> pa.Table:
+    plain = _READ_FUNCTIONS[source.fmt]
+    if encoding is not None and source.fmt not in _NO_ENCODING_OPTION:
+
+        def read(*args: Any, **kwargs: Any) -> Any:
+            return plain(*args, encoding=encoding, **kwargs)
+    else:
+        read = plain
     with source.local_path() as path:
         try:
             _, meta = read(path, metadataonly=True, output_format="dict")
         except _ERRORS as e:
-            raise source.corrupt(e) from e
+            raise _failure(source, e, encoding, named) from e
         names = list(meta.column_names)
         check_column_names(source, names)
         columns = {
@@ -91,7 +169,7 @@ def read_statistical(source: Source, *, chunk_rows: int | None = None) -> pa.Tab
                     column.add(chunk[name])
             arrays = [column.finish() for column in columns.values()]
         except _ERRORS as e:
-            raise source.corrupt(e) from e
+            raise _failure(source, e, encoding, named) from e
     table = pa.Table.from_arrays(arrays, names=names)
     return with_file_labels(table, meta, _FAMILY.get(source.fmt, "stata"))
 
@@ -145,9 +223,7 @@ class _Column:
 
     def add(self, values: list[Any]) -> None:
         if self._storage == "string":
-            array = pa.array(values, type=pa.string())
-            empty = pc.fill_null(pc.equal(array, ""), False)
-            self._chunks.append(pc.if_else(empty, pa.scalar(None, pa.string()), array))
+            self._chunks.append(pa.array(values, type=pa.string()))
         else:
             # Infer: pyreadstat hands over date/datetime/time objects for temporal formats.
             self._chunks.append(pa.array(values))

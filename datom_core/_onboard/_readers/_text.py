@@ -1,13 +1,17 @@
-"""Delimited text (csv, tsv, psv, txt) through ``pyarrow.csv``.
+"""Delimited text (csv, tsv, psv, txt) through ``pyarrow.csv``, typed as ``fread`` types it.
 
-pyarrow parses numbers with correct rounding and infers one type per column. A file up
-to :data:`WHOLE_READ_LIMIT` is parsed whole by the multi-threaded ``read_csv``; a larger
-one is streamed block by block (``open_csv``), so memory holds the Arrow table and one
-block of text rather than the whole text. ``open_csv`` fixes each column's type from the first
-block; when a later block does not fit that type (an integer column that turns decimal,
-a column empty in the first block) the file is read again with ``read_csv``, which widens
-a column's type across all blocks. Both use pyarrow's default null handling: in a string
-column an empty field is the empty string ``""``, in other columns it is null.
+pyarrow parses the text and infers numbers and ISO dates (correctly rounded, fast);
+:mod:`._text_types` then gives each column its type by data.table's ``fread`` rules, so
+that Python and R datom read the same csv into the same table, reading again as text the
+few columns whose text it needs to decide. A file up to :data:`WHOLE_READ_LIMIT` is parsed whole by the multi-threaded ``read_csv``; a
+larger one is streamed block by block (``open_csv``), so memory holds the table and one
+block of text rather than the whole text. ``open_csv`` fixes each column's type from the
+first block; when a later block does not fit that type (an integer column that turns
+decimal, a column empty in the first block) the file is read again with ``read_csv``,
+which widens a column's type across all blocks.
+
+The text is UTF-8 unless ``encoding`` names another codec (``"cp1252"``, ``"latin-1"``,
+...), which pyarrow decodes from while parsing.
 
 A block is :data:`~._limits.MAX_LINE_BYTES` of text (16 MiB unless the environment
 variable ``DATOM_MAX_LINE_BYTES`` says otherwise), large so that type inference on the
@@ -28,6 +32,7 @@ import pyarrow.csv as pacsv
 from datom_core._errors import OnboardingError
 from datom_core._onboard._readers._common import Source, check_column_names
 from datom_core._onboard._readers._limits import MAX_LINE_BYTES, MAX_TEXT_COLUMNS, raise_recourse
+from datom_core._onboard._readers._text_types import FIRST_PASS, fread_types
 
 #: Files up to this size are parsed whole by pyarrow's multi-threaded ``read_csv`` (fast;
 #: peak memory a few times the file); larger ones are streamed block by block.
@@ -42,41 +47,73 @@ _LINE_PIECE = 1 << 16
 _STRADDLES = "straddles two block boundaries"
 
 
-def read_delimited(source: Source, *, block_size: int | None = None) -> pa.Table:
+def read_delimited(
+    source: Source, *, block_size: int | None = None, encoding: str | None = None
+) -> pa.Table:
     """Read a delimited text file whole into a table (see the module docstring).
 
     Files up to :data:`WHOLE_READ_LIMIT` are parsed in one multi-threaded pass; larger
-    ones (or any file when ``block_size`` is given) are streamed.
+    ones (or any file when ``block_size`` is given) are streamed. ``encoding`` is the
+    text's codec (default UTF-8).
     """
     size = block_size or MAX_LINE_BYTES.value
     header = first_line(source, size)
     delimiter = _FIXED_DELIMITERS.get(source.fmt) or sniff_delimiter(source)
     check_column_count(source, header, delimiter)
+    options = _Options(delimiter, size, encoding)
+    table = None
     if block_size is not None or source.size() > WHOLE_READ_LIMIT:
         try:
-            return _require_utf8(source, stream_delimited(source, delimiter, block_size=size))
+            table = stream_delimited(source, options)
         except pa.ArrowInvalid:
             # A later block did not fit the first block's types (or the text is malformed,
             # which read_csv reports again below): read_csv infers across every block.
             pass
-    return _read_whole(source, delimiter, size)
+    if table is None:
+        table = _read_whole(source, options)
+    return fread_types(table, lambda names: _read_whole(source, options, text_columns=names))
 
 
-def _read_whole(source: Source, delimiter: str, block_size: int) -> pa.Table:
+class _Options:
+    """How pyarrow parses the file (:mod:`._text_types` says what it leaves to decide)."""
+
+    def __init__(self, delimiter: str, block_size: int, encoding: str | None) -> None:
+        self.block_size = block_size
+        self.read = pacsv.ReadOptions(block_size=block_size, encoding=encoding or "utf8")
+        # Free-text fields of EDC exports often hold line breaks inside quotes.
+        self.parse = pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=True)
+
+    def convert(self, text_columns: list[str] | None = None) -> pacsv.ConvertOptions:
+        if text_columns is None:
+            return pacsv.ConvertOptions(**FIRST_PASS)
+        # These columns only, as text: an unquoted NA is null, anything else is text.
+        return pacsv.ConvertOptions(
+            include_columns=text_columns,
+            column_types=dict.fromkeys(text_columns, pa.string()),
+            null_values=["NA"],
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=False,
+        )
+
+
+def _read_whole(
+    source: Source, options: _Options, text_columns: list[str] | None = None
+) -> pa.Table:
     try:
         with _input(source) as src:
             table = pacsv.read_csv(
                 src,
-                read_options=pacsv.ReadOptions(block_size=block_size),
-                parse_options=_parse_options(delimiter),
+                read_options=options.read,
+                parse_options=options.parse,
+                convert_options=options.convert(text_columns),
             )
     except (pa.ArrowException, OSError, UnicodeError) as e:
-        raise _text_error(source, e, block_size) from e
+        raise _text_error(source, e, options.block_size) from e
     check_column_names(source, table.column_names)
-    return _require_utf8(source, table)
+    return table
 
 
-def stream_delimited(source: Source, delimiter: str, *, block_size: int) -> pa.Table:
+def stream_delimited(source: Source, options: _Options) -> pa.Table:
     """Stream the file with ``open_csv``, typing every column from the first block.
 
     Raises ``pyarrow.ArrowInvalid`` when a later block does not convert to those types;
@@ -87,17 +124,18 @@ def stream_delimited(source: Source, delimiter: str, *, block_size: int) -> pa.T
             try:
                 reader = pacsv.open_csv(
                     src,
-                    read_options=pacsv.ReadOptions(block_size=block_size),
-                    parse_options=_parse_options(delimiter),
+                    read_options=options.read,
+                    parse_options=options.parse,
+                    convert_options=options.convert(),
                 )
             except pa.ArrowInvalid as e:  # the header or the first block is malformed
-                raise _text_error(source, e, block_size) from e
+                raise _text_error(source, e, options.block_size) from e
             # Refuse bad headers before converting a possibly large body.
             check_column_names(source, reader.schema.names)
             batches = list(reader)  # ArrowInvalid here: a later block; the caller retries
     except pa.ArrowInvalid as e:
         if _STRADDLES in str(e):  # no retry: a record longer than a block stays too long
-            raise _text_error(source, e, block_size) from e
+            raise _text_error(source, e, options.block_size) from e
         raise
     except (pa.ArrowException, OSError, UnicodeError) as e:
         raise _text_error(source, e) from e
@@ -181,22 +219,6 @@ def sniff_delimiter(source: Source) -> str:
     return best if counts[best] else ","
 
 
-def _require_utf8(source: Source, table: pa.Table) -> pa.Table:
-    # pyarrow types a column of non-UTF-8 text as binary rather than failing.
-    for field in table.schema:
-        if pa.types.is_binary(field.type) or pa.types.is_large_binary(field.type):
-            raise source.fail(
-                f"column {field.name!r} is not valid UTF-8 text",
-                "save the file as UTF-8 (or convert it once to parquet) and onboard it again",
-            )
-    return table
-
-
-def _parse_options(delimiter: str) -> pacsv.ParseOptions:
-    # Free-text fields of EDC exports often hold line breaks inside quotes.
-    return pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=True)
-
-
 def _input(source: Source) -> AbstractContextManager[Any]:
     # A local path goes to pyarrow as is, so that it reads with its own (faster) file I/O.
     if source.is_local:
@@ -211,7 +233,8 @@ def _text_error(source: Source, error: BaseException, block_size: int = 0) -> On
     if "UTF8" in message or isinstance(error, UnicodeError):
         return source.fail(
             f"the text is not valid UTF-8 ({message})",
-            "save the file as UTF-8 (or convert it once to parquet) and onboard it again",
+            "save the file as UTF-8, or name its encoding (encoding='cp1252', in the CLI "
+            "--encoding cp1252), and onboard it again",
         )
     if "Empty CSV file" in message:
         return source.fail(
