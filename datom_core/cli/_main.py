@@ -18,13 +18,13 @@ from datom_core.cli._commands_project import (
     status_command,
     validate_command,
 )
+from datom_core.cli._commands_read import read_command
 from datom_core.cli._commands_sets import set_group
 from datom_core.cli._commands_tables import (
     diff_command,
     history_command,
     lineage_command,
     list_command,
-    read_command,
     show_command,
 )
 
