@@ -48,9 +48,10 @@ def test_read_a_member_of_another_project_from_the_product_repo(tmp_path: Path) 
     config = yaml.safe_load((cut / ".datom" / "project.yaml").read_text())
     assert config[MEMBER_STORES]["STUDY_001"]["root"] == str(tmp_path / "study.store")
     assert config["mode"] == "product" and config["set"] == CUT
-    assert dc.connect(cut).repo.read(".datom/project.yaml") == (
-        cut / ".datom" / "project.yaml"
-    ).read_bytes()
+    assert (
+        dc.connect(cut).repo.read(".datom/project.yaml")
+        == (cut / ".datom" / "project.yaml").read_bytes()
+    )
     pinned_dm = study.history("dm")[0].version
     study.write("dm", frame(7))  # the study moves on; the cut still pins the old dm
 
@@ -84,7 +85,9 @@ def test_the_remedies_lead_somewhere(tmp_path: Path) -> None:
     _study(tmp_path)
     cut = _product(tmp_path)
     conn = dc.connect(cut)
-    study_reader = dc.connect(store=dc.LocalStore(tmp_path / "study.store"), project_name="STUDY_001")
+    study_reader = dc.connect(
+        store=dc.LocalStore(tmp_path / "study.store"), project_name="STUDY_001"
+    )
     conn.write_set([study_reader.member("dm")])  # typed member: its store is recorded
     assert MEMBER_STORES in yaml.safe_load((cut / ".datom" / "project.yaml").read_text())
     # Forget the record, as a product repo written by an earlier release would be.
@@ -98,7 +101,7 @@ def test_the_remedies_lead_somewhere(tmp_path: Path) -> None:
     for where in (as_reader, ("--repo", cut)):
         out = run(*where, "read", "--set", CUT, "--member", "dm", "-o", "-")
         assert out.exit_code == 2, out.output
-        assert f"--source STUDY_001=STORE_URL" in out.stderr
+        assert "--source STUDY_001=STORE_URL" in out.stderr
         study_url = (tmp_path / "study.store" / "datom").as_uri()  # as status prints it
         fixed = run(*where, "read", "--set", CUT, "--member", "dm", "-o", "-",
                     "--source", f"STUDY_001={study_url}")  # fmt: skip
