@@ -103,10 +103,15 @@ def get_set(
     ``stores``: project -> store of the members of other projects (as recorded)."""
     if name is None:
         names = set_names(store)
-        if len(names) != 1:
-            found = ", ".join(names) if names else "none"
+        if not names:
             raise NotFoundError(
-                f"project {project_name!r} lists {len(names)} sets ({found}); give the set's name"
+                f"project {project_name!r} holds no set: a set lives in a product repo (datom "
+                "init --mode product --set NAME); open that project's clone or store"
+            )
+        if len(names) > 1:
+            raise NotFoundError(
+                f"project {project_name!r} lists {len(names)} sets ({', '.join(names)}); give "
+                f"the set's name (datom set show '{project_name}/<set>')"
             )
         name = names[0]
     return read_set(store, project_name, name, version, opener=opener, stores=stores)

@@ -39,6 +39,7 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     (r"member\.with_tags\([^()]*\)", "datom set write --member-tag TABLE:KEY=VALUE"),
     (r"sync with continue_on_error=True", "run datom sync without --stop-on-error"),
     (r"sync\(\)", "datom sync"),
+    (r"content=True", "--verify content"),
 )
 _TRANSLATED = [(re.compile(r"(?<![\w.])" + pattern), command) for pattern, command in _COMMANDS]
 
