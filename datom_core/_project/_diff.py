@@ -163,7 +163,7 @@ def _keyed_counts(
     for md in (m for m in (before, after) if m is not None):
         missing = [k for k in key if k not in md.colnames]
         if missing:
-            raise InvalidArgumentError(
+            raise NotFoundError(  # a missing column is "not found", as read() says
                 f"table {table!r}: key column(s) {missing} are not in version {md.version[:12]}"
             )
     new = _row_digests(read_table(ctx, table, after, as_="arrow"), key)

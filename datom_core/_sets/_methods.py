@@ -20,6 +20,7 @@ from datom_core._sets._edit import SetEdit, add_members, remove_members, update_
 from datom_core._sets._gates import declared_set
 from datom_core._sets._read import current_versions, declare_member, get_set, read_json
 from datom_core._sets._records import SetDiff, SetMember, SetVersion, SetWriteResult, diff_sets
+from datom_core._sets._sources import member_store_map
 from datom_core._sets._verify import SetCheck, verify_set
 from datom_core._sets._write import write_set
 from datom_core._store import Store
@@ -72,11 +73,22 @@ class SetMethods:
         return write_set(self.context, members, tags, message)
 
     def get_set(self, version: str | None = None, *, name: str | None = None) -> SetVersion:
-        """A version of this project's set (current by default; an id or unique prefix)."""
+        """A version of this project's set (current by default; an id or unique prefix).
+
+        In a product repo's clone, members of other projects can be fetched from the stores
+        its ``project.yaml`` records (``member_stores``, written with the set).
+        """
         ctx = self.context
-        if name is None and ctx.repo is not None:
-            name = declared_set(ctx.repo, ctx.project_name, None)
-        return get_set(ctx.store, ctx.project_name, version, name=name, opener=open_member_reader)
+        stores: dict[str, Store] = {}
+        if ctx.repo is not None:
+            if name is None:
+                name = declared_set(ctx.repo, ctx.project_name, None)
+            raw = ctx.repo.read(M.PROJECT_YAML)
+            stores = member_store_map(M.load_project_config(raw).raw) if raw else {}
+        return get_set(
+            ctx.store, ctx.project_name, version, name=name, opener=open_member_reader,
+            stores=stores,
+        )  # fmt: skip
 
     def set_history(self, *, name: str | None = None) -> list[dict[str, Any]]:
         """Every version of this project's set, newest first (the store's history)."""

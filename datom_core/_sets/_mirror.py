@@ -49,15 +49,20 @@ class SetPlan:
     upload: bool
     message: str
     converted: bool = False  # the clone's manifest moved from format 1 to format 2
+    # project.yaml recording the stores of other projects' members (None: unchanged)
+    project_yaml: bytes | None = None
 
     @property
     def files(self) -> dict[str, bytes]:
-        return {
+        files = {
             M.git_payload(self.name): self.payload,
             M.git_metadata(self.name): self.metadata,
             M.git_history(self.name): M.dump_document(self.history),
             M.MANIFEST: self.manifest,
         }
+        if self.project_yaml is not None:
+            files[M.PROJECT_YAML] = self.project_yaml
+        return files
 
     def result(self, commit: str | None, uploaded: bool) -> SetWriteResult:
         change: Literal["none", "full"] = "none" if self.change == "none" else "full"

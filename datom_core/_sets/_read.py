@@ -96,18 +96,25 @@ def get_set(
     *,
     name: str | None = None,
     opener: Opener | None = None,
+    stores: Mapping[str, Any] | None = None,
 ) -> SetVersion:
     """The set of a project at ``version``: ``name`` defaults to the one set its store lists
-    (a product repo holds one set; a developer connection passes the declared name)."""
+    (a product repo holds one set; a developer connection passes the declared name).
+    ``stores``: project -> store of the members of other projects (as recorded)."""
     if name is None:
         names = set_names(store)
-        if len(names) != 1:
-            found = ", ".join(names) if names else "none"
+        if not names:
             raise NotFoundError(
-                f"project {project_name!r} lists {len(names)} sets ({found}); give the set's name"
+                f"project {project_name!r} holds no set: a set lives in a product repo (datom "
+                "init --mode product --set NAME); open that project's clone or store"
+            )
+        if len(names) > 1:
+            raise NotFoundError(
+                f"project {project_name!r} lists {len(names)} sets ({', '.join(names)}); give "
+                f"the set's name (datom set show '{project_name}/<set>')"
             )
         name = names[0]
-    return read_set(store, project_name, name, version, opener=opener)
+    return read_set(store, project_name, name, version, opener=opener, stores=stores)
 
 
 def read_set(
@@ -117,8 +124,13 @@ def read_set(
     version: str | None = None,
     *,
     opener: Opener | None = None,
+    stores: Mapping[str, Any] | None = None,
 ) -> SetVersion:
-    """Set ``name`` at ``version`` (full id or unique prefix; ``None``: the current one)."""
+    """Set ``name`` at ``version`` (full id or unique prefix; ``None``: the current one).
+
+    Each member carries the store it is fetched from: this project's ``store`` for its
+    own, ``stores[project]`` for another project's (None when not known).
+    """
     validate_table_name(name)
     key = M.store_metadata(name)
     current = read_json(store, key)
@@ -160,18 +172,20 @@ def read_set(
             actual=actual,
         )
     payload = parse_payload(raw, key=payload_key)
-    return _set_version(store, payload, payload_key, opener, name=name, version=resolved,
+    own = current.get("project") or project_name
+    where = {**(stores or {}), own: store}
+    return _set_version(where, payload, payload_key, opener, name=name, version=resolved,
                         project=current.get("project") or project_name, data_sha=data_sha,
                         document_sha=expected)  # fmt: skip
 
 
 def _set_version(
-    store: Any, payload: Any, key: str, opener: Opener | None, **fields: Any
+    stores: Mapping[str, Any] | None, payload: Any, key: str, opener: Opener | None, **fields: Any
 ) -> SetVersion:
     if not isinstance(payload, Mapping) or not isinstance(payload.get("members"), list):
         raise MalformedSetError(f"{key}: 'members' is not a list of member records", key=key)
     members = tuple(
-        _member(store, fields["project"], m, f"{key} members[{i}]", opener)
+        _member(stores or {}, m, f"{key} members[{i}]", opener)
         for i, m in enumerate(payload["members"])
     )
     try:
@@ -181,7 +195,7 @@ def _set_version(
     return SetVersion(tags={k: tuple(v) for k, v in tags.items()}, members=members, **fields)
 
 
-def _member(store: Any, own: str, record: Any, at: str, opener: Opener | None) -> SetMember:
+def _member(stores: Mapping[str, Any], record: Any, at: str, opener: Opener | None) -> SetMember:
     ident = record.get("id") if isinstance(record, Mapping) else None
     if not isinstance(ident, Mapping):
         raise MalformedSetError(f"{at} has no id map; the payload was hand-edited", key=at)
@@ -196,8 +210,9 @@ def _member(store: Any, own: str, record: Any, at: str, opener: Opener | None) -
     return SetMember(
         project=ident["project"], name=ident["name"], kind=ident["kind"], version=ident["version"],
         tags={k: tuple(v) for k, v in tags.items()}, opener=opener,
-        # Another project's member lives in that project's store, which a set does not name.
-        store=store if ident["project"] == own else None,
+        # Another project's member lives in that project's store, which a set does not
+        # name: the product repo's record of it, when there is one.
+        store=stores.get(ident["project"]),
         set_reader=lambda s, p, n, v: read_set(s, p, n, v, opener=opener),
     )  # fmt: skip
 

@@ -44,6 +44,7 @@ from datom_core._sets._json import document_sha, serialise_payload
 from datom_core._sets._mirror import SetPlan, converge_set, mirror_set
 from datom_core._sets._payload import normalise_payload
 from datom_core._sets._records import SetVersion, SetWriteResult
+from datom_core._sets._sources import with_member_stores
 from datom_core._sets._sv1 import hash_set
 from datom_core._store import Store
 
@@ -94,9 +95,10 @@ def write_set(
             plan = _plan(ctx, repo, members, tags, message, name, datom_version)
             if plan.change == "none":
                 converge_set(ctx.store, repo, plan)
-                return plan.result(None, False)
+                if plan.project_yaml is None:
+                    return plan.result(None, False)
             checkpoint("set:planned")
-            commit = repo.commit(plan.files, plan.message)
+            commit = repo.commit(*_commit_of(plan))
             checkpoint("set:committed")
             try:
                 repo.push()
@@ -108,6 +110,8 @@ def write_set(
                 repo.fetch_and_reset()
                 raise
             checkpoint("set:pushed")
+            if plan.change == "none":  # only where the members live was recorded
+                return plan.result(None, False)
             uploaded = mirror_set(ctx.store, repo, plan, commit)
             checkpoint("set:mirrored")
             if plan.converted:
@@ -117,6 +121,15 @@ def write_set(
         f"set {name or ''!r}: the remote kept moving; gave up after {_MAX_ATTEMPTS} attempts. "
         "Nothing was recorded; retry the write."
     )
+
+
+def _commit_of(plan: SetPlan) -> tuple[dict[str, bytes], str]:
+    """The files and message of the plan's commit: the set version's, or, for an
+    unchanged set whose members' stores are new to project.yaml, that record alone."""
+    if plan.change != "none":
+        return plan.files, plan.message
+    assert plan.project_yaml is not None
+    return {M.PROJECT_YAML: plan.project_yaml}, f"Record where the members of {plan.name} live"
 
 
 def _unpack(
@@ -154,15 +167,19 @@ def _plan(
     data_sha = hash_set(payload)
     count = len(payload["members"])
     history = list(M.parsed_document(repo.read(M.git_history(name)), M.git_history(name)) or [])
+    stores = member_stores(project, ctx.store, members)
+    others = {p: s for p, s in stores.items() if p != project}
+    config = repo.read(M.PROJECT_YAML)
+    recorded = with_member_stores(config, others) if config is not None else None
     if current is not None and current.get("data_sha") == data_sha:
         version = set_version(current)
         raw = repo.read(M.git_payload(name)) or b""
         return SetPlan(name, "none", data_sha, version, str(current.get("document_sha", "")),
                      count, raw, repo.read(M.git_metadata(name)) or b"", history,
-                     repo.read(M.MANIFEST) or b"", False, "")  # fmt: skip
+                     repo.read(M.MANIFEST) or b"", False, "", project_yaml=recorded)  # fmt: skip
     # After the `none` case: an identical rewrite of a set R accepted (R checks only its
     # own project's members) records nothing, so there is nothing to refuse.
-    check_parents(member_stores(project, ctx.store, members), name, payload["members"])
+    check_parents(stores, name, payload["members"])
     body, doc_sha, upload = _payload_bytes(ctx.store, name, data_sha, payload, history)
     metadata = set_metadata(
         data_sha=data_sha, document_sha=doc_sha, project=project, datom_version=datom_version
@@ -185,7 +202,7 @@ def _plan(
         repo.read(M.MANIFEST), project, name, entry_doc, metadata["created_at"]
     )
     return SetPlan(name, "full", data_sha, version, doc_sha, count, body, M.dump_document(metadata),
-                   history, manifest, upload, text, converted)  # fmt: skip
+                   history, manifest, upload, text, converted, recorded)  # fmt: skip
 
 
 def _payload_bytes(

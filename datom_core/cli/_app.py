@@ -13,7 +13,7 @@ from rich.console import Console
 
 from datom_core import Connection
 from datom_core.cli._connect import ConnectionOptions, open_connection
-from datom_core.cli._exit import EXIT_CODES_HELP, exit_code_for, report_error
+from datom_core.cli._exit import EXIT_CODES_HELP, emit_error_json, exit_code_for, report_error
 from datom_core.cli._render import make_console
 
 __all__ = ["AppState", "DatomGroup", "cli", "json_option", "pass_state"]
@@ -78,15 +78,19 @@ class DatomGroup(click.Group):
         run = super().main
         if not standalone_mode:
             return run(args, prog_name, complete_var, standalone_mode=False, **extra)
+        # Known before parsing, so that a usage error too is a JSON document under --json.
+        as_json = "--json" in (sys.argv[1:] if args is None else list(args))
         try:
             code = run(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.Abort:
-            report_error(KeyboardInterrupt(), debug=False)
+            report_error(KeyboardInterrupt(), debug=False, as_json=as_json)
             sys.exit(exit_code_for(KeyboardInterrupt()))
         except click.exceptions.NoArgsIsHelpError as e:
             e.show()  # the help itself, as asked for
             sys.exit(e.exit_code)
         except click.ClickException as e:
+            if as_json:
+                emit_error_json("UsageError", _one_line(e), e.exit_code)
             click.echo(f"datom: error: {_one_line(e)}", err=True)
             sys.exit(e.exit_code)
         sys.exit(code if isinstance(code, int) else 0)
@@ -98,7 +102,7 @@ class DatomGroup(click.Group):
             raise
         except (Exception, KeyboardInterrupt) as e:
             state = ctx.find_object(AppState)
-            report_error(e, debug=bool(state and state.debug))
+            report_error(e, debug=bool(state and state.debug), as_json=bool(state and state.json))
             ctx.exit(exit_code_for(e))
 
 

@@ -88,7 +88,7 @@ def clone_command(state: AppState, remote: str, path: Path, store_url: str | Non
     REMOTE is the project's git remote; a token, if needed, comes from DATOM_GIT_TOKEN.
     """
     store_url = _one_store(store_url, state)
-    store = make_store(store_url, state.options) if store_url else None
+    store = make_store(store_url, state.options, existing=True) if store_url else None
     conn = clone(remote, path, store)
     _print_status(state, conn.status(), conn, f"Cloned project {conn.project_name} into {path}")
 

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import click
 
-from datom_core import SetMember, SetVersion, connect, store_from_url
+from datom_core import SetMember, SetVersion, Store, connect
 from datom_core.cli._app import AppState, json_option, pass_state
+from datom_core.cli._commands_read import source_pairs
+from datom_core.cli._connect import make_store
 from datom_core.cli._render import emit_json, print_fields, print_table, short
+from datom_core.cli._setref import SetRef, hex_lower, open_set
 
 __all__ = ["set_group"]
-
-_VERSION_HELP = "A set version id or unique prefix (default: the current version)."
 
 
 @click.group("set")
@@ -48,8 +50,15 @@ def _declare(state: AppState, spec: str, sources: dict[str, str], tags: Any) -> 
                 f"{spec!r}: give --source {project}=STORE_URL for members of another project",
                 param_hint="--member",
             )
-        conn = connect(store=store_from_url(sources[project]), project_name=project)
-    return conn.member(table, version if at else None, tags or None)
+        store = make_store(sources[project], state.options, existing=True)
+        conn = connect(store=store, project_name=project)
+    return conn.member(table, hex_lower(version) if at else None, tags or None)
+
+
+def _located(members: list[SetMember], stores: dict[str, Store]) -> list[SetMember]:
+    """``members`` with the stores ``--source`` gives for their projects (recorded when
+    the set is written, so the product repo knows where they live)."""
+    return [replace(m, store=stores[m.project]) if m.project in stores else m for m in members]
 
 
 @set_group.command("write")
@@ -65,7 +74,8 @@ def _declare(state: AppState, spec: str, sources: dict[str, str], tags: Any) -> 
     "sources",
     multiple=True,
     metavar="PROJECT=STORE_URL",
-    help="Where another project's members live (repeatable).",
+    help="Where another project's members live (repeatable); recorded in the product repo "
+    "(project.yaml: member_stores), so that datom read --set can fetch them.",
 )
 @click.option(
     "--tag",
@@ -95,7 +105,12 @@ def write_command(
 ) -> None:  # fmt: skip
     """Write a new version of this repo's set (nothing when the payload is unchanged)."""
     conn = state.connection()
-    where = dict(_pairs(sources, "--source"))
+    where = source_pairs(sources, "--source")
+    stores = {
+        p: make_store(url, state.options, existing=True)
+        for p, url in where.items()
+        if p != conn.project_name
+    }
     labels: dict[str, list[tuple[str, str]]] = {}
     for spec in member_tags:
         table, sep, pair = spec.partition(":")
@@ -117,7 +132,8 @@ def write_command(
         )
         for spec in members
     ]
-    result = conn.write_set(conn.add_members(listed, declared).members, set_tags, edit_message)
+    chosen = _located(list(conn.add_members(listed, declared).members), stores)
+    result = conn.write_set(chosen, set_tags, edit_message)
     if state.json:
         emit_json(result)
         return
@@ -127,13 +143,27 @@ def write_command(
     )
 
 
+_SET_VERSION = click.argument("version", required=False, metavar="[VERSION]")
+
+
+def _set_at(state: AppState, version: str | None) -> SetVersion:
+    """VERSION: an id or prefix, or <project>/<set>[@<version>] as a data cut prints it."""
+    ref = SetRef.parse(version) if version and ("/" in version or "@" in version) else None
+    if ref is None:
+        return state.connection().get_set(hex_lower(version))
+    return open_set(state.connection(), ref, "VERSION")
+
+
 @set_group.command("show")
-@click.argument("version", required=False)
+@_SET_VERSION
 @json_option
 @pass_state
 def show_command(state: AppState, version: str | None) -> None:
-    """Show a version of this project's set (current by default)."""
-    x = state.connection().get_set(version)
+    """Show a version of this project's set (current by default).
+
+    VERSION: a set version id or prefix, or <project>/<set>@<version> (a data cut's pin).
+    """
+    x = _set_at(state, version)
     if state.json:
         emit_json(x.to_json())
         return
@@ -155,12 +185,15 @@ def _member_rows(x: SetVersion) -> list[tuple[Any, ...]]:
 
 
 @set_group.command("members")
-@click.argument("version", required=False)
+@_SET_VERSION
 @json_option
 @pass_state
 def members_command(state: AppState, version: str | None) -> None:
-    """List the members of a version of this project's set."""
-    x = state.connection().get_set(version)
+    """List the members of a version of this project's set (VERSION as for set show).
+
+    Read a member's data with datom read --set VERSION --member TABLE --out FILE.
+    """
+    x = _set_at(state, version)
     if state.json:
         emit_json([m.to_json() for m in x.members])
         return
@@ -174,7 +207,7 @@ def members_command(state: AppState, version: str | None) -> None:
 @pass_state
 def diff_command(state: AppState, v1: str | None, v2: str | None) -> None:
     """What changed in this project's set from V1 to V2 (V2: current; V1: the one before)."""
-    diff = state.connection().diff_sets(v1, v2)
+    diff = state.connection().diff_sets(hex_lower(v1), hex_lower(v2))
     if state.json:
         emit_json(diff.to_json())
         return

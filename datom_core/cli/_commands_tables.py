@@ -2,36 +2,43 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
 from rich.tree import Tree
 
 from datom_core import (
-    ColumnLabels,
     Connection,
-    DatomError,
     LineageNode,
     TableDiff,
     TableMetadata,
-    column_labels,
 )
 from datom_core.cli._app import AppState, json_option, pass_state
-from datom_core.cli._export import EXPORT_FORMATS, export_format, write_export
-from datom_core.cli._progress import tracker
-from datom_core.cli._render import emit_json, human_size, print_fields, print_table, short
+from datom_core.cli._columns import StoredColumns, stored_columns
+from datom_core.cli._partitions import partition_hint, partitions_of
+from datom_core.cli._render import (
+    emit_json,
+    human_size,
+    print_fields,
+    print_table,
+    short,
+    to_jsonable,
+)
+from datom_core.cli._setref import hex_lower
 
 __all__ = [
     "diff_command",
     "history_command",
     "lineage_command",
     "list_command",
-    "read_command",
     "show_command",
 ]
 
 _VERSION_HELP = "A version id or unique prefix (default: the current version)."
+
+
+def _lower(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    return hex_lower(value)  # version ids are hex: an uppercase prefix is the same prefix
 
 
 @click.command("list")
@@ -63,8 +70,18 @@ def list_command(state: AppState) -> None:
 @json_option
 @pass_state
 def history_command(state: AppState, table: str) -> None:
-    """List every version of TABLE, newest first."""
-    versions = state.connection().history(table)
+    """List every version of TABLE, newest first.
+
+    For a partitioned asset (one table per partition, TABLE(<key>)), every partition's
+    versions, newest first.
+    """
+    conn = state.connection()
+    parts = [] if _has_table(conn, table) else partitions_of(conn, table)
+    if parts:
+        _partition_history(state, conn, parts)
+        return
+    with partition_hint(conn, table, "history"):
+        versions = conn.history(table)
     if state.json:
         emit_json(versions)
         return
@@ -75,24 +92,52 @@ def history_command(state: AppState, table: str) -> None:
     print_table(state.out, ("version", "data", "time", "author", "message"), rows)
 
 
+def _has_table(conn: Connection, name: str) -> bool:
+    return any(t.name == name for t in conn.tables())
+
+
+def _partition_history(state: AppState, conn: Connection, parts: list[str]) -> None:
+    found = [(p, v) for p in parts for v in conn.history(p)]
+    found.sort(key=lambda pv: pv[1].timestamp, reverse=True)
+    if state.json:
+        emit_json([{"table": p, **to_jsonable(v)} for p, v in found])
+        return
+    rows = [
+        (p, short(v.version), short(v.data_sha), v.timestamp, _author_name(v.author),
+         v.commit_message)
+        for p, v in found
+    ]  # fmt: skip
+    print_table(state.out, ("table", "version", "data", "time", "author", "message"), rows)
+
+
 @click.command("show")
 @click.argument("table")
-@click.option("--version", "-v", "version", metavar="V", help=_VERSION_HELP)
+@click.option("--version", "-v", "version", metavar="V", callback=_lower, help=_VERSION_HELP)
 @json_option
 @pass_state
 def show_command(state: AppState, table: str, version: str | None) -> None:
-    """Show the metadata of a version of TABLE.
+    """Show the metadata of a version of TABLE, and its columns with their types.
 
-    With --json: the metadata document itself.
+    With --json: the table, the version id and the metadata document, plus "columns"
+    (name and type of each).
     """
-    metadata = state.connection().version(table, version)
+    conn = state.connection()
+    with partition_hint(conn, table, "show"):
+        metadata = conn.version(table, version)
+    stored = stored_columns(conn, table, metadata)
     if state.json:
-        emit_json(metadata.to_json())
+        types = stored.types if stored else {}
+        columns = [{"name": c, "type": types.get(c)} for c in metadata.colnames]
+        emit_json(
+            {"table": table, "version": metadata.version, **metadata.to_json(), "columns": columns}
+        )
         return
-    _print_metadata(state, table, metadata)
+    _print_metadata(state, table, metadata, stored)
 
 
-def _print_metadata(state: AppState, table: str, md: TableMetadata) -> None:
+def _print_metadata(
+    state: AppState, table: str, md: TableMetadata, stored: StoredColumns | None
+) -> None:
     project = state.connection().project_name
     parents = [_ref(p.source or project, project, p.table, p.version) for p in md.parents]
     sources = [_ref(s.project, project, s.table, s.version_sha) for s in md.source_lineage or ()]
@@ -114,31 +159,18 @@ def _print_metadata(state: AppState, table: str, md: TableMetadata) -> None:
             ("sources", ", ".join(sources) or None),
         ],
     )
-    labels = _stored_labels(state.connection(), table, md)
+    types = stored.types if stored else {}
+    labels = stored.labels if stored else {}
+    rows = [(n, types.get(n), labels[n].describe() if n in labels else "") for n in md.colnames]
     if labels:
-        labelled = [(n, labels[n].describe() if n in labels else "") for n in md.colnames]
-        print_table(state.out, ("column", "label"), labelled, empty="(no columns)")
+        print_table(state.out, ("column", "type", "label"), rows, empty="(no columns)")
     else:
-        print_table(state.out, ("column",), [(n,) for n in md.colnames], empty="(no columns)")
+        print_table(state.out, ("column", "type"), [r[:2] for r in rows], empty="(no columns)")
+    if stored is None and md.colnames:
+        state.out.print("(types unknown: the version's parquet object could not be read)")
     if md.custom:
         state.out.print("custom metadata:")
         state.out.print_json(data=dict(md.custom))
-
-
-def _stored_labels(conn: Connection, table: str, md: TableMetadata) -> dict[str, ColumnLabels]:
-    """The column labels in the version's parquet footer (only the footer is read).
-
-    Labels are a courtesy of ``show``: a store that cannot be read leaves them out, and the
-    metadata, which comes from git, is still shown.
-    """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        with conn.store.open_read(conn.parquet_key(table, md.data_sha)) as f:
-            return column_labels(pq.read_schema(f))
-    except (DatomError, OSError, pa.ArrowException):
-        return {}
 
 
 def _ref(project: str, here: str, table: str, sha: str) -> str:
@@ -147,108 +179,9 @@ def _ref(project: str, here: str, table: str, sha: str) -> str:
     return f"{where}{table}@{short(sha)}"
 
 
-@click.command("read")
-@click.argument("table", required=False)
-@click.option("--version", "-v", "version", metavar="V", help=_VERSION_HELP)
-@click.option(
-    "--set",
-    "set_spec",
-    metavar="NAME[@VERSION]",
-    help="Read the version a set pins (with --member), not the current one.",
-)
-@click.option("--member", metavar="TABLE", help="The member of --set to read.")
-@click.option(
-    "--out",
-    "-o",
-    "out",
-    required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Output file: .parquet/.pq, .csv or .tsv (chosen by extension).",
-)
-@click.option("--columns", metavar="A,B", help="Only these columns, comma-separated.")
-@click.option("--force", "-f", is_flag=True, help="Overwrite FILE if it exists.")
-@click.option(
-    "--verify",
-    type=click.Choice(["bytes", "content"]),
-    default="bytes",
-    show_default=True,
-    help="content: also re-hash the table against the version's data_sha (exit 4 if not).",
-)
-@json_option
-@pass_state
-def read_command(
-    state: AppState,
-    table: str | None,
-    version: str | None,
-    set_spec: str | None,
-    member: str | None,
-    out: Path,
-    columns: str | None,
-    force: bool,
-    verify: str,
-) -> None:
-    """Download a version of TABLE into a file.
-
-    The bytes are verified against their recorded hash before they are written; with
-    --verify content the decoded table is also re-hashed against the version's data_sha,
-    which the version id covers (a swapped parquet whose parquet_sha was edited to match
-    fails here).
-    """
-    fmt = export_format(out)
-    if fmt is None:
-        known = ", ".join(EXPORT_FORMATS)
-        raise click.BadParameter(
-            f"{out.name}: unknown output format; use one of {known}", param_hint="--out"
-        )
-    if out.exists() and not force:
-        raise click.BadParameter(f"{out} exists; pass --force to overwrite it", param_hint="--out")
-    wanted = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
-    conn = state.connection()
-    table, full = _what_to_read(conn, table, version, set_spec, member)
-    with tracker(state.err, state.progress) as progress:
-        progress.phase(f"downloading {table}")
-        data = conn.read(table, full, columns=wanted, as_="arrow", verify=verify)  # type: ignore[arg-type]
-        write_export(data, out, fmt, progress)
-    if state.json:
-        emit_json(
-            {
-                "table": table,
-                "version": full,
-                "out": str(out),
-                "format": fmt,
-                "nrow": data.num_rows,
-                "columns": data.column_names,
-            }
-        )
-        return
-    state.out.print(
-        f"wrote {data.num_rows} rows x {data.num_columns} columns of {table}@{short(full)} to {out}"
-    )
-
-
-def _what_to_read(
-    conn: Connection, table: str | None, version: str | None, spec: str | None, member: str | None
-) -> tuple[str, str]:
-    """(table, full version): TABLE[@--version], or the version ``--set`` pins for ``--member``."""
-    if spec is None:
-        if table is None or member is not None:
-            raise click.UsageError("give TABLE, or --set NAME[@VERSION] --member TABLE")
-        return table, conn.resolve(table, version)
-    if member is None or table is not None or version is not None:
-        raise click.UsageError("--set NAME[@VERSION] takes --member TABLE (and no TABLE, no -v)")
-    name, _, pinned = spec.partition("@")
-    m = conn.get_set(pinned or None, name=name).member(member)
-    if m.kind != "table" or m.project != conn.project_name:
-        raise click.UsageError(
-            f"{member!r} in set {name!r} is a {m.kind} of project {m.project!r}: read it through "
-            f"that project (--store ... --project {m.project})"
-        )
-    return m.name, m.version
-
-
 @click.command("lineage")
 @click.argument("table")
-@click.option("--version", "-v", "version", metavar="V", help=_VERSION_HELP)
+@click.option("--version", "-v", "version", metavar="V", callback=_lower, help=_VERSION_HELP)
 @click.option(
     "--depth",
     type=click.Choice(["source", "parents"]),
@@ -260,7 +193,9 @@ def _what_to_read(
 @pass_state
 def lineage_command(state: AppState, table: str, version: str | None, depth: str) -> None:
     """Show where a version of TABLE comes from."""
-    result = state.connection().lineage(table, version, depth)  # type: ignore[arg-type]
+    conn = state.connection()
+    with partition_hint(conn, table, "lineage"):
+        result = conn.lineage(table, version, depth)  # type: ignore[arg-type]
     if state.json:
         emit_json(result)
         return
@@ -286,8 +221,8 @@ def _grow(tree: Tree, parents: tuple[LineageNode, ...]) -> None:
 
 @click.command("diff")
 @click.argument("table")
-@click.argument("v1", required=False)
-@click.argument("v2", required=False)
+@click.argument("v1", required=False, callback=_lower)
+@click.argument("v2", required=False, callback=_lower)
 @click.option(
     "--key",
     "-k",
@@ -306,7 +241,9 @@ def diff_command(
     two parquet footers: no data is downloaded unless --key is given.
     """
     keys = [k.strip() for k in key.split(",") if k.strip()] if key else None
-    result = state.connection().diff(table, v1, v2, key=keys)
+    conn = state.connection()
+    with partition_hint(conn, table, "diff"):
+        result = conn.diff(table, v1, v2, key=keys)
     if state.json:
         emit_json(_diff_json(result))
         return

@@ -13,6 +13,8 @@ from datom_core import Connection, Store, connect, store_from_url
 __all__ = ["ConnectionOptions", "find_clone", "make_store", "open_connection"]
 
 _PROJECT_YAML = ".datom/project.yaml"  # what marks a clone (STORE.md)
+_DATOM_DIR = "datom"  # the store's root below its location (STORE.md)
+_MANIFEST = ".metadata/manifest.json"  # what marks a project in a store
 
 
 @dataclass(frozen=True)
@@ -35,9 +37,15 @@ def find_clone(start: Path) -> Path | None:
     return None
 
 
-def make_store(url: str, options: ConnectionOptions) -> Store:
+def make_store(url: str, options: ConnectionOptions, *, existing: bool = False) -> Store:
     """The store at ``url``; S3 endpoint and region from the options, credentials from the
-    environment only (never from a flag, so they stay out of shell history and ``ps``)."""
+    environment only (never from a flag, so they stay out of shell history and ``ps``).
+
+    ``url`` names the location above ``datom/`` (what ``datom init --store`` takes). With
+    ``existing``, the ``.../datom`` root itself is taken too, as ``datom status`` and error
+    messages print it: when ``url`` ends in ``/datom`` and holds a project's manifest while
+    ``url/datom`` holds none, the store is the parent location.
+    """
     s3_options: dict[str, Any] = {}
     if options.endpoint_url:
         s3_options["endpoint_url"] = options.endpoint_url
@@ -45,7 +53,16 @@ def make_store(url: str, options: ConnectionOptions) -> Store:
         s3_options["region"] = options.region
     if s3_options and not url.lower().startswith(("s3://", "s3a://")):
         raise click.UsageError("--endpoint-url and --region apply to s3:// stores only")
-    return store_from_url(url, **s3_options)
+    store = store_from_url(url, **s3_options)
+    if not existing:
+        return store
+    above, sep, last = url.rstrip("/").rpartition("/")
+    if not sep or last != _DATOM_DIR or not above or above.endswith(("/", ":")):
+        return store
+    if store.exists(_MANIFEST):
+        return store
+    parent = store_from_url(above, **s3_options)
+    return parent if parent.exists(_MANIFEST) else store
 
 
 def open_connection(options: ConnectionOptions) -> Connection:
@@ -55,7 +72,7 @@ def open_connection(options: ConnectionOptions) -> Connection:
     around the working directory. A developer's store is the one ``project.yaml`` records,
     unless ``--store`` overrides it (e.g. a local mirror).
     """
-    store = make_store(options.store, options) if options.store else None
+    store = make_store(options.store, options, existing=True) if options.store else None
     if options.repo is not None:
         clone = find_clone(options.repo) if options.repo.is_dir() else None
         if clone is None:

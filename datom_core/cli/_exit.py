@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import traceback
 
 import click
 
 from datom_core import DatomError, IntegrityError, InvalidArgumentError, NotFoundError
+from datom_core.cli._remedies import cli_remedies
 
 __all__ = [
     "EXIT_DATOM",
@@ -18,6 +20,8 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "EXIT_CODES_HELP",
+    "emit_error_json",
+    "error_message",
     "exit_code_for",
     "report_error",
 ]
@@ -63,16 +67,32 @@ def exit_code_for(error: BaseException) -> int:
     return EXIT_INTERNAL
 
 
-def report_error(error: BaseException, *, debug: bool) -> None:
-    """``datom: error: <message>`` on stderr; the traceback first only with ``--debug``."""
+def error_message(error: BaseException, *, debug: bool = False) -> str:
+    """What the one-line report says about ``error`` (remedies named as CLI commands)."""
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupted"
+    if isinstance(error, DatomError):
+        return cli_remedies(str(error) or type(error).__name__)
+    hint = "" if debug else "; run with --debug for the traceback and report it"
+    return f"internal error ({type(error).__name__}: {error}){hint}"
+
+
+def report_error(error: BaseException, *, debug: bool, as_json: bool = False) -> None:
+    """``datom: error: <message>`` on stderr; the traceback first only with ``--debug``.
+
+    With ``--json`` the error is also the one JSON document on stdout:
+    ``{"error": {"type", "message", "exit_code"}}``.
+    """
     if debug:
         click.echo("".join(traceback.format_exception(error)).rstrip(), err=True)
-    if isinstance(error, KeyboardInterrupt):
-        message = "interrupted"
-    elif isinstance(error, DatomError):
-        message = str(error) or type(error).__name__
-    else:
-        hint = "" if debug else "; run with --debug for the traceback and report it"
-        message = f"internal error ({type(error).__name__}: {error}){hint}"
+    message = error_message(error, debug=debug)
+    if as_json:
+        emit_error_json(type(error).__name__, message, exit_code_for(error))
     # Continuation lines (e.g. one per refused column) are indented under the first.
     click.echo("datom: error: " + message.replace("\n", "\n  "), err=True)
+
+
+def emit_error_json(kind: str, message: str, code: int) -> None:
+    """The error document of ``--json`` on stdout (scripts read stdout only)."""
+    document = {"error": {"type": kind, "message": message, "exit_code": code}}
+    click.echo(json.dumps(document, indent=2, ensure_ascii=False))

@@ -6,6 +6,8 @@ import logging
 import os
 import sys
 
+import click
+
 from datom_core.cli._app import cli
 from datom_core.cli._commands_inbox import (
     check_hashable_command,
@@ -18,15 +20,16 @@ from datom_core.cli._commands_project import (
     status_command,
     validate_command,
 )
+from datom_core.cli._commands_read import read_command
 from datom_core.cli._commands_sets import set_group
 from datom_core.cli._commands_tables import (
     diff_command,
     history_command,
     lineage_command,
     list_command,
-    read_command,
     show_command,
 )
+from datom_core.cli._exit import EXIT_CODES_HELP
 
 __all__ = ["cli", "main"]
 
@@ -47,6 +50,16 @@ for _command in (
     set_group,
 ):
     cli.add_command(_command)
+
+
+def _with_exit_codes(command: click.Command) -> None:
+    """Every command's help ends with the exit-code table (the same for all of them)."""
+    command.epilog = EXIT_CODES_HELP
+    for sub in getattr(command, "commands", {}).values():
+        _with_exit_codes(sub)
+
+
+_with_exit_codes(cli)
 
 
 def main() -> None:

@@ -222,3 +222,48 @@ def test_r_reads_a_set_python_wrote(tmp_path: Path) -> None:
             "tags": {"d": ["a", "z"], "type": "input"},
         }
     ]  # fmt: skip
+
+
+R_OPENS_PRODUCT = r"""
+args <- commandArgs(trailingOnly = TRUE)
+.libPaths(c(file.path(args[[1]], "datom-0.2.0"), file.path(args[[1]], "shims"), .libPaths()))
+suppressMessages(library(datom))
+root <- args[[2]]; cut <- args[[3]]
+st <- function() datom_store(data = datom_store_local(file.path(root, "cut.store")),
+                            github_pat = "x", data_repo_url = file.path(root, "cut.remote.git"),
+                            validate = FALSE)
+conn <- datom_get_conn(file.path(root, "cut"), st())
+x <- datom_get_set(conn, cut)
+written <- datom_write_set(conn, x, tags = list(note = "relabelled in R"))
+again <- datom_get_set(conn, cut)
+jsonlite::write_json(list(read = x$version, written = written$metadata_sha,
+                          members = I(vapply(again$members, function(m) m$id$name, "")),
+                          project = again$members[[1]]$id$project),
+                     file.path(root, "r.json"), auto_unbox = TRUE)
+"""
+
+
+def test_r_opens_a_product_repo_that_records_its_members_stores(tmp_path: Path) -> None:
+    """The ``member_stores`` record in project.yaml leaves the repo an R product repo: R
+    connects as a developer, reads the set and writes a new version; Python, after R's
+    commit, still reads the members of the other project from the product repo."""
+    study = dc.init_repo(tmp_path / "study", "STUDY_001", dc.LocalStore(tmp_path / "study.store"))
+    study.write("dm", frame())
+    cut = "DB lock"
+    conn = dc.init_repo(tmp_path / "cut", "CUT_001", dc.LocalStore(tmp_path / "cut.store"),
+                        mode="product", set=cut)  # fmt: skip
+    first = conn.write_set([member_of(study, "dm")])
+    assert b"member_stores:" in (tmp_path / "cut" / ".datom" / "project.yaml").read_bytes()
+
+    rscript(tmp_path, R_OPENS_PRODUCT, tmp_path, cut)
+    said = json.loads((tmp_path / "r.json").read_text())
+    assert said["read"] == first.version
+    assert (said["members"], said["project"]) == (["dm"], "STUDY_001")
+
+    again = dc.connect(tmp_path / "cut")
+    again.pull()
+    assert again.get_set().version == said["written"] != first.version
+    assert dict(again.get_set().tags) == {"note": ("relabelled in R",)}
+    pinned = again.get_set().member("dm").fetch(as_="arrow")  # through the recorded store
+    assert pinned.num_rows == len(frame())
+    assert again.validate().ok
