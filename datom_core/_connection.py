@@ -52,7 +52,13 @@ __all__ = ["Connection"]
 
 
 class Connection(SetMethods):
-    """A handle on one datom project (see the module docstring for the two roles)."""
+    """A handle on one datom project, opened by :func:`init_repo`, :func:`connect` or
+    :func:`clone`.
+
+    A **developer** connection has a git clone and a store: it can write. A **reader**
+    connection has only the store and a project name: it lists, reads, shows history and
+    lineage, and refuses to write (:class:`ReadOnlyError`).
+    """
 
     def __init__(self, project_name: str, store: Store, repo: MetadataRepo | None = None) -> None:
         self._ctx = ProjectContext(validate_project_name(project_name), store, repo)
