@@ -5,9 +5,14 @@ materialization run from that install (not from this checkout)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import socket
+import subprocess
 import sys
 import tarfile
+import time
 import tomllib
 import zipfile
 from pathlib import Path
@@ -54,7 +59,9 @@ def test_sdist_and_wheel_carry_the_license_and_the_one_version(dists: dict[str, 
     assert "datom_core/__init__.py" in names and "datom_dagster/__init__.py" in names
     assert "Name: datom-py\n" in text and f"Version: {version}\n" in text
     assert "License-Expression: MIT" in text
-    extras = {line.split(": ", 1)[1] for line in text.splitlines() if line.startswith("Provides-Extra")}
+    extras = {
+        line.split(": ", 1)[1] for line in text.splitlines() if line.startswith("Provides-Extra")
+    }
     assert {"dagster", "dg", "ui", "demo", "docs", "test", "polars"} <= extras
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert pyproject["project"]["dynamic"] == ["version"]
@@ -89,11 +96,20 @@ print(json.dumps({"version": written.version, "data_sha": written.data_sha,
 """
 
 
+@pytest.fixture(scope="module")
+def installed(dists: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtual environment holding the wheel with its ``dg`` extra (which brings
+    Dagster, its UI and ``dg``), plus ``create-dagster`` for the walk-through."""
+    base = tmp_path_factory.mktemp("venv")
+    bin_dir = make_venv(base / "venv")
+    pip_install(bin_dir, f"{dists['wheel']}[dg]", "create-dagster", cwd=base)
+    return bin_dir
+
+
 def test_the_wheel_installs_and_runs_the_cli_a_write_and_a_materialization(
-    dists: dict[str, Path], tmp_path: Path
+    installed: Path, tmp_path: Path
 ) -> None:
-    bin_dir = make_venv(tmp_path / "venv")
-    pip_install(bin_dir, f"{dists['wheel']}[dagster]", cwd=tmp_path)
+    bin_dir = installed
     work = tmp_path / "work"
     work.mkdir()
     env = clean_env(DAGSTER_HOME=str(tmp_path / "dagster"))
@@ -126,3 +142,50 @@ def test_the_wheel_installs_and_runs_the_cli_a_write_and_a_materialization(
 
     frame = pd.DataFrame({"USUBJID": ["S1", "S2"], "AGE": [34, 51]})
     assert datom_core.hash_table(frame).data_sha == facts["data_sha"]
+
+
+def test_the_readme_dg_walk_through_works_from_the_wheel(installed: Path, tmp_path: Path) -> None:
+    """create-dagster, ``dg scaffold defs datom_dagster.DatomComponent``, ``dg check defs``,
+    ``dg list defs`` and ``dg dev`` (serving, without Dagster's supersession warning)."""
+    env = clean_env(
+        PATH=f"{installed}{os.pathsep}{os.environ.get('PATH', '')}",
+        DAGSTER_HOME=str(tmp_path / "dagster"),
+        DATOM_HOME=str(tmp_path / "datom"),
+    )
+    (tmp_path / "dagster").mkdir()
+    (tmp_path / "dagster" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    run(["create-dagster", "project", "my-study"], cwd=tmp_path, env=env)
+    project = tmp_path / "my-study"
+    pip_install(installed, "--no-deps", "-e", str(project), cwd=tmp_path)
+    run(
+        ["dg", "scaffold", "defs", "datom_dagster.DatomComponent", "my_study"], cwd=project, env=env
+    )
+    (defs_yaml,) = project.glob("src/my_study/defs/my_study/defs.yaml")
+    assert "type: datom_dagster.DatomComponent" in defs_yaml.read_text()
+    checked = run(["dg", "check", "defs"], cwd=project, env=env)
+    assert "All definitions loaded successfully" in checked.stdout + checked.stderr
+    listed = run(["dg", "list", "defs", "--json"], cwd=project, env=env).stdout
+    assert "MY_STUDY_inbox_sensor" in listed and '"dm"' in listed
+
+    log = tmp_path / "dev.log"
+    with log.open("w") as out:
+        dev = subprocess.Popen(
+            ["dg", "dev", "--port", str(_free_port())],
+            cwd=project, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 240
+            while "Serving dagster-webserver" not in log.read_text():
+                assert dev.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.5)
+        finally:
+            os.killpg(dev.pid, signal.SIGTERM)
+            dev.wait(timeout=60)
+    assert "SupersessionWarning" not in log.read_text()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
