@@ -3,7 +3,7 @@
 What it records and how to use it is in the docstring of :class:`DatomComponent`.
 """
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -168,38 +168,53 @@ class DatomComponent(dg.Component, dg.Model, dg.Resolvable):
     project: str = Field(
         description="The datom project name (recorded in every version; e.g. STUDY_001)."
     )
-    home: str | None = Field(
-        default=None,
-        description="The datom home holding zero-configuration projects (default $DATOM_HOME, "
-        "else ~/.datom).",
-    )
-    clone_path: str | None = Field(
-        default=None,
-        description="Where this process keeps its git clone of the project (default: "
-        "<home>/<project>, cloned from `remote` on first use).",
-    )
-    store: StoreModel | None = Field(
-        default=None,
-        description="Where the parquet bytes live (omitted: a local store in the datom home).",
-    )
-    remote: str | None = Field(
-        default=None,
-        description="The git remote of the metadata: a path or an HTTPS URL (token from "
-        "$DATOM_GIT_TOKEN; omitted: an embedded bare repository in the datom home).",
-    )
-    inbox: InboxModel | None = Field(
-        default=None, description="File drops to onboard as raw tables, and their sensor."
-    )
-    checks: ChecksModel | None = Field(
-        default=None, description="Integrity, lineage and change checks for chosen assets."
-    )
-    resource_key: str = Field(
-        default="datom", description="The resource key of the project's DatomResource."
-    )
-    io_manager_key: str = Field(
-        default="io_manager",
-        description="The resource key of the DatomIOManager (io_manager: every asset's default).",
-    )
+    # Fields with a default carry their description on the resolver: Dagster rebuilds the
+    # component's model with a Field(default=...) of its own, which drops a pydantic one.
+    home: Annotated[
+        str | None,
+        dg.Resolver.default(
+            description="The datom home holding zero-configuration projects (default $DATOM_HOME, "
+            "else ~/.datom)."
+        ),
+    ] = None
+    clone_path: Annotated[
+        str | None,
+        dg.Resolver.default(
+            description="Where this process keeps its git clone of the project (default: "
+            "<home>/<project>, cloned from `remote` on first use)."
+        ),
+    ] = None
+    store: Annotated[
+        StoreModel | None,
+        dg.Resolver.default(
+            description="Where the parquet bytes live (omitted: a local store in the datom home)."
+        ),
+    ] = None
+    remote: Annotated[
+        str | None,
+        dg.Resolver.default(
+            description="The git remote of the metadata: a path or an HTTPS URL (token from "
+            "$DATOM_GIT_TOKEN; omitted: an embedded bare repository in the datom home)."
+        ),
+    ] = None
+    inbox: Annotated[
+        InboxModel | None,
+        dg.Resolver.default(description="File drops to onboard as raw tables, and their sensor."),
+    ] = None
+    checks: Annotated[
+        ChecksModel | None,
+        dg.Resolver.default(description="Integrity, lineage and change checks for chosen assets."),
+    ] = None
+    resource_key: Annotated[
+        str,
+        dg.Resolver.default(description="The resource key of the project's DatomResource."),
+    ] = "datom"
+    io_manager_key: Annotated[
+        str,
+        dg.Resolver.default(
+            description="The resource key of the DatomIOManager (io_manager: every asset's default)."
+        ),
+    ] = "io_manager"
 
     def resource(self) -> DatomResource:
         """The project as a resource."""
