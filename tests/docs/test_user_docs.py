@@ -163,3 +163,12 @@ def test_the_docs_build_with_warnings_as_errors(tmp_path: Path) -> None:
     cli_html = (site / "reference" / "cli.html").read_text()
     for command in _commands(cli):
         assert command in cli_html, f"{command} is not in the CLI reference"
+
+
+def test_the_dg_component_page_explains_every_field() -> None:
+    """docs/guides/dg-component.md has a table row for every field of every model."""
+    schema = datom_dagster.DatomComponent.get_model_cls().model_json_schema()
+    page = (DOCS / "guides" / "dg-component.md").read_text()
+    for model in [schema, *schema.get("$defs", {}).values()]:
+        for field in model.get("properties", {}):
+            assert f"| `{field}` |" in page, field
