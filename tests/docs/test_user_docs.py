@@ -45,8 +45,14 @@ def test_the_readme_is_a_short_landing_page() -> None:
 
 def test_the_readme_says_what_pypis_datom_is() -> None:
     text = " ".join(README.split())
-    assert "pip install datom " not in text and "`pip install datom`" not in text
+    assert "`pip install datom` is a different package" in text
     assert "read-only" in text and "reads what this package writes" in text
+    # No command block tells a user to install PyPI's datom for this project.
+    for source in [ROOT / "README.md", *DOCS.rglob("*.md")]:
+        installs = re.findall(
+            r"^\s*pip install [\"']?datom(?:\[\w+\])?[\"']?\s*(?:#.*)?$", source.read_text(), re.M
+        )
+        assert installs == [], (source, installs)
     assert "tests/packaging/test_pypi_datom.py" in text
 
 
