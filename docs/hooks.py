@@ -1,12 +1,14 @@
-"""A build hook: docstrings cross-reference in Sphinx's roles (``:class:`X```); mkdocstrings
-renders those as text with the role's colons showing. This turns ``:role:`~a.b.X``` into
-plain code ``X`` (the last part, as Sphinx's ``~`` shows it) in the built pages."""
+"""A build hook: the docstrings are written in reStructuredText habits that mkdocstrings
+renders as Markdown. Sphinx roles (``:class:`X```) would show their colons, and a
+paragraph introducing a literal block ends in ``::``. This turns ``:role:`~a.b.X``` into
+plain code ``X`` (the last part, as Sphinx's ``~`` shows it) and ``::`` into ``:``."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
+_LITERAL_INTRO = re.compile(r"::</p>")
 _ROLE = re.compile(r":(?:class|func|meth|attr|data|mod|exc|obj|const):<code>~?([^<]*)</code>")
 
 
@@ -17,4 +19,4 @@ def _short(match: re.Match[str]) -> str:
 
 def on_page_content(html: str, **kwargs: Any) -> str:
     """Rewrite Sphinx roles left in rendered docstrings into plain code spans."""
-    return _ROLE.sub(_short, html)
+    return _LITERAL_INTRO.sub(":</p>", _ROLE.sub(_short, html))
