@@ -75,10 +75,12 @@ class Connection(SetMethods):
 
     @property
     def project_name(self) -> str:
+        """The project's name, as recorded in every version."""
         return self._ctx.project_name
 
     @property
     def store(self) -> Store:
+        """The data store: parquet objects and the mirror of the metadata."""
         return self._ctx.store
 
     @property
@@ -91,6 +93,7 @@ class Connection(SetMethods):
 
     @property
     def role(self) -> Role:
+        """``"developer"`` (a clone and a store: can write) or ``"reader"`` (the store only)."""
         return self._ctx.role
 
     @property
@@ -100,6 +103,7 @@ class Connection(SetMethods):
 
     @property
     def path(self) -> Path:
+        """The clone's folder (a developer connection; a reader has none: :class:`ReadOnlyError`)."""
         return self.repo.path
 
     # -- writing ---------------------------------------------------------------------------
