@@ -107,7 +107,7 @@ from datom_core._sets import (
     verify_set,
 )
 from datom_core._store import FsspecStore, LocalStore, S3Store, Store, store_from_url
-from datom_core._version import WRITER_FORMAT_VERSION
+from datom_core._version import WRITER_FORMAT_VERSION, __version__
 
 __all__ = [
     "ArtifactKindError",
@@ -135,6 +135,7 @@ __all__ = [
     "hash_set",
     "verify_set",
     "WRITER_FORMAT_VERSION",
+    "__version__",
     "HistoryEntry",
     "Manifest",
     "ManifestEntry",

@@ -52,7 +52,13 @@ __all__ = ["Connection"]
 
 
 class Connection(SetMethods):
-    """A handle on one datom project (see the module docstring for the two roles)."""
+    """A handle on one datom project, opened by :func:`init_repo`, :func:`connect` or
+    :func:`clone`.
+
+    A **developer** connection has a git clone and a store: it can write. A **reader**
+    connection has only the store and a project name: it lists, reads, shows history and
+    lineage, and refuses to write (:class:`ReadOnlyError`).
+    """
 
     def __init__(self, project_name: str, store: Store, repo: MetadataRepo | None = None) -> None:
         self._ctx = ProjectContext(validate_project_name(project_name), store, repo)
@@ -69,10 +75,12 @@ class Connection(SetMethods):
 
     @property
     def project_name(self) -> str:
+        """The project's name, as recorded in every version."""
         return self._ctx.project_name
 
     @property
     def store(self) -> Store:
+        """The data store: parquet objects and the mirror of the metadata."""
         return self._ctx.store
 
     @property
@@ -85,6 +93,7 @@ class Connection(SetMethods):
 
     @property
     def role(self) -> Role:
+        """``"developer"`` (a clone and a store: can write) or ``"reader"`` (the store only)."""
         return self._ctx.role
 
     @property
@@ -94,6 +103,7 @@ class Connection(SetMethods):
 
     @property
     def path(self) -> Path:
+        """The clone's folder (a developer connection; a reader has none: :class:`ReadOnlyError`)."""
         return self.repo.path
 
     # -- writing ---------------------------------------------------------------------------

@@ -64,7 +64,20 @@ def datom_annotations(
     key: Sequence[str] | None = None,
     description: str | None = None,
 ) -> dict[str, Any]:
-    """Definition metadata for a datom asset (see the module docstring); checked now."""
+    """Definition metadata for a datom asset, checked now::
+
+        @asset(metadata=datom_annotations(table="dm", key=["USUBJID"], description="..."))
+
+    * ``table``: the datom table (default: from the asset key, see
+      :func:`~datom_dagster.table_name`);
+    * ``key``: the columns that identify a row; the change summary then counts rows added,
+      removed and changed by key;
+    * ``description``: recorded in each version's ``custom`` metadata (so a new description
+      makes a ``metadata_only`` version).
+
+    It is shorthand for the loose keys ``datom_table``, ``datom_key`` and
+    ``datom_description``, which keep working.
+    """
     options: dict[str, Any] = {}
     if table is not None:
         options["datom_table"] = table
@@ -84,7 +97,21 @@ def datom_pin(
     concat: bool | None = None,
     allow_missing_partitions: bool | None = None,
 ) -> dict[str, Any]:
-    """``AssetIn`` metadata pinning an input (see the module docstring); checked now."""
+    """``AssetIn`` metadata pinning an input, checked now::
+
+        AssetIn(metadata=datom_pin(version="99d8c9e8"))
+
+    * ``version``: a version id or unique prefix (for several partitions, a dict
+      ``{partition_key: version}``);
+    * ``set``: ``"<project>/<set>[@<version>]"``, the version a set (a data cut) pins for
+      this input's table;
+    * ``columns``: the columns to read; ``concat``: several partitions as one table;
+      ``allow_missing_partitions``: skip partitions never stored (as in
+      :class:`~datom_dagster.DatomIOManager`).
+
+    It is shorthand for the loose keys ``datom_version``, ``datom_set``, ``columns``,
+    ``datom_concat`` and ``allow_missing_partitions``, which keep working.
+    """
     options: dict[str, Any] = {}
     if version is not None:
         options["datom_version"] = dict(version) if isinstance(version, Mapping) else version
@@ -149,9 +176,12 @@ def input_option_problems(metadata: Mapping[str, Any]) -> list[str]:
 
 
 def validate_datom_definitions(defs: Definitions) -> Definitions:
-    """``defs``, after checking every asset's and input's datom options (module docstring).
+    """``defs``, after checking every asset's and input's datom options.
 
-    Raises :class:`datom_core.InvalidArgumentError` listing every problem, each naming its
+    It checks both forms (:func:`datom_annotations` / :func:`datom_pin` and the loose keys)
+    on every asset of ``defs``: an unknown ``datom_*`` option, a bad version prefix or a bad
+    table name stops the code location from loading instead of failing a run.
+    ``DatomComponent`` runs it on load; call it on your own ``Definitions``. Raises :class:`datom_core.InvalidArgumentError` listing every problem, each naming its
     asset (and input).
     """
     problems: list[str] = []

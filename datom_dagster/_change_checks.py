@@ -29,7 +29,11 @@ from datom_dagster._targets import Target, stored_tables
 __all__ = ["ROW_COUNT_CHECK_NAME", "SCHEMA_CHECK_NAME", "row_count_check", "schema_check"]
 
 SCHEMA_CHECK_NAME = "datom_schema_change"
+"""Name of the check ``build_datom_asset_checks(..., schema_change=True)`` adds (columns added,
+removed or retyped by the latest version)."""
 ROW_COUNT_CHECK_NAME = "datom_row_count_change"
+"""Name of the check ``build_datom_asset_checks(..., row_count_change=f)`` adds (the row count
+moved by more than the fraction ``f``)."""
 
 Finding = Callable[[dc.TableDiff], str | None]
 

@@ -1,16 +1,6 @@
 """Asset checks: is what datom recorded for an asset still intact?
 
-:func:`build_datom_asset_checks` adds one check, :data:`DATOM_CHECK_NAME`, to each chosen
-asset. For the latest version of the asset's table (every stored partition's table, for a
-partitioned asset) it verifies that:
-
-* the parquet object in the store still hashes to the version's ``parquet_sha``;
-* each parent version exists with the recorded ``data_sha``, and the version's
-  ``source_lineage`` equals the union of its parents' ``source_lineage``.
-
-Parents in another datom project are read through the resources named in
-``other_projects`` (``DatomResource`` or ``DatomIOManager`` keys); a parent whose project
-is not reachable makes the check fail with severity WARN rather than ERROR.
+What it records and how to use it is in the docstring of :func:`build_datom_asset_checks`.
 """
 
 from collections.abc import Mapping, Sequence
@@ -35,6 +25,7 @@ from datom_dagster._targets import Target, stored_tables, targets
 __all__ = ["DATOM_CHECK_NAME", "build_datom_asset_checks"]
 
 DATOM_CHECK_NAME = "datom_integrity"
+"""Name of the integrity-and-lineage check :func:`build_datom_asset_checks` adds to each asset."""
 
 
 @dataclass(frozen=True)
@@ -54,8 +45,19 @@ def build_datom_asset_checks(
     row_count_change: float | None = None,
     change_checks_blocking: bool = False,
 ) -> list[AssetChecksDefinition]:
-    """One :data:`DATOM_CHECK_NAME` check per asset (see the module docstring), and the
-    opt-in change checks of :mod:`datom_dagster._change_checks`.
+    """Integrity and lineage checks for chosen assets, and opt-in change checks.
+
+    It adds one check, :data:`DATOM_CHECK_NAME`, to each chosen
+    asset. For the latest version of the asset's table (every stored partition's table, for a
+    partitioned asset) it verifies that:
+
+    * the parquet object in the store still hashes to the version's ``parquet_sha``;
+    * each parent version exists with the recorded ``data_sha``, and the version's
+      ``source_lineage`` equals the union of its parents' ``source_lineage``.
+
+    Parents in another datom project are read through the resources named in
+    ``other_projects`` (``DatomResource`` or ``DatomIOManager`` keys); a parent whose project
+    is not reachable makes the check fail with severity WARN rather than ERROR.
 
     ``io_manager_key`` names the :class:`~datom_dagster.DatomIOManager` that stores the
     assets; ``other_projects`` the resource keys of other datom projects their parents may
@@ -63,7 +65,8 @@ def build_datom_asset_checks(
     ``datom_table`` metadata or are partitioned, so that their tables can be found.
     ``schema_change=True`` adds a check that fails when columns were added or removed;
     ``row_count_change=0.1`` one that fails when the row count moved by more than 10%;
-    ``change_checks_blocking=True`` makes those two block downstream assets.
+    ``change_checks_blocking=True`` makes those two block downstream assets (their names:
+    :data:`SCHEMA_CHECK_NAME`, :data:`ROW_COUNT_CHECK_NAME`).
     """
     checks = []
     for t in targets(assets):

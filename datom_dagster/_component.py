@@ -1,34 +1,9 @@
 """``DatomComponent``: a datom project in a ``dg`` project, configured in YAML.
 
-``dg scaffold defs datom_dagster.DatomComponent my_study`` writes ``defs/my_study/defs.yaml``;
-a complete one reads::
-
-    type: datom_dagster.DatomComponent
-    attributes:
-      project: STUDY_001
-      store:                      # omitted: the zero-configuration local project
-        kind: s3                  # local (path), s3 (bucket, prefix...) or url (url)
-        bucket: my-bucket
-        prefix: studies/s001
-        aws_access_key_id_env: AWS_ACCESS_KEY_ID          # names of variables, never values
-        aws_secret_access_key_env: AWS_SECRET_ACCESS_KEY
-      remote: https://github.com/team/s001-metadata.git   # token: $DATOM_GIT_TOKEN
-      inbox:
-        tables: [dm, ex, lb, ae]
-        sensor: running           # running, stopped or none
-      checks:
-        assets: [adsl, adae]
-        schema_change: true
-        row_count_change: 0.2
-        blocking: false
-
-It defines the ``datom`` resource (:class:`~datom_dagster.DatomResource`), the
-``io_manager`` (:class:`~datom_dagster.DatomIOManager` on that project), the inbox
-assets and sensor, and the checks; the keys are configurable. Its definitions are checked
-with :func:`~datom_dagster.validate_datom_definitions` when they load.
+What it records and how to use it is in the docstring of :class:`DatomComponent`.
 """
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -48,16 +23,33 @@ __all__ = ["DatomComponent", "DatomComponentScaffolder"]
 class StoreModel(dg.Model):
     """Where the parquet bytes live (one kind; credentials by environment variable name)."""
 
-    kind: Literal["local", "s3", "url"]
-    path: str | None = None
-    url: str | None = None
-    bucket: str | None = None
-    prefix: str | None = None
-    endpoint_url: str | None = None
-    region: str | None = None
-    aws_access_key_id_env: str | None = None
-    aws_secret_access_key_env: str | None = None
-    aws_session_token_env: str | None = None
+    kind: Literal["local", "s3", "url"] = Field(
+        description="Which store: 'local' (a directory, `path`), 's3' (`bucket`, `prefix`, ...) "
+        "or 'url' (any fsspec URL, `url`)."
+    )
+    path: str | None = Field(default=None, description="kind local: the store's directory.")
+    url: str | None = Field(
+        default=None, description="kind url: the store's fsspec URL (e.g. gs://bucket/prefix)."
+    )
+    bucket: str | None = Field(default=None, description="kind s3: the bucket.")
+    prefix: str | None = Field(default=None, description="kind s3: the key prefix in the bucket.")
+    endpoint_url: str | None = Field(
+        default=None, description="kind s3: an S3-compatible endpoint (MinIO, Ceph...)."
+    )
+    region: str | None = Field(default=None, description="kind s3: the bucket's region.")
+    aws_access_key_id_env: str | None = Field(
+        default=None,
+        description="kind s3: the NAME of the environment variable holding the access key id "
+        "(never the value; omitted: the usual AWS chain).",
+    )
+    aws_secret_access_key_env: str | None = Field(
+        default=None,
+        description="kind s3: the NAME of the environment variable holding the secret key.",
+    )
+    aws_session_token_env: str | None = Field(
+        default=None,
+        description="kind s3: the NAME of the environment variable holding a session token.",
+    )
 
     def storage(self) -> Storage:
         """The typed storage choice this describes."""
@@ -79,13 +71,28 @@ class StoreModel(dg.Model):
 class InboxModel(dg.Model):
     """The raw tables onboarded from file drops, and the sensor that watches for them."""
 
-    tables: list[str]
-    path: str | None = None
-    sensor: Literal["running", "stopped", "none"] = "running"
-    minimum_interval_seconds: int = 30
-    group_name: str = "raw"
-    sensor_name: str | None = None  # default <project>_inbox_sensor
-    op_name: str | None = None  # default onboard_<project>
+    tables: list[str] = Field(
+        description="The raw tables, named after their files' stems (dm.csv -> dm); one asset each."
+    )
+    path: str | None = Field(
+        default=None,
+        description="The folder or URL files arrive in (default: the clone's input_files/).",
+    )
+    sensor: Literal["running", "stopped", "none"] = Field(
+        default="running",
+        description="The inbox sensor: 'running' (starts with the daemon), 'stopped' (start it "
+        "in the UI) or 'none' (no sensor: materialize the raw assets yourself).",
+    )
+    minimum_interval_seconds: int = Field(
+        default=30, description="Seconds between two scans of the inbox by the sensor."
+    )
+    group_name: str = Field(default="raw", description="The asset group of the raw tables.")
+    sensor_name: str | None = Field(
+        default=None, description="The sensor's name (default <project>_inbox_sensor)."
+    )
+    op_name: str | None = Field(
+        default=None, description="The onboarding op's name (default onboard_<project>)."
+    )
     encoding: str | None = Field(
         default=None,
         description=(
@@ -99,10 +106,23 @@ class InboxModel(dg.Model):
 class ChecksModel(dg.Model):
     """Checks on chosen assets: integrity and lineage always; change checks on request."""
 
-    assets: list[str]
-    schema_change: bool = False
-    row_count_change: float | None = None
-    blocking: bool = False
+    assets: list[str] = Field(
+        description="The assets to check (their keys, e.g. adsl): the stored bytes against "
+        "parquet_sha, and the recorded lineage against the parents."
+    )
+    schema_change: bool = Field(
+        default=False,
+        description="Also add a check failing when the latest version added or removed columns.",
+    )
+    row_count_change: float | None = Field(
+        default=None,
+        description="Also add a check failing when the row count moved by more than this "
+        "fraction (0.2 = 20%).",
+    )
+    blocking: bool = Field(
+        default=False,
+        description="Whether the two change checks block downstream assets when they fail.",
+    )
 
 
 class DatomComponentScaffolder(dg.Scaffolder):
@@ -123,17 +143,86 @@ class DatomComponentScaffolder(dg.Scaffolder):
 
 @dg.scaffold_with(DatomComponentScaffolder)
 class DatomComponent(dg.Component, dg.Model, dg.Resolvable):
-    """A datom project: resource, IO manager, inbox assets and sensor, and checks."""
+    """A datom project: resource, IO manager, inbox assets and sensor, and checks.
 
-    project: str = Field(description="The datom project name (recorded in every version).")
-    home: str | None = Field(default=None, description="Datom home (default $DATOM_HOME).")
-    clone_path: str | None = Field(default=None, description="The project's git clone.")
-    store: StoreModel | None = Field(default=None, description="Where the parquet bytes live.")
-    remote: str | None = Field(default=None, description="Git remote of the metadata.")
-    inbox: InboxModel | None = Field(default=None, description="File drops to onboard.")
-    checks: ChecksModel | None = Field(default=None, description="Checks for chosen assets.")
-    resource_key: str = Field(default="datom", description="Key of the DatomResource.")
-    io_manager_key: str = Field(default="io_manager", description="Key of the IO manager.")
+    ``dg scaffold defs datom_dagster.DatomComponent my_study`` writes ``defs/my_study/defs.yaml``;
+    a complete one reads::
+
+        type: datom_dagster.DatomComponent
+        attributes:
+          project: STUDY_001
+          store:                      # omitted: the zero-configuration local project
+            kind: s3                  # local (path), s3 (bucket, prefix...) or url (url)
+            bucket: my-bucket
+            prefix: studies/s001
+            aws_access_key_id_env: AWS_ACCESS_KEY_ID          # names of variables, never values
+            aws_secret_access_key_env: AWS_SECRET_ACCESS_KEY
+          remote: https://github.com/team/s001-metadata.git   # token: $DATOM_GIT_TOKEN
+          inbox:
+            tables: [dm, ex, lb, ae]
+            sensor: running           # running, stopped or none
+          checks:
+            assets: [adsl, adae]
+            schema_change: true
+            row_count_change: 0.2
+            blocking: false
+
+    It defines the ``datom`` resource (:class:`~datom_dagster.DatomResource`), the
+    ``io_manager`` (:class:`~datom_dagster.DatomIOManager` on that project), the inbox
+    assets and sensor, and the checks; the keys are configurable. Its definitions are checked
+    with :func:`~datom_dagster.validate_datom_definitions` when they load.
+    """
+
+    project: str = Field(
+        description="The datom project name (recorded in every version; e.g. STUDY_001)."
+    )
+    # Fields with a default carry their description on the resolver: Dagster rebuilds the
+    # component's model with a Field(default=...) of its own, which drops a pydantic one.
+    home: Annotated[
+        str | None,
+        dg.Resolver.default(
+            description="The datom home holding zero-configuration projects (default $DATOM_HOME, "
+            "else ~/.datom)."
+        ),
+    ] = None
+    clone_path: Annotated[
+        str | None,
+        dg.Resolver.default(
+            description="Where this process keeps its git clone of the project (default: "
+            "<home>/<project>, cloned from `remote` on first use)."
+        ),
+    ] = None
+    store: Annotated[
+        StoreModel | None,
+        dg.Resolver.default(
+            description="Where the parquet bytes live (omitted: a local store in the datom home)."
+        ),
+    ] = None
+    remote: Annotated[
+        str | None,
+        dg.Resolver.default(
+            description="The git remote of the metadata: a path or an HTTPS URL (token from "
+            "$DATOM_GIT_TOKEN; omitted: an embedded bare repository in the datom home)."
+        ),
+    ] = None
+    inbox: Annotated[
+        InboxModel | None,
+        dg.Resolver.default(description="File drops to onboard as raw tables, and their sensor."),
+    ] = None
+    checks: Annotated[
+        ChecksModel | None,
+        dg.Resolver.default(description="Integrity, lineage and change checks for chosen assets."),
+    ] = None
+    resource_key: Annotated[
+        str,
+        dg.Resolver.default(description="The resource key of the project's DatomResource."),
+    ] = "datom"
+    io_manager_key: Annotated[
+        str,
+        dg.Resolver.default(
+            description="The resource key of the DatomIOManager (io_manager: every asset's default)."
+        ),
+    ] = "io_manager"
 
     def resource(self) -> DatomResource:
         """The project as a resource."""

@@ -26,6 +26,7 @@ from datom_dagster._product import default_product, product_connection
 __all__ = ["CUT_CHECK_NAME", "datom_data_cut_check"]
 
 CUT_CHECK_NAME = "datom_cut_verified"
+"""Name of the asset check :func:`datom_data_cut_check` adds to a data cut's asset."""
 
 
 class CutCheckConfig(Config):

@@ -1,19 +1,6 @@
 """Data cuts: one asset that pins the exact current versions of chosen assets as a set.
 
-:func:`datom_data_cut` builds an asset (default key ``datom_cut/<name>``) that depends on
-the selected assets and, when materialized, writes a set of the current version of each
-selected asset's table (every stored partition of a partitioned one) into the product
-repo of the cut (:mod:`datom_dagster._product`)::
-
-    lock = datom_data_cut("STUDY-001 DB lock", [dm, ex, adsl, adae],
-                          tags={"milestone": "database lock"})
-
-The cut is refused, and nothing is written, when an output's recorded parents name a
-version the cut pins differently (the output was not rebuilt after its input moved), or
-when a selected asset has no datom table yet. The materialization shows the set's
-version, member count and the members as a table, and the pin to re-run a graph as of
-the cut (the run tag ``datom/as_of_set``, see :mod:`datom_dagster._set_pins`); its Dagster
-data version is the set's ``data_sha``. An identical cut is ``change == "none"``.
+What it records and how to use it is in the docstring of :func:`datom_data_cut`.
 """
 
 from collections.abc import Mapping, Sequence
@@ -64,7 +51,22 @@ def datom_data_cut(
     group_name: str | None = CUT_GROUP,
     description: str | None = None,
 ) -> AssetsDefinition:
-    """The cut asset (see the module docstring).
+    """A data cut: an asset that pins the exact current versions of chosen assets as a set.
+
+    It builds an asset (default key ``datom_cut/<name>``) that depends on
+    the selected assets and, when materialized, writes a set of the current version of each
+    selected asset's table (every stored partition of a partitioned one) into the product
+    repo of the cut (``project``, by default a project named after the cut in the datom home)::
+
+        lock = datom_data_cut("STUDY-001 DB lock", [dm, ex, adsl, adae],
+                              tags={"milestone": "database lock"})
+
+    The cut is refused, and nothing is written, when an output's recorded parents name a
+    version the cut pins differently (the output was not rebuilt after its input moved), or
+    when a selected asset has no datom table yet. The materialization shows the set's
+    version, member count and the members as a table, and the pin to re-run a graph as of
+    the cut (the run tag :data:`~datom_dagster.AS_OF_SET_TAG`, ``datom/as_of_set``); its Dagster
+    data version is the set's ``data_sha``. An identical cut is ``change == "none"``.
 
     ``name``: the set's name (a table name: letters, digits, ``_ - ( )`` and spaces).
     ``selection``: asset definitions, specs or keys, all stored through the

@@ -1,19 +1,7 @@
 """Onboarding file drops with Dagster: the inbox assets and the inbox sensor.
 
-:func:`datom_inbox_assets` declares the raw tables a project onboards from files (one
-asset per table; the file ``dm.csv`` becomes table and asset ``dm``). Materializing
-one of them syncs its inbox file into datom and reports the same ``datom/*`` metadata
-as :class:`~datom_dagster.DatomIOManager`, with the table's ``data_sha`` as the Dagster
-data version: downstream assets go stale exactly when a new extract changes the data.
-
-:func:`datom_inbox_sensor` watches the inbox (the clone's ``input_files/``, any local
-folder or an ``s3://`` prefix). Each tick scans cheaply (a file is re-hashed only when
-its size or modification time moved) and requests one run per new or changed file,
-with run key ``<table>:<original_file_sha>:<current version>``: the same file is never
-onboarded twice, while an older extract dropped again after a newer one is. Unsupported
-or broken files are reported in the tick's log and skip reason without holding back
-the others. The cursor (what was requested last, per table) lives in the Dagster
-instance, so it survives a restart of the daemon.
+The docstrings of :func:`datom_inbox_assets` and :func:`datom_inbox_sensor` say what each
+does.
 """
 
 import json
@@ -61,6 +49,11 @@ def datom_inbox_assets(
     encoding: str | None = None,
 ) -> AssetsDefinition:
     """One asset per raw table, materialized by syncing its inbox file into datom.
+
+    The file ``dm.csv`` becomes table and asset ``dm``. Materializing one of them syncs its
+    inbox file into datom and reports the same ``datom/*`` metadata as
+    :class:`~datom_dagster.DatomIOManager`, with the table's ``data_sha`` as the Dagster
+    data version: downstream assets go stale exactly when a new extract changes the data.
 
     ``tables`` are the expected table names (file stems); ``inbox`` the folder or URL the
     files arrive in (default: the clone's ``input_files/``; ``inbox_storage_options`` go to
@@ -135,8 +128,20 @@ def datom_inbox_sensor(
     default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
 ) -> SensorDefinition:
     """A sensor requesting one run of ``assets`` (from :func:`datom_inbox_assets`) per
-    new or changed inbox file (see the module docstring); ``default_status=RUNNING``
-    starts it with the daemon, without a click in the UI."""
+    new or changed inbox file.
+
+    It watches the inbox (the clone's ``input_files/``, any local folder or an ``s3://``
+    prefix: ``inbox``, with ``inbox_storage_options`` for fsspec). Each tick scans cheaply
+    (a file is re-hashed only when its size or modification time moved) and requests one
+    run per new or changed file, with run key ``<table>:<original_file_sha>:<current
+    version>``: the same file is never onboarded twice, while an older extract dropped
+    again after a newer one is. Unsupported or broken files are reported in the tick's log
+    and skip reason without holding back the others. The cursor (what was requested last,
+    per table) lives in the Dagster instance, so it survives a restart of the daemon.
+
+    The sensor is stopped until started in the UI (Dagster's default);
+    ``default_status=DefaultSensorStatus.RUNNING`` starts it with the daemon.
+    """
     by_table = {_table_of(assets, key): key for key in assets.keys}
 
     @sensor(

@@ -1,31 +1,6 @@
 """``DatomIOManager``: every asset output becomes a content-addressed, pinned datom version.
 
-Storing (``handle_output``): the output is written with :meth:`datom_core.Connection.write`
-to the table named by :mod:`datom_dagster._naming`; the commit message and the version's
-history entry name the asset, the partition and the run. The materialization carries the
-metadata of :mod:`datom_dagster._metadata`, and its Dagster data version is the table's
-``data_sha``: an identical result leaves downstream assets fresh, a changed one marks them
-stale. No log line repeats what that event shows (each would be one more event the
-instance stores, per asset and per input). A step that materialises several partitions at
-once (a single-run backfill) must return a dict ``{partition_key: table}``; each partition
-gets its own metadata, and Dagster computes the data version as usual (its data-version
-record is per asset, not per partition). Unsupported outputs and unhashable tables fail
-the step with the recourse, without retries, and nothing is written.
-
-Loading (``load_input``): the current version by default. Input metadata
-(``AssetIn(metadata={...})``) refines it:
-
-* ``datom_version``: a version id or unique prefix to pin (for several partitions, a dict
-  ``{partition_key: version}``);
-* ``datom_set``: ``"<project>/<set>[@<version>]"``, the versions a set (a data cut) pins;
-  the run tag ``datom/as_of_set`` pins every input of a run so (:mod:`datom_dagster._set_pins`);
-* ``columns``: the columns to read;
-* ``datom_concat``: ``True`` to get several partitions as one concatenated table;
-* ``allow_missing_partitions``: ``True`` to skip partitions that were never stored.
-
-The value has the type the input is annotated with (see :mod:`datom_dagster._type_handlers`).
-Several partitions come as a dict keyed by partition key, unless the input is annotated
-with a table type or ``datom_concat`` is set: then as one table, partitions in order.
+What it records and how to use it is in the docstring of :class:`DatomIOManager`.
 """
 
 from collections.abc import Mapping
@@ -63,10 +38,40 @@ _NO_RETRY = (dc.UnsupportedInputError, dc.InvalidNameError, dc.InvalidArgumentEr
 class DatomIOManager(ConfigurableIOManager):
     """Stores asset outputs as datom versions and loads inputs from datom.
 
+    Storing (``handle_output``): the output is written with :meth:`datom_core.Connection.write`
+    to the table :func:`~datom_dagster.table_name` names; the commit message and the version's
+    history entry name the asset, the partition and the run. The materialization carries
+    ``datom/version``, ``datom/data_sha``, ``datom/parquet_sha``, ``datom/change``, the
+    parents, the change summary against the previous version and Dagster's row count, column
+    schema and URI (the user guide lists them), and its Dagster data version is the table's
+    ``data_sha``: an identical result leaves downstream assets fresh, a changed one marks them
+    stale. No log line repeats what that event shows (each would be one more event the
+    instance stores, per asset and per input). A step that materialises several partitions at
+    once (a single-run backfill) must return a dict ``{partition_key: table}``; each partition
+    gets its own metadata, and Dagster computes the data version as usual (its data-version
+    record is per asset, not per partition). Unsupported outputs and unhashable tables fail
+    the step with the recourse, without retries, and nothing is written.
+
+    Loading (``load_input``): the current version by default. Input metadata
+    (``AssetIn(metadata={...})``) refines it:
+
+    * ``datom_version``: a version id or unique prefix to pin (for several partitions, a dict
+      ``{partition_key: version}``);
+    * ``datom_set``: ``"<project>/<set>[@<version>]"``, the versions a set (a data cut) pins;
+      the run tag ``datom/as_of_set`` (:data:`~datom_dagster.AS_OF_SET_TAG`) pins every input
+      of a run so;
+    * ``columns``: the columns to read;
+    * ``datom_concat``: ``True`` to get several partitions as one concatenated table;
+    * ``allow_missing_partitions``: ``True`` to skip partitions that were never stored.
+
+    The value has the type the input is annotated with: ``pd.DataFrame`` (also when not
+    annotated), ``pl.DataFrame``, ``pl.LazyFrame`` or ``pa.Table``.
+    Several partitions come as a dict keyed by partition key, unless the input is annotated
+    with a table type or ``datom_concat`` is set: then as one table, partitions in order.
+
     ``DatomIOManager()`` works with no configuration (a local project under
     ``$DATOM_HOME``); ``DatomIOManager(datom=DatomResource(...))`` points it at any project,
-    the same one the resource gives asset bodies. See the module docstring for what it
-    records and how inputs are shaped.
+    the same one the resource gives asset bodies.
     """
 
     datom: DatomResource
@@ -148,7 +153,7 @@ class DatomIOManager(ConfigurableIOManager):
     # -- loading ----------------------------------------------------------------------------
 
     def load_input(self, context: InputContext) -> Any:
-        """The upstream asset's table(s): current versions unless pinned (module docstring)."""
+        """The upstream asset's table(s): current versions unless pinned (see the class)."""
         if not context.has_asset_key:
             raise dc.UnsupportedInputError(
                 f"input {context.name!r}: DatomIOManager loads asset inputs only; give the "

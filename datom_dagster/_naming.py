@@ -1,40 +1,6 @@
 """How an asset, and a partition of it, becomes a datom table name.
 
-The mapping is deterministic (the same asset and partition always give the same name, in
-every process and on every machine) and always yields a valid datom table name: 1-128
-characters, a letter first, then letters, digits, ``_``, ``-``, space, ``(`` and ``)``,
-and not a reserved name.
-
-**Base name.** The asset's definition metadata ``datom_table`` when it is set (it must
-itself be a valid table name; use it to map an asset onto an existing datom table, such
-as one onboarded from a file). Otherwise the asset key's components joined with ``__``,
-Dagster's own separator when it turns a key into an op name::
-
-    AssetKey("sales")                -> "sales"
-    AssetKey(["finance", "sales"])   -> "finance__sales"
-
-**Partitions.** Each partition of a partitioned asset is its own table: the base name
-followed by one parenthesised group per partition dimension. Multi-partitioned assets list
-their dimensions in name order, as :class:`dagster.MultiPartitionKey` does::
-
-    daily partition "2024-01-31"                  -> "sales(2024-01-31)"
-    {"date": "2024-01-31", "region": "eu"}        -> "sales(2024-01-31)(eu)"
-
-**Plain and safe forms.** The plain form above is used as it is when it is valid and
-cannot be confused with another asset's: every key component consists of letters, digits,
-``_`` and ``-`` and neither holds ``__`` nor begins or ends with ``_``; every partition
-value consists of letters, digits, ``_``, ``-`` and spaces; the name begins with a letter,
-fits in 128 characters and is a name datom takes (not reserved, not a Windows device name
-such as ``CON`` or ``NUL``). Otherwise the **safe form** is used: every
-character the plain form may not hold becomes ``_``, a ``t`` is put in front of a name
-that does not begin with a letter, the result is cut to 117 characters, and ``-`` plus the
-first 10 hex digits of the SHA-256 of the exact key and partition values is appended::
-
-    AssetKey("_staging")             -> "t_staging-<10 hex>"
-    hourly partition "2024-01-31-13:00" -> "events(2024-01-31-13_00)-<10 hex>"
-
-So two different assets or partitions get different names (except for a 40-bit hash
-collision), and readable keys keep readable names.
+What it records and how to use it is in the docstring of :func:`table_name`.
 """
 
 from __future__ import annotations
@@ -70,7 +36,43 @@ def table_name(
     partitions_def: PartitionsDefinition | None = None,
     override: str | None = None,
 ) -> str:
-    """The datom table holding ``asset_key`` (and ``partition_key``); see the module docstring.
+    """The datom table holding ``asset_key`` (and ``partition_key``).
+
+    The mapping is deterministic (the same asset and partition always give the same name, in
+    every process and on every machine) and always yields a valid datom table name: 1-128
+    characters, a letter first, then letters, digits, ``_``, ``-``, space, ``(`` and ``)``,
+    and not a reserved name.
+
+    **Base name.** The asset's definition metadata ``datom_table`` when it is set (it must
+    itself be a valid table name; use it to map an asset onto an existing datom table, such
+    as one onboarded from a file). Otherwise the asset key's components joined with ``__``,
+    Dagster's own separator when it turns a key into an op name::
+
+        AssetKey("sales")                -> "sales"
+        AssetKey(["finance", "sales"])   -> "finance__sales"
+
+    **Partitions.** Each partition of a partitioned asset is its own table: the base name
+    followed by one parenthesised group per partition dimension. Multi-partitioned assets list
+    their dimensions in name order, as :class:`dagster.MultiPartitionKey` does::
+
+        daily partition "2024-01-31"                  -> "sales(2024-01-31)"
+        {"date": "2024-01-31", "region": "eu"}        -> "sales(2024-01-31)(eu)"
+
+    **Plain and safe forms.** The plain form above is used as it is when it is valid and
+    cannot be confused with another asset's: every key component consists of letters, digits,
+    ``_`` and ``-`` and neither holds ``__`` nor begins or ends with ``_``; every partition
+    value consists of letters, digits, ``_``, ``-`` and spaces; the name begins with a letter,
+    fits in 128 characters and is a name datom takes (not reserved, not a Windows device name
+    such as ``CON`` or ``NUL``). Otherwise the **safe form** is used: every
+    character the plain form may not hold becomes ``_``, a ``t`` is put in front of a name
+    that does not begin with a letter, the result is cut to 117 characters, and ``-`` plus the
+    first 10 hex digits of the SHA-256 of the exact key and partition values is appended::
+
+        AssetKey("_staging")             -> "t_staging-<10 hex>"
+        hourly partition "2024-01-31-13:00" -> "events(2024-01-31-13_00)-<10 hex>"
+
+    So two different assets or partitions get different names (except for a 40-bit hash
+    collision), and readable keys keep readable names.
 
     ``override`` is the asset's ``datom_table`` metadata; ``partitions_def`` is needed to
     split a multi-dimensional key given as a plain string.

@@ -51,10 +51,12 @@ class HashabilityReport:
 
     @property
     def ok(self) -> bool:
+        """Whether every column can be versioned."""
         return all(c.status == "ok" for c in self.columns)
 
     @property
     def unsupported(self) -> tuple[ColumnReport, ...]:
+        """The columns that cannot be versioned, each with its recourse."""
         return tuple(c for c in self.columns if c.status != "ok")
 
     def __str__(self) -> str:

@@ -40,7 +40,14 @@ ScanStatus = Literal[
 
 @dataclass(frozen=True)
 class ScanRow:
-    """One inbox file and what :func:`sync` would do with it (see the module docstring).
+    """One inbox file and what ``Connection.sync`` would do with it.
+
+    ``status`` is one of ``new`` (no table of that name yet), ``changed`` (the file's bytes
+    differ from the current version's source file; an older extract dropped again is
+    ``changed`` too), ``unchanged`` (the current version's source file), ``unsupported_format``,
+    ``invalid_name`` (rename the file), ``refused`` (a sub-folder, two files for one table,
+    or a name taken by a derived table) or ``error`` (the file could not be read); ``message``
+    says what to do.
 
     ``name`` is the table the file becomes; ``file`` its absolute path or URL; ``format``
     the lowercase extension (``None`` for a folder or a file without one);

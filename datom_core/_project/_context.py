@@ -29,6 +29,7 @@ class ProjectContext:
 
     @property
     def role(self) -> Role:
+        """``"developer"`` with a clone, ``"reader"`` without one."""
         return "developer" if self.repo is not None else "reader"
 
     def require_repo(self) -> MetadataRepo:

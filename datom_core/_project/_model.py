@@ -36,10 +36,12 @@ class SourceRef:
     version_sha: str  # the data_sha of the raw source
 
     def to_json(self) -> dict[str, str]:
+        """The entry as written in ``source_lineage``."""
         return {"project": self.project, "table": self.table, "version_sha": self.version_sha}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> SourceRef:
+        """From a ``source_lineage`` entry."""
         return cls(d["project"], d["table"], d["version_sha"])
 
 
@@ -58,6 +60,7 @@ class ParentRef:
     source_lineage: tuple[SourceRef, ...] = ()
 
     def to_json(self) -> dict[str, str]:
+        """The entry as written in ``parents``."""
         return {
             "source": self.source,
             "table": self.table,
@@ -150,6 +153,7 @@ class HistoryEntry:
 
     @property
     def author(self) -> str:
+        """``Name <email>`` (or the name alone), however the entry recorded it."""
         if self.author_email:
             return f"{self.author_name} <{self.author_email}>"
         return self.author_name
@@ -189,6 +193,7 @@ class Manifest:
 
     @property
     def tables(self) -> dict[str, ManifestEntry]:
+        """The table entries (sets left out), by name."""
         return {name: e for name, e in self.artifacts.items() if e.kind == "table"}
 
 

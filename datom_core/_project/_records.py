@@ -107,6 +107,7 @@ class TableInfo:
 
     @classmethod
     def from_manifest(cls, name: str, d: Mapping[str, Any]) -> TableInfo:
+        """From a manifest entry ``d`` of the table ``name``."""
         return cls(
             name=name,
             current_version=d["current_version"],
@@ -170,6 +171,7 @@ class ValidationReport:
 
     @property
     def ok(self) -> bool:
+        """Whether no problem is left (none found, or every one fixed)."""
         return all(p.fixed for p in self.problems)
 
     def __str__(self) -> str:

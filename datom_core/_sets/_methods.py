@@ -50,6 +50,7 @@ class SetMethods:
 
     @property
     def context(self) -> ProjectContext:
+        """The connection's project context (provided by :class:`Connection`)."""
         raise NotImplementedError  # provided by the connection
 
     def member(

@@ -44,6 +44,7 @@ class SetMember:
 
     @property
     def id(self) -> dict[str, str]:
+        """The member's id as the payload records it: kind, name, project, version."""
         return {
             "kind": self.kind,
             "name": self.name,
@@ -177,6 +178,7 @@ class SetDiff:
 
     @property
     def changed(self) -> bool:
+        """Whether anything differs: members added, removed, moved or retagged, or the labels."""
         return bool(
             self.added or self.removed or self.moved or self.retagged
             or dict(self.tags_before) != dict(self.tags_after)

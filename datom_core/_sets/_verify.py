@@ -43,10 +43,12 @@ class SetCheck:
 
     @property
     def ok(self) -> bool:
+        """Whether every member checked out."""
         return all(m.status == "ok" for m in self.members)
 
     @property
     def failed(self) -> tuple[MemberCheck, ...]:
+        """The members whose check failed."""
         return tuple(m for m in self.members if m.status == "failed")
 
 

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
+import datom_core
 from datom_core import Connection
 from datom_core.cli._connect import ConnectionOptions, open_connection
 from datom_core.cli._exit import EXIT_CODES_HELP, emit_error_json, exit_code_for, report_error
@@ -142,7 +143,7 @@ def _one_line(error: click.ClickException) -> str:
 @click.option("--region", metavar="REGION", help="S3 region.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
 @click.option("--debug", is_flag=True, help="Show the traceback of an error.")
-@click.version_option(package_name="datom", prog_name="datom")
+@click.version_option(version=datom_core.__version__, prog_name="datom")
 @click.pass_context
 def cli(
     ctx: click.Context,

@@ -17,7 +17,6 @@ from datom_core._onboard._readers._text import read_delimited
 
 __all__ = ["SUPPORTED_FORMATS", "detect_format", "read_file", "unsupported_recourse"]
 
-#: The lowercase extensions datom can onboard.
 SUPPORTED_FORMATS: frozenset[str] = frozenset(
     {
         "csv",
@@ -35,6 +34,7 @@ SUPPORTED_FORMATS: frozenset[str] = frozenset(
         "xlsx",
     }
 )
+"""The lowercase file extensions datom can onboard (anything else is ``unsupported_format``)."""
 
 _TEXT = frozenset({"csv", "tsv", "txt", "psv"})
 _STATISTICAL = frozenset({"sas7bdat", "xpt", "sav", "zsav", "por", "dta"})
