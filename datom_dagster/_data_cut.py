@@ -22,6 +22,7 @@ from dagster import (
     asset,
 )
 from datom_dagster._config import DatomProject, DatomResource
+from datom_dagster._cut_lock import LockConfig, lock_refusal
 from datom_dagster._naming import table_name
 from datom_dagster._product import default_product, product_connection
 from datom_dagster._set_pins import AS_OF_SET_TAG, SetPin, register_product
@@ -50,6 +51,7 @@ def datom_data_cut(
     key: AssetKey | str | Sequence[str] | None = None,
     group_name: str | None = CUT_GROUP,
     description: str | None = None,
+    locked: bool = False,
 ) -> AssetsDefinition:
     """A data cut: an asset that pins the exact current versions of chosen assets as a set.
 
@@ -68,11 +70,18 @@ def datom_data_cut(
     the cut (the run tag :data:`~datom_dagster.AS_OF_SET_TAG`, ``datom/as_of_set``); its Dagster
     data version is the set's ``data_sha``. An identical cut is ``change == "none"``.
 
+    ``locked=True`` makes the cut a lock: once recorded, a materialization that would move
+    any member fails with the moves (and how to record a new cut deliberately), and the cut
+    is never shown as stale::
+
+        lock = datom_data_cut("STUDY-001 DB lock", [dm, ex, adsl, adae], locked=True)
+
     ``name``: the set's name (a table name: letters, digits, ``_ - ( )`` and spaces).
     ``selection``: asset definitions, specs or keys, all stored through the
     :class:`~datom_dagster.DatomIOManager` (or resource) under the resource key ``source``.
     ``project``: the product repo holding the set (default :func:`default_product`).
     ``tags``: the set's labels (text, or lists of text).
+    ``locked``: once recorded, the cut refuses to move (:mod:`datom_dagster._cut_lock`).
     """
     dc.validate_table_name(name)
     chosen = targets(selection)
@@ -82,21 +91,27 @@ def datom_data_cut(
     labels = dict(tags or {})
     register_product(product.project_name, product)
 
-    @asset(
-        key=AssetKey.from_coercible(key) if key is not None else cut_key(name),
-        deps=[t.key for t in chosen],
-        required_resource_keys={source},
-        group_name=group_name,
-        kinds={"datom"},
-        description=description or f"Data cut {name!r}: the exact versions of its inputs.",
-        metadata={"datom/set": name, "datom/set_project": product.project_name},
-    )
-    def _cut(context: AssetExecutionContext) -> MaterializeResult:
+    asset_key = AssetKey.from_coercible(key) if key is not None else cut_key(name)
+    metadata: dict[str, Any] = {"datom/set": name, "datom/set_project": product.project_name}
+    if locked:
+        metadata["datom/locked"] = True
+        for t in chosen:
+            metadata[f"datom/member/{t.key.to_user_string()}"] = MetadataValue.asset(t.key)
+
+    def body(context: AssetExecutionContext, relock: bool) -> MaterializeResult:
         src = source_connection(context, source)
         members = cut_members(src, chosen, context)
         message = f"dagster: data cut {name} (run {context.run.run_id})"
         try:
             conn = product_connection(product, name)
+            if locked and not relock:
+                refusal = lock_refusal(
+                    conn, name, [m for m, _, _ in members], labels, context.op_def.name
+                )
+                if refusal is not None:
+                    raise Failure(description=refusal, allow_retries=False)
+            if relock:
+                message += ", relocked deliberately"
             result = conn.write_set([m for m, _, _ in members], tags=labels, message=message)
         except dc.InconsistentParentsError as e:
             raise Failure(
@@ -112,11 +127,37 @@ def datom_data_cut(
             f"{result.member_count} members); re-run as of it with {AS_OF_SET_TAG}={pin}"
         )
         return MaterializeResult(
-            metadata=_cut_metadata(result, pin, members),
+            metadata=_cut_metadata(result, pin, members)
+            | ({"datom/locked": MetadataValue.bool(True)} if locked else {}),
             data_version=DataVersion(result.data_sha),
         )
 
-    return _cut
+    decorate = asset(
+        key=asset_key,
+        # A lock does not follow its inputs: no dependency, so never "Unsynced" (_cut_lock).
+        deps=[] if locked else [t.key for t in chosen],
+        required_resource_keys={source},
+        group_name=group_name,
+        kinds={"datom"},
+        description=description
+        or (
+            f"Locked data cut {name!r}: the exact versions of its inputs, recorded once."
+            if locked
+            else f"Data cut {name!r}: the exact versions of its inputs."
+        ),
+        metadata=metadata,
+    )
+    if locked:
+
+        def _locked(context: AssetExecutionContext, config: LockConfig) -> MaterializeResult:
+            return body(context, config.relock)
+
+        return decorate(_locked)
+
+    def _cut(context: AssetExecutionContext) -> MaterializeResult:
+        return body(context, False)
+
+    return decorate(_cut)
 
 
 def source_connection(context: Any, source: str) -> dc.Connection:

@@ -5,7 +5,8 @@ by month, the EDC extracts are dropped into the inbox; the inbox sensor requests
 onboarding run per new or changed file; the ``derive`` job rebuilds the analysis tables.
 Month 3 is locked as the data cut ``STUDY-001 DB lock`` (one set version pinning every
 table); after month 4's extracts arrive, a re-derivation pinned to the cut reproduces the
-locked ``adsl``/``adae`` versions, then month 4 is derived as usual. Then everything runs
+locked ``adsl``/``adae`` versions, then month 4 is derived as usual, and materializing the
+lock again is refused (it is a locked cut: its members stay at month 3). Then everything runs
 again to show that nothing changed, and the results are printed: tables and versions, the
 history of ``dm``, the lineage of ``adae``, and ``validate``.
 """
@@ -57,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         story.derive()
         if month == LOCKED_MONTH:
             locked = story.lock()
+        elif month > LOCKED_MONTH:
+            story.try_to_move_the_lock(locked)
 
     console.rule("Run everything again: nothing may change")
     before = {t.name: t.current_version for t in conn.tables()}
@@ -143,6 +146,28 @@ class _Story:
             table.add_row(record.data["table"], record.data["version"][:12])
         console.print(table)
         return meta
+
+    def try_to_move_the_lock(self, locked: dict) -> None:
+        """Materialize the lock again after newer data arrived: it refuses and stays."""
+        from example_project.defs.cut import db_lock
+
+        run = self.defs.resolve_implicit_global_asset_job_def().execute_in_process(
+            instance=self.instance,
+            asset_selection=[db_lock.key],
+            run_config=QUIET,
+            raise_on_error=False,
+        )
+        assert not run.success, "the locked cut moved"
+        [failure] = [e for e in run.all_events if e.is_step_failure]
+        reason = str(getattr(failure.event_specific_data, "error", "")).splitlines()
+        moves = [line for line in reason if line.startswith("- ")]
+        console.print(
+            f"[green]proof:[/] materializing the locked cut {locked['datom/set']!r} again was "
+            f"refused; it stays at {locked['datom/set_version'][:12]} "
+            f"({len(moves)} members would have moved)"
+        )
+        for line in moves:
+            console.print(f"  {line}")
 
     def check_lock(self) -> None:
         """Run the lock's check: every locked version still resolves and matches its bytes."""

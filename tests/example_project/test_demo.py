@@ -81,3 +81,12 @@ def _check_the_lock(demo: Path, clone: Path, out: str) -> None:
         f"adsl={locked['adsl'][:12]} and adae={locked['adae'][:12]} are the locked versions "
         "(change=none), built from the locked inputs" in words
     )
+    # Materializing the locked cut after month 4 was refused: the lock stays at month 3.
+    assert (
+        f"materializing the locked cut 'STUDY-001 DB lock' again was refused; it stays at "
+        f"{shown['version'][:12]} (6 members would have moved)" in words
+    )
+    refused = out.split("again was refused", 1)[1].split("Run everything again", 1)[0]
+    for name in ("ex", "lb", "ae", "adsl", "adae", "lab_summary"):  # dm: no new month-4 data
+        assert f"- {name}: {locked[name][:12]} -> " in refused
+    assert "- dm:" not in refused
