@@ -55,6 +55,7 @@ _MAYBE_RACE_STATUSES = ("failed to update ref", "failed to lock", "failed to wri
                         "cannot lock ref", "transaction failed to start", "unknown failure")  # fmt: skip
 _CONTENTION = ("but expected", "file exists", "reference already exists", "incorrect old value")
 _SAID_MAX = 2000  # characters of the server's messages kept for an error
+_HEX = re.compile(r"[0-9a-f]+")
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 _FETCH_BACKOFF, _FETCH_BACKOFF_MAX = 0.02, 1.0  # seconds: first and longest (random) wait
 
@@ -156,6 +157,27 @@ def remote_errors(
         raise fail(f"Cannot {where}: a ref is locked by another git process; retry.") from e
     except ValueError as e:  # dulwich's word for a malformed server reply
         raise fail(f"Cannot {where}: unexpected reply ({e}). Is it a git server?") from e
+    except KeyError as e:
+        sha = _object_id(e)
+        if sha is None:
+            raise
+        raise fail(
+            f"Cannot {where}: the repository lacks the git object {sha}, which its branch "
+            "needs. Objects were removed from it while a push was under way (git gc "
+            "--prune=now does that; git warns against pruning while others write), or it is "
+            "damaged. Run git fsck there to list what is missing; restore the objects from a "
+            "clone that holds them, or point the branch back at its last complete commit "
+            "(git update-ref); then retry."
+        ) from e
+
+
+def _object_id(e: KeyError) -> str | None:
+    """The object id a dulwich lookup's :class:`KeyError` names, None if it names none."""
+    key = e.args[0] if e.args else None
+    text = key.decode("ascii", "replace") if isinstance(key, bytes) else key
+    if isinstance(text, str) and len(text) in (40, 64) and _HEX.fullmatch(text):
+        return text
+    return None
 
 
 def _transient(cause: BaseException | None) -> bool:

@@ -44,7 +44,7 @@ from pathlib import Path
 
 from dulwich.object_store import DiskObjectStore
 from dulwich.objects import Blob, ObjectID, ShaFile
-from dulwich.pack import Pack
+from dulwich.pack import Pack, PackFileDisappeared
 from dulwich.repo import Repo
 
 from ._objects import kept_blob
@@ -92,7 +92,13 @@ def compact(r: Repo) -> tuple[int, int]:
     store = r.object_store
     if not isinstance(store, DiskObjectStore):
         return 0, 0
-    return _logged(r, _finish(store, _prepare(store)))
+    try:
+        return _logged(r, _finish(store, _prepare(store)))
+    except (OSError, PackFileDisappeared) as e:
+        # A folder or pack a concurrent git gc / repack removed while it was read: what was
+        # written stays (each object still where it was, or twice), the rest waits.
+        log.warning("could not compact %s (%s); it is tried again later", r.path, e)
+        return 0, 0
 
 
 def _logged(r: Repo, done: tuple[int, int]) -> tuple[int, int]:

@@ -8,13 +8,16 @@ without its pack."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from datom_core._errors import DatomError, GitError
 from datom_core._git import Author, MetadataRepo, TreeReader
 from datom_core._git import _maintenance as maint
 from tests.gitcli import GIT, git, needs_git
@@ -173,3 +176,114 @@ def test_a_clone_git_maintained_by_its_user_is_compacted_without_harm(
     _writes(repo, range(6, 20))
     git(repo.path, "fsck", "--strict", "--full", "--no-dangling")
     assert_git_accepts(bare, tmp_path, writes=20)
+
+
+# -- during datom's writes -----------------------------------------------------------------
+
+
+def test_writes_go_on_while_git_removes_empty_object_folders(tmp_path: Path) -> None:
+    """``git gc`` and ``git repack -d`` end with prune-packed, which removes every empty
+    loose-object folder: one made by a push a moment before its object file is created
+    (the thread here does just that, all the time). A write failed then, as "Cannot push
+    to <remote>: No such file or directory. Check the remote path/URL." (about one write
+    in fifteen here); git's own object writer makes the folder again."""
+    repo = MetadataRepo.init(tmp_path / "origin", None)
+    objects = MetadataRepo.embedded_remote_path(tmp_path / "origin") / "objects"
+    stop = threading.Event()
+
+    def prune_empty_folders() -> None:
+        while not stop.is_set():
+            for i in range(256):
+                with contextlib.suppress(OSError):  # not empty, or not there
+                    os.rmdir(objects / f"{i:02x}")
+
+    colleague = threading.Thread(target=prune_empty_folders, daemon=True)
+    colleague.start()
+    failed: list[str] = []
+    try:
+        for i in range(150):
+            try:
+                repo.commit_and_push(_appending(f"{i}"), f"c{i}", ME)
+            except DatomError as e:
+                failed.append(str(e))
+    finally:
+        stop.set()
+        colleague.join(10)
+    assert failed == []
+    assert len(repo.log()) == 150
+
+
+def _colleague_loop(bare: Path, args: list[str], stop: threading.Event) -> threading.Thread:
+    def run() -> None:
+        while not stop.is_set():
+            subprocess.run([GIT or "git", "-C", str(bare), *args], capture_output=True, check=False)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize(
+    "args", [["gc"], ["repack", "-a", "-d"], ["repack", "-d", "--write-midx"]],
+    ids=["gc", "repack-a-d", "repack-midx"],
+)  # fmt: skip
+def test_two_writers_beside_a_git_gc_loop_lose_nothing(
+    origin: tuple[MetadataRepo, Path], tmp_path: Path, args: list[str]
+) -> None:
+    """Two clones write while a colleague runs git's gc or repack on the remote over and
+    over (and datom compacts it after every push): every write lands once, and git
+    accepts the remote afterwards."""
+    repo, bare = origin
+    other = MetadataRepo.clone(repo.remote_url, tmp_path / "other")
+    stop = threading.Event()
+    colleague = _colleague_loop(bare, args, stop)
+    failed: list[str] = []
+
+    def write(clone: MetadataRepo, name: str) -> None:
+        for i in range(40):
+            try:
+                clone.commit_and_push(_appending(f"{name}{i}"), f"{name} {i}", ME)
+            except DatomError as e:
+                failed.append(str(e))
+
+    writers = [threading.Thread(target=write, args=(c, n)) for c, n in ((repo, "a"), (other, "b"))]
+    try:
+        for w in writers:
+            w.start()
+        for w in writers:
+            w.join(300)
+    finally:
+        stop.set()
+        colleague.join(60)
+    assert failed == []
+    repo.fetch_and_reset()
+    lines = (repo.read("log.txt") or b"").decode().splitlines()
+    assert sorted(lines[6:]) == sorted(f"{n}{i}" for n in "ab" for i in range(40))
+    assert_git_accepts(bare, tmp_path, writes=86)
+
+
+def _appending(line: str) -> Callable[[TreeReader], dict[str, bytes]]:
+    def build(tree: TreeReader) -> dict[str, bytes]:
+        return {"log.txt": (tree.read("log.txt") or b"") + f"{line}\n".encode()}
+
+    return build
+
+
+def test_a_branch_whose_objects_git_pruned_is_a_datom_error_naming_the_remedy(
+    origin: tuple[MetadataRepo, Path],
+) -> None:
+    """``git gc --prune=now`` (which git warns is unsafe while others write) deletes a
+    push's objects before its branch points at them: the remote's branch then names a
+    commit it lacks. Every later write raised a bare ``KeyError``."""
+    repo, bare = origin
+    tree = git(bare, "rev-parse", "main^{tree}").strip()
+    lost = git(
+        bare, "-c", "user.name=Colleague", "-c", "user.email=c@example.org",
+        "commit-tree", tree, "-p", "main", "-m", "a push pruned away",
+    ).strip()  # fmt: skip
+    git(bare, "update-ref", "refs/heads/main", lost)
+    (bare / "objects" / lost[:2] / lost[2:]).unlink()  # what the prune took
+    with pytest.raises(GitError, match=f"lacks the git object {lost}.*git fsck") as failed:
+        repo.commit_and_push(_appending("after"), "after", ME)
+    assert "prune" in str(failed.value) and "update-ref" in str(failed.value)
+    assert git(bare, "rev-parse", "main").strip() == lost  # nothing changed
