@@ -109,6 +109,8 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
             memory.rm(location, recursive=True)
 
 
-# Smart-HTTP git server fixture (tests/gitserver.py).
+# Smart-HTTP git server fixtures: dulwich's (tests/gitserver.py) and git's own
+# http-backend (tests/gitbackend.py).
+from tests.gitbackend import any_git_http_server, git_backend_server  # noqa: E402, F401
 from tests.gitserver import git_http_server  # noqa: E402, F401
 from tests.s3util import iam_credentials  # noqa: E402, F401

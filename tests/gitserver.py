@@ -30,7 +30,7 @@ from dulwich.repo import Repo
 from dulwich.server import Backend, BackendRepo
 from dulwich.web import WSGIRequestHandlerLogger, WSGIServerLogger, make_wsgi_chain
 
-__all__ = ["GitHTTPServer", "git_http_server"]
+__all__ = ["GitHTTPServer", "git_http_server", "serving"]
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _StartResponse = Callable[..., Any]
@@ -61,7 +61,7 @@ class _Backend(Backend):
 class GitHTTPServer:
     """A smart-HTTP git server on loopback with token (basic-auth) checking."""
 
-    def __init__(self, root: Path, token: str) -> None:
+    def __init__(self, root: Path, token: str, server_class: Any = WSGIServerLogger) -> None:
         self.root = root
         self.token = token
         self.usernames: list[str] = []  # usernames of authenticated requests, in order
@@ -72,7 +72,7 @@ class GitHTTPServer:
             "127.0.0.1",
             0,
             self._wsgi,
-            server_class=WSGIServerLogger,
+            server_class=server_class,
             handler_class=WSGIRequestHandlerLogger,
         )
         self.port: int = self._server.server_address[1]
@@ -113,7 +113,8 @@ class GitHTTPServer:
         self._thread.join(timeout=10)
         self._backend.close()
 
-    def _authorized(self, header: str) -> bool:
+    def _authorized(self, header: str) -> str | bool:
+        """The request's username if its token is right, else False."""
         scheme, _, encoded = header.partition(" ")
         if scheme.lower() != "basic":
             return False
@@ -124,10 +125,11 @@ class GitHTTPServer:
         if not username or not hmac.compare_digest(password.encode(), self.token.encode()):
             return False
         self.usernames.append(username)
-        return True
+        return username
 
     def _wsgi(self, environ: dict[str, Any], start_response: _StartResponse) -> Iterable[bytes]:
-        if not self._authorized(environ.get("HTTP_AUTHORIZATION", "")):
+        username = self._authorized(environ.get("HTTP_AUTHORIZATION", ""))
+        if not username:
             return _plain(
                 start_response, "401 Unauthorized", [("WWW-Authenticate", 'Basic realm="git"')]
             )
@@ -135,6 +137,7 @@ class GitHTTPServer:
         is_push = path.endswith("/git-receive-pack") or "service=git-receive-pack" in query
         if is_push and path.strip("/").split("/")[0] in self._deny_push:
             return _plain(start_response, "403 Forbidden", [])
+        environ["REMOTE_USER"] = username
         return self._app(environ, start_response)
 
 
@@ -155,6 +158,12 @@ def git_http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitHTT
     Proxy variables are cleared for the test, so requests go straight to loopback.
     """
     server = GitHTTPServer(tmp_path_factory.mktemp("git-http"), token=secrets.token_urlsafe(24))
+    yield from serving(server)
+
+
+def serving(server: GitHTTPServer) -> Iterator[GitHTTPServer]:
+    """Run ``server`` for a test, with proxy variables cleared so requests go straight to
+    loopback."""
     with pytest.MonkeyPatch.context() as env:
         for name in _PROXY_ENV:
             env.delenv(name, raising=False)

@@ -36,9 +36,26 @@ __all__ = ["HttpTransport", "check_ref_status", "open_transport", "remote_errors
 
 HTTP_TIMEOUT = 120.0
 _HEADS = b"refs/heads/"
-# Ref statuses meaning "someone else moved the ref first": fetch, rebuild and retry.
-_RACE_STATUSES = ("failed to write", "failed to lock", "unable to set", "non-fast-forward",
-                  "fetch first", "stale info", "atomic push failed")  # fmt: skip
+# The status a server gives a ref whose compare-and-swap lost to a concurrent push, old and
+# new: git's receive-pack said "failed to lock" / "failed to write" (before 2.2), "failed
+# to update ref" (2.2 to 2.49, the cause on stderr: "cannot lock ref '<ref>': is at <x> but
+# expected <y>", or "... File exists" for a concurrent push's lock), "atomic transaction
+# failed" / "atomic push failure" (an --atomic push), and from 2.50 the transaction's own
+# words ("incorrect old value provided", "reference already exists", "reference does not
+# exist", "failed to update refs"); dulwich's server says "failed to write"; a client or a
+# hosting service "non-fast-forward", "fetch first", "stale info".
+_RACE_STATUSES = ("non-fast-forward", "fetch first", "stale info", "atomic push failed",
+                  "atomic push failure", "atomic transaction failed", "unable to set",
+                  "incorrect old value", "reference already exists",
+                  "reference does not exist")  # fmt: skip
+# Wordings that also cover a lasting fault (a ref folder the server may not write, a full
+# disk): a race only if the ref moved meanwhile or the server's messages say another push
+# held or moved it.
+_MAYBE_RACE_STATUSES = ("failed to update ref", "failed to lock", "failed to write",
+                        "cannot lock ref", "transaction failed to start", "unknown failure")  # fmt: skip
+_CONTENTION = ("but expected", "file exists", "reference already exists", "incorrect old value")
+_SAID_MAX = 2000  # characters of the server's messages kept for an error
+_HEX = re.compile(r"[0-9a-f]+")
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 _FETCH_BACKOFF, _FETCH_BACKOFF_MAX = 0.02, 1.0  # seconds: first and longest (random) wait
 
@@ -140,6 +157,27 @@ def remote_errors(
         raise fail(f"Cannot {where}: a ref is locked by another git process; retry.") from e
     except ValueError as e:  # dulwich's word for a malformed server reply
         raise fail(f"Cannot {where}: unexpected reply ({e}). Is it a git server?") from e
+    except KeyError as e:
+        sha = _object_id(e)
+        if sha is None:
+            raise
+        raise fail(
+            f"Cannot {where}: the repository lacks the git object {sha}, which its branch "
+            "needs. Objects were removed from it while a push was under way (git gc "
+            "--prune=now does that; git warns against pruning while others write), or it is "
+            "damaged. Run git fsck there to list what is missing; restore the objects from a "
+            "clone that holds them, or point the branch back at its last complete commit "
+            "(git update-ref); then retry."
+        ) from e
+
+
+def _object_id(e: KeyError) -> str | None:
+    """The object id a dulwich lookup's :class:`KeyError` names, None if it names none."""
+    key = e.args[0] if e.args else None
+    text = key.decode("ascii", "replace") if isinstance(key, bytes) else key
+    if isinstance(text, str) and len(text) in (40, 64) and _HEX.fullmatch(text):
+        return text
+    return None
 
 
 def _transient(cause: BaseException | None) -> bool:
@@ -151,20 +189,40 @@ def _transient(cause: BaseException | None) -> bool:
     return status is None or status.group(1).startswith("5")
 
 
-def check_ref_status(ref_status: Mapping[bytes, str | None], url: str) -> None:
-    """Raise for every ref the remote refused to update."""
+def check_ref_status(
+    ref_status: Mapping[bytes, str | None],
+    url: str,
+    moved: Callable[[], bool] = lambda: False,
+    said: str = "",
+) -> None:
+    """Raise for every ref the remote refused to update: :class:`PushRejectedError` for a
+    push that lost a race (redo the write), :class:`GitError` for a refusal. ``moved()``
+    tells whether the remote's branch left the commit the push expected; ``said`` is what
+    the server printed (receive-pack's reasons)."""
     for ref, status in ref_status.items():
         if status is None:
             continue
-        if any(status.startswith(s) for s in _RACE_STATUSES):
+        if _lost_race(status, said, moved):
             raise PushRejectedError(
                 f"Push to {url} rejected for {ref.decode()} ({status}): another writer moved "
                 "it. Call fetch_and_reset(), redo the write, and push again."
             )
+        detail = " ".join(said.split())[-_SAID_MAX:]
         raise GitError(
-            f"The remote {url} refused the push of {ref.decode()}: {status}. A server-side "
-            "rule (hook, branch protection) declined it; ask the repository's owner."
+            f"The remote {url} refused the push of {ref.decode()}: {status}"
+            + (f" (the server said: {detail})" if detail else "")
+            + ". A server-side rule (hook, branch protection) or fault declined it; ask the "
+            "repository's owner."
         )
+
+
+def _lost_race(status: str, said: str, moved: Callable[[], bool]) -> bool:
+    lowered, heard = status.lower(), said.lower()
+    if any(s in lowered for s in _RACE_STATUSES):
+        return True
+    if not any(lowered.startswith(s) for s in _MAYBE_RACE_STATUSES):
+        return False
+    return any(c in heard for c in _CONTENTION) or moved()
 
 
 class HttpTransport(Transport):
@@ -228,9 +286,21 @@ class HttpTransport(Transport):
         def generate(*_args: Any, **_kwargs: Any) -> Any:
             return pack_objects_to_data([(o, None) for o in objects])
 
+        said: list[bytes] = []  # receive-pack's messages: why a ref was not updated
         with self.errors("push to"):
-            result = self._client.send_pack(b"", update_refs, generate)  # type: ignore[arg-type]
-        check_ref_status(result.ref_status or {}, self.url)
+            result = self._client.send_pack(
+                b"",
+                update_refs,  # type: ignore[arg-type]
+                generate,
+                progress=said.append,
+            )
+        token = self.credentials.token if self.credentials else None
+        check_ref_status(
+            result.ref_status or {},
+            self.url,
+            moved=lambda: self.heads("read the branches of")[0].get(branch) != old,
+            said=scrub(b"".join(said).decode("utf-8", "replace")[-_SAID_MAX:], token),
+        )
         # A server may answer "ok" though a concurrent push won the ref (dulwich's does).
         landed = self.heads()[0].get(branch)
         if landed != new and not self._built_on(r, branch, new):

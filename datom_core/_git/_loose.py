@@ -61,6 +61,7 @@ __all__ = [
 ]
 
 LOOSE_LEVEL = 1
+_FOLDER_TRIES = 16  # a fan-out folder made again while git's prune-packed removes it
 # errno values of link(2) meaning "no hard link here": copy the compressed bytes instead.
 _NO_LINK = {errno.EPERM, errno.EACCES, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS,
             errno.EXDEV, errno.EMLINK}  # fmt: skip
@@ -92,11 +93,17 @@ def _publish(final: str, data: bytes | Sequence[bytes | memoryview]) -> None:
     folder = os.path.dirname(final)
     tmp = os.path.join(folder, f"tmp_obj_{os.getpid()}_{secrets.token_hex(4)}")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-    try:
-        fd = os.open(tmp, flags, 0o444)
-    except FileNotFoundError:
-        os.makedirs(folder, exist_ok=True)
-        fd = os.open(tmp, flags, 0o444)
+    for attempt in range(_FOLDER_TRIES):
+        try:
+            fd = os.open(tmp, flags, 0o444)
+            break
+        except FileNotFoundError:
+            if attempt == _FOLDER_TRIES - 1:
+                raise
+            # No fan-out folder: not made yet, or made and then removed as empty by a
+            # concurrent git gc / repack -d (prune-packed): made again, as git's object
+            # writer does.
+            os.makedirs(folder, exist_ok=True)
     try:
         with os.fdopen(fd, "wb", buffering=0) as f:
             write_parts(f.fileno(), [data] if isinstance(data, bytes) else data)

@@ -44,11 +44,19 @@ from pathlib import Path
 
 from dulwich.object_store import DiskObjectStore
 from dulwich.objects import Blob, ObjectID, ShaFile
-from dulwich.pack import Pack
+from dulwich.pack import Pack, PackFileDisappeared
 from dulwich.repo import Repo
 
 from ._objects import kept_blob
-from ._packs import TMP_PACK, loose_entry, merge_packs, pack_entries, write_entries, write_objects
+from ._packs import (
+    TMP_PACK,
+    git_held_packs,
+    loose_entry,
+    merge_packs,
+    pack_entries,
+    write_entries,
+    write_objects,
+)
 from ._stored import drop_stale_files
 
 __all__ = [
@@ -84,7 +92,13 @@ def compact(r: Repo) -> tuple[int, int]:
     store = r.object_store
     if not isinstance(store, DiskObjectStore):
         return 0, 0
-    return _logged(r, _finish(store, _prepare(store)))
+    try:
+        return _logged(r, _finish(store, _prepare(store)))
+    except (OSError, PackFileDisappeared) as e:
+        # A folder or pack a concurrent git gc / repack removed while it was read: what was
+        # written stays (each object still where it was, or twice), the rest waits.
+        log.warning("could not compact %s (%s); it is tried again later", r.path, e)
+        return 0, 0
 
 
 def _logged(r: Repo, done: tuple[int, int]) -> tuple[int, int]:
@@ -110,16 +124,27 @@ def _prepare(store: DiskObjectStore) -> _Compaction:
     drop_stale_temporaries(store)
     if store.count_loose_objects() > LOOSE_BUDGET:
         plan.loose = _loose_into_pack(store)
-    # ``store.packs`` lists the packs this handle cached before the folder's: a pack
-    # another process merged away since (compactions take turns) must drop out first.
-    store._update_pack_cache()
-    packs = sorted(store.packs, key=len, reverse=True)
+    packs = sorted(_mergeable(store), key=len, reverse=True)
     if len(packs) > PACK_BUDGET:
         biggest, rest = packs[0], packs[1:]
         merge = rest if len(biggest) >= 2 * sum(len(p) for p in rest) else packs
         new = merge_packs(store, merge)
         plan.merged = [p for p in merge if os.path.basename(p._basename) != new]
     return plan
+
+
+def _mergeable(store: DiskObjectStore, refresh: bool = True) -> list[Pack]:
+    """The packs a compaction may merge: every pack but those git's own metadata holds
+    (:func:`_packs.git_held_packs`: a multi-pack-index, a bitmap, ``.keep`` or cruft
+    packs), none if a multi-pack-index cannot be read."""
+    if refresh:
+        # ``store.packs`` lists the packs this handle cached before the folder's: a pack
+        # another process merged away since (compactions take turns) must drop out first.
+        store._update_pack_cache()
+    held = git_held_packs(store.pack_dir)
+    if held is None:
+        return []
+    return [p for p in store.packs if os.path.basename(p._basename) not in held]
 
 
 def drop_stale_temporaries(store: DiskObjectStore, folders: int = SWEPT_FOLDERS) -> int:
@@ -190,7 +215,9 @@ def may_need_compaction(r: Repo, loose_added: int = 0) -> bool:
     if not isinstance(store, DiskObjectStore):
         return False
     loose = max(loose_added, _estimated_loose(store))
-    return loose > LOOSE_BUDGET or len(store.packs) > PACK_BUDGET
+    if loose > LOOSE_BUDGET:
+        return True
+    return len(store.packs) > PACK_BUDGET and len(_mergeable(store, False)) > PACK_BUDGET
 
 
 def _estimated_loose(store: DiskObjectStore) -> int:

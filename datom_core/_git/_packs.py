@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+from dulwich.midx import load_midx
 from dulwich.object_format import DEFAULT_OBJECT_FORMAT
 from dulwich.object_store import DiskObjectStore
 from dulwich.objects import ObjectID, ShaFile
@@ -39,6 +40,7 @@ from ._read import inflate_loose
 
 __all__ = [
     "TMP_PACK",
+    "git_held_packs",
     "loose_entry",
     "merge_packs",
     "pack_entries",
@@ -55,6 +57,41 @@ _BLOCK = 4096  # compared at once when looking for what a delta may copy
 _FINE = 256
 Entry = tuple[bytes, bytes, int | None]  # binary id, packed bytes (header on), their crc32
 Whole = tuple[bytes, int, bytes]  # binary id, type, content
+
+
+# A pack with one of these beside it belongs to git: kept (.keep, and .promisor: a partial
+# clone's), cruft (.mtimes: unreachable objects with their ages, for git's pruning), or
+# indexed by git's own files (.bitmap, .rev) that a rewrite would orphan.
+_GIT_SIDECARS = (".keep", ".mtimes", ".promisor", ".bitmap", ".rev")
+_MIDX, _MIDX_CHAIN = "multi-pack-index", "multi-pack-index.d"
+
+
+def git_held_packs(pack_dir: str | os.PathLike[str]) -> frozenset[str] | None:
+    """The packs (basenames, ``pack-<id>``) in ``pack_dir`` that git's own metadata names or
+    marks: a ``.keep``, cruft (``.mtimes``), ``.promisor``, ``.bitmap`` or ``.rev`` file
+    beside it, or a multi-pack-index (single or incremental, whose bitmap and reverse
+    index describe those packs' offsets) listing it. Such a pack is never merged away or
+    rewritten. None when a multi-pack-index cannot be read: then every pack is held. (A
+    commit-graph names commits, not packs: a merge keeps every object it names.)"""
+    try:
+        names = os.listdir(pack_dir)
+    except FileNotFoundError:
+        return frozenset()
+    held = {n.rsplit(".", 1)[0] for n in names if n.endswith(_GIT_SIDECARS)}
+    midxs = [os.path.join(pack_dir, _MIDX)] if _MIDX in names else []
+    if _MIDX_CHAIN in names:
+        chain = os.path.join(pack_dir, _MIDX_CHAIN)
+        midxs += [os.path.join(chain, n) for n in os.listdir(chain) if n.endswith(".midx")]
+    for path in midxs:
+        try:
+            midx = load_midx(path)
+        except (OSError, ValueError, AssertionError):
+            return None
+        try:
+            held.update(n.rsplit(".", 1)[0] for n in midx.pack_names)
+        finally:
+            midx.close()
+    return frozenset(held)
 
 
 def loose_entry(store: DiskObjectStore, sha: bytes) -> Whole | None:

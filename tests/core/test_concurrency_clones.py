@@ -230,16 +230,17 @@ def _https_writer(clone: str, store: str, worker: int) -> None:
 
 @pytest.mark.slow
 def test_writers_through_the_whole_write_path_over_https_lose_nothing(
-    git_http_server: GitHTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    any_git_http_server: GitHTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Six writers (four clones of one HTTPS remote, and two processes through a fifth),
     compacting their clones at every write, writing three tables: every write lands once
     and the store agrees with git. (The fetch's retry when the tip moved between its two
     requests is pinned down by ``test_git.py``'s server-error tests; this run meets that
     race only now and then.)"""
-    monkeypatch.setenv("DATOM_GIT_TOKEN", git_http_server.token)
-    git_http_server.create_bare("proj")
-    url, store = git_http_server.url_for("proj"), tmp_path / "store"
+    server = any_git_http_server  # dulwich's server, and git's own http-backend
+    monkeypatch.setenv("DATOM_GIT_TOKEN", server.token)
+    server.create_bare("proj")
+    url, store = server.url_for("proj"), tmp_path / "store"
     dc.init_repo(tmp_path / "origin", "H", dc.LocalStore(store), url)
     clones = [tmp_path / f"c{w}" for w in range(4)] + [tmp_path / "shared"] * 2
     for c in set(clones):

@@ -167,16 +167,19 @@ def test_eight_clones_of_a_local_remote_never_lose_a_write(tmp_path: Path) -> No
 
 @pytest.mark.slow
 def test_concurrent_clones_over_https_never_lose_a_write(
-    git_http_server: GitHTTPServer, tmp_path: Path
+    any_git_http_server: GitHTTPServer, tmp_path: Path
 ) -> None:
-    git_http_server.create_bare("proj")
-    url, creds = git_http_server.url_for("proj"), GitCredentials(git_http_server.token)
+    """On dulwich's server and on git's own http-backend, whose receive-pack answers a
+    compare-and-swap lost to a concurrent push with ``ng <ref> failed to update ref``."""
+    server = any_git_http_server
+    server.create_bare("proj")
+    url, creds = server.url_for("proj"), GitCredentials(server.token)
     origin = MetadataRepo.clone(url, tmp_path / "origin", credentials=creds)
     origin.commit_and_push(lambda tree: {"log.txt": b""}, "seed", ME)
     clones = [tmp_path / f"c{w}" for w in range(4)]
     for c in clones:
         MetadataRepo.clone(url, c, credentials=creds)
-    _run_writers(clones, 5, git_http_server.token)
+    _run_writers(clones, 5, server.token)
     _check_log(origin, 4, 5)
 
 

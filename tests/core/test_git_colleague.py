@@ -1,0 +1,289 @@
+"""The git command line as a colleague on datom's remote: ``gc``, ``repack`` and
+``maintenance`` between and during datom's writes, multi-pack-indexes and bitmaps,
+``.keep`` and cruft packs. datom compacts the remote after every push here (budgets of a
+few objects and two packs); after each scenario ``git fsck --strict --full`` is clean,
+``git clone --no-local`` of the remote works, ``git maintenance run`` accepts it, and no
+file git keeps beside a pack (``.keep``, ``.mtimes``, ``.bitmap``, ``.rev``) is left
+without its pack."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from datom_core._errors import DatomError, GitError
+from datom_core._git import Author, MetadataRepo, TreeReader
+from datom_core._git import _maintenance as maint
+from tests.gitcli import GIT, git, needs_git
+
+pytestmark = needs_git
+
+ME = Author("Ada Lovelace", "ada@example.org")
+_SIDECARS = (".keep", ".mtimes", ".bitmap", ".rev", ".promisor")
+
+
+@pytest.fixture(autouse=True)
+def _compact_every_push(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(maint, "LOOSE_BUDGET", 4)
+    monkeypatch.setattr(maint, "PACK_BUDGET", 2)
+    monkeypatch.setattr(maint, "REMOTE_CHECK_EVERY", 1)
+    monkeypatch.setattr(maint, "CLONE_CHECK_EVERY", 1)
+
+
+@pytest.fixture
+def origin(tmp_path: Path) -> Iterator[tuple[MetadataRepo, Path]]:
+    """(a datom clone, its local bare remote) with a few writes already pushed."""
+    repo = MetadataRepo.init(tmp_path / "origin", None)
+    bare = MetadataRepo.embedded_remote_path(tmp_path / "origin")
+    _writes(repo, range(6))
+    yield repo, bare
+
+
+def _writes(repo: MetadataRepo, numbers: range) -> None:
+    for i in numbers:
+        repo.commit_and_push(_build(i), f"write {i}", ME)
+
+
+def _build(i: int) -> Callable[[TreeReader], dict[str, bytes]]:
+    def build(tree: TreeReader) -> dict[str, bytes]:
+        return {
+            f"t{i % 3}/metadata.json": f'{{"v": {i}}}'.encode() * 40,
+            "log.txt": (tree.read("log.txt") or b"") + f"{i}\n".encode(),
+        }
+
+    return build
+
+
+def _pack_files(bare: Path) -> list[str]:
+    return sorted(os.listdir(bare / "objects" / "pack"))
+
+
+def assert_git_accepts(bare: Path, tmp_path: Path, writes: int | None = None) -> None:
+    """git's own checks of a remote after a scenario (see the module's docstring)."""
+    git(bare, "fsck", "--strict", "--full", "--no-dangling")
+    clone = tmp_path / f"no-local-{len(list(tmp_path.iterdir()))}"
+    done = subprocess.run(
+        [GIT or "git", "clone", "-q", "--no-local", str(bare), str(clone)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, GIT_CONFIG_NOSYSTEM="1", HOME=str(tmp_path)),
+    )
+    assert done.returncode == 0, done.stderr
+    if writes is not None:
+        assert len((clone / "log.txt").read_text().splitlines()) == writes
+    files = _pack_files(bare)
+    packs = {f.rsplit(".", 1)[0] for f in files if f.endswith(".pack")}
+    orphans = [
+        f
+        for f in files
+        if f.startswith("pack-") and f.endswith(_SIDECARS) and f.rsplit(".", 1)[0] not in packs
+    ]
+    assert not orphans, f"git's files left without their pack: {orphans}"
+    git(bare, "maintenance", "run")
+    git(bare, "fsck", "--strict", "--full", "--no-dangling")
+
+
+# -- between datom's writes --------------------------------------------------------------
+
+_BETWEEN: dict[str, list[list[str]]] = {
+    "midx-and-bitmap": [["repack", "-d", "--write-midx", "--write-bitmap-index"]],
+    "incremental-repack": [
+        ["multi-pack-index", "write"],
+        ["maintenance", "run", "--task=incremental-repack"],
+    ],
+    "maintenance-tasks": [
+        ["maintenance", "run", "--task=loose-objects", "--task=commit-graph"],
+        ["maintenance", "run", "--task=incremental-repack"],
+    ],
+    "full-repack-with-bitmap": [["repack", "-a", "-d", "-b"]],
+    "gc": [["gc"]],
+    "gc-cruft": [["gc", "--cruft", "--prune=1.week.ago"]],
+}
+
+
+@pytest.mark.parametrize("commands", list(_BETWEEN.values()), ids=list(_BETWEEN))
+def test_datom_compaction_keeps_what_git_maintenance_wrote(
+    origin: tuple[MetadataRepo, Path], tmp_path: Path, commands: list[list[str]]
+) -> None:
+    """datom's next compactions merge only packs it can account for: none a
+    multi-pack-index (or its bitmap) names, none with a bitmap, reverse index, ``.keep``
+    or cruft ``.mtimes``. (They had merged and deleted the packs a multi-pack-index named:
+    ``git fsck`` failed, and with its bitmap ``git clone --no-local`` aborted.)"""
+    repo, bare = origin
+    for args in commands:
+        git(bare, *args)
+    held = {f for f in _pack_files(bare) if f.endswith((".pack", *_SIDECARS))}
+    _writes(repo, range(6, 20))
+    assert held <= set(_pack_files(bare))  # git's packs, and its files beside them
+    assert_git_accepts(bare, tmp_path, writes=20)
+
+
+def _dangling_blob(bare: Path, text: str) -> str:
+    done = subprocess.run(
+        [GIT or "git", "-C", str(bare), "hash-object", "-w", "--stdin"],
+        input=text,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def test_keep_and_cruft_packs_stay_whole_with_their_files(
+    origin: tuple[MetadataRepo, Path], tmp_path: Path
+) -> None:
+    """A ``.keep`` pack and a cruft pack (unreachable objects, ages in ``.mtimes``) are
+    never merged away: they had been, leaving their ``.keep`` and ``.mtimes`` behind and the
+    unreachable objects made young again in an ordinary pack."""
+    repo, bare = origin
+    git(bare, "repack", "-a", "-d")
+    (kept,) = [f for f in _pack_files(bare) if f.endswith(".pack")]
+    (bare / "objects" / "pack" / kept).with_suffix(".keep").write_text("colleague\n")
+    _writes(repo, range(6, 10))
+    garbage = _dangling_blob(bare, "a colleague's unreachable draft\n")
+    git(bare, "gc", "--cruft", "--prune=1.week.ago")
+    cruft = [f for f in _pack_files(bare) if f.endswith(".mtimes")]
+    assert cruft, "git wrote no cruft pack"
+    before = set(_pack_files(bare))
+    _writes(repo, range(10, 24))
+    after = set(_pack_files(bare))
+    assert {kept, kept[:-5] + ".keep", kept[:-5] + ".idx"} <= after
+    for mtimes in cruft:
+        assert {mtimes, mtimes[:-7] + ".pack", mtimes[:-7] + ".idx"} <= after
+    assert before - after <= {f for f in before if not _git_held(f, before)}
+    assert git(bare, "cat-file", "-t", garbage).strip() == "blob"
+    assert_git_accepts(bare, tmp_path, writes=24)
+
+
+def _git_held(name: str, files: set[str]) -> bool:
+    base = name.rsplit(".", 1)[0]
+    return any(base + s in files for s in _SIDECARS)
+
+
+def test_a_clone_git_maintained_by_its_user_is_compacted_without_harm(
+    origin: tuple[MetadataRepo, Path], tmp_path: Path
+) -> None:
+    """The same rule in datom's own clone, where a user ran ``git maintenance``."""
+    repo, bare = origin
+    clone_git = repo.path / ".git"
+    git(clone_git, "repack", "-d", "--write-midx", "--write-bitmap-index")
+    _writes(repo, range(6, 20))
+    git(repo.path, "fsck", "--strict", "--full", "--no-dangling")
+    assert_git_accepts(bare, tmp_path, writes=20)
+
+
+# -- during datom's writes -----------------------------------------------------------------
+
+
+def test_writes_go_on_while_git_removes_empty_object_folders(tmp_path: Path) -> None:
+    """``git gc`` and ``git repack -d`` end with prune-packed, which removes every empty
+    loose-object folder: one made by a push a moment before its object file is created
+    (the thread here does just that, all the time). A write failed then, as "Cannot push
+    to <remote>: No such file or directory. Check the remote path/URL." (about one write
+    in fifteen here); git's own object writer makes the folder again."""
+    repo = MetadataRepo.init(tmp_path / "origin", None)
+    objects = MetadataRepo.embedded_remote_path(tmp_path / "origin") / "objects"
+    stop = threading.Event()
+
+    def prune_empty_folders() -> None:
+        while not stop.is_set():
+            for i in range(256):
+                with contextlib.suppress(OSError):  # not empty, or not there
+                    os.rmdir(objects / f"{i:02x}")
+
+    colleague = threading.Thread(target=prune_empty_folders, daemon=True)
+    colleague.start()
+    failed: list[str] = []
+    try:
+        for i in range(150):
+            try:
+                repo.commit_and_push(_appending(f"{i}"), f"c{i}", ME)
+            except DatomError as e:
+                failed.append(str(e))
+    finally:
+        stop.set()
+        colleague.join(10)
+    assert failed == []
+    assert len(repo.log()) == 150
+
+
+def _colleague_loop(bare: Path, args: list[str], stop: threading.Event) -> threading.Thread:
+    def run() -> None:
+        while not stop.is_set():
+            subprocess.run([GIT or "git", "-C", str(bare), *args], capture_output=True, check=False)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize(
+    "args", [["gc"], ["repack", "-a", "-d"], ["repack", "-d", "--write-midx"]],
+    ids=["gc", "repack-a-d", "repack-midx"],
+)  # fmt: skip
+def test_two_writers_beside_a_git_gc_loop_lose_nothing(
+    origin: tuple[MetadataRepo, Path], tmp_path: Path, args: list[str]
+) -> None:
+    """Two clones write while a colleague runs git's gc or repack on the remote over and
+    over (and datom compacts it after every push): every write lands once, and git
+    accepts the remote afterwards."""
+    repo, bare = origin
+    other = MetadataRepo.clone(repo.remote_url, tmp_path / "other")
+    stop = threading.Event()
+    colleague = _colleague_loop(bare, args, stop)
+    failed: list[str] = []
+
+    def write(clone: MetadataRepo, name: str) -> None:
+        for i in range(40):
+            try:
+                clone.commit_and_push(_appending(f"{name}{i}"), f"{name} {i}", ME)
+            except DatomError as e:
+                failed.append(str(e))
+
+    writers = [threading.Thread(target=write, args=(c, n)) for c, n in ((repo, "a"), (other, "b"))]
+    try:
+        for w in writers:
+            w.start()
+        for w in writers:
+            w.join(300)
+    finally:
+        stop.set()
+        colleague.join(60)
+    assert failed == []
+    repo.fetch_and_reset()
+    lines = (repo.read("log.txt") or b"").decode().splitlines()
+    assert sorted(lines[6:]) == sorted(f"{n}{i}" for n in "ab" for i in range(40))
+    assert_git_accepts(bare, tmp_path, writes=86)
+
+
+def _appending(line: str) -> Callable[[TreeReader], dict[str, bytes]]:
+    def build(tree: TreeReader) -> dict[str, bytes]:
+        return {"log.txt": (tree.read("log.txt") or b"") + f"{line}\n".encode()}
+
+    return build
+
+
+def test_a_branch_whose_objects_git_pruned_is_a_datom_error_naming_the_remedy(
+    origin: tuple[MetadataRepo, Path],
+) -> None:
+    """``git gc --prune=now`` (which git warns is unsafe while others write) deletes a
+    push's objects before its branch points at them: the remote's branch then names a
+    commit it lacks. Every later write raised a bare ``KeyError``."""
+    repo, bare = origin
+    tree = git(bare, "rev-parse", "main^{tree}").strip()
+    lost = git(
+        bare, "-c", "user.name=Colleague", "-c", "user.email=c@example.org",
+        "commit-tree", tree, "-p", "main", "-m", "a push pruned away",
+    ).strip()  # fmt: skip
+    git(bare, "update-ref", "refs/heads/main", lost)
+    (bare / "objects" / lost[:2] / lost[2:]).unlink()  # what the prune took
+    with pytest.raises(GitError, match=f"lacks the git object {lost}.*git fsck") as failed:
+        repo.commit_and_push(_appending("after"), "after", ME)
+    assert "prune" in str(failed.value) and "update-ref" in str(failed.value)
+    assert git(bare, "rev-parse", "main").strip() == lost  # nothing changed
