@@ -44,8 +44,9 @@ from datom_core._project._door import check_write_door
 from datom_core._project._early import EarlyParquet
 from datom_core._project._history_text import HistoryText, history_text
 from datom_core._project._manifest_text import learn_manifest
-from datom_core._project._mirror import BackgroundMirror, converge_mirror
-from datom_core._project._model import HistoryEntry, ParentRef, SourceRef, TableMetadata
+from datom_core._project._mirror import BackgroundMirror, converge_mirror, newest_commit_of
+from datom_core._project._model import ParentRef, SourceRef, TableMetadata
+from datom_core._project._outcome import Put, after_failed_push
 from datom_core._project._parquet import BackgroundParquet, read_verified, serialized
 from datom_core._project._parse import parse_metadata
 from datom_core._project._records import Change, WriteResult
@@ -133,6 +134,12 @@ def _record(
     draft = parse_metadata(_metadata(ctx, req, table, th, None, None), key="draft")
     if current.metadata is not None and current.metadata.version == draft.version:
         repo.catch_up(tip.commit)  # nothing when the clone is there already
+        # A recorded version whose parquet a failed write's undo removed (before its
+        # outcome was asked of the remote) gets its bytes back from the same data.
+        if current.metadata.parquet_sha and not ctx.store.exists(
+            L.store_parquet(req.table, th.data_sha)
+        ):
+            _recorded_parquet(ctx, req.table, table, th, current.metadata.parquet_sha)
         return _unchanged(ctx, req.table, th)
 
     same_data = current.metadata is not None and current.metadata.data_sha == th.data_sha
@@ -171,14 +178,17 @@ def _record(
         commit = repo.commit_and_push(
             update.build, req.message, author, pushed=lambda c: mirror.start(update.files, c)
         )
-    except DatomError:
+    except BaseException as e:
         mirror.abandon()
-        if not mirror.started:  # a version the remote holds keeps its parquet and snapshot
-            put = _Put(
-                th.data_sha if uploaded else None, metadata.version if snapshot_put else None
-            )
-            _undo(ctx, req.table, put)
-        raise
+        if mirror.started:  # a version the remote holds keeps its parquet and snapshot
+            raise
+        put = Put(th.data_sha if uploaded else None, metadata.version if snapshot_put else None)
+        landed = after_failed_push(ctx, req.table, metadata.version, put, e)
+        if landed is None or not isinstance(e, Exception):
+            if landed is not None:  # an interrupt: it stops here, saying what is recorded
+                e.add_note(f"table {req.table!r}: version {metadata.version} is recorded")
+            raise
+        commit = _landed(ctx, req.table, metadata.version, landed.commit, e)
     if commit is None:  # the tip already holds this version: a concurrent twin recorded it
         return _unchanged(ctx, req.table, th)
     checkpoint("committed")
@@ -207,6 +217,23 @@ def _record(
         metadata,
         _replaced(update),
     )
+
+
+def _landed(ctx: ProjectContext, table: str, version: str, tip: str | None, e: Exception) -> str:
+    """The commit that recorded ``version``, a push whose answer was lost: the clone
+    moves to the tip that records it, the store is brought in step with it."""
+    repo = ctx.require_repo()
+    try:
+        repo.catch_up(tip)
+        converge_mirror(ctx, table)
+        return newest_commit_of(repo, table, version) or repo.head() or ""
+    except DatomError as later:
+        e.add_note(
+            f"table {table!r}: version {version} is recorded (the remote's tip {tip} holds "
+            f"it) though the push's answer was lost; bringing the clone and the store in step "
+            f"with it failed ({later}): pull, or write the same data again (a 'none' write)"
+        )
+        raise e from e.__cause__
 
 
 def _replaced(update: TableUpdate) -> TableMetadata | None:
@@ -349,44 +376,3 @@ def _recorded_parquet(
         expected=parquet_sha,
         actual="no object",
     )
-
-
-@dataclass(frozen=True)
-class _Put:
-    """What a write put in the store before its push: the parquet of ``data_sha`` and the
-    snapshot of ``version`` (None: it was there already)."""
-
-    data_sha: str | None
-    version: str | None
-
-
-def _undo(ctx: ProjectContext, table: str, put: _Put) -> None:
-    """Nothing was recorded: leave git and the store as they were before this write.
-
-    What this write put in the store is deleted unless the remote's tip records it
-    meanwhile (a concurrent writer of the same data or version found it and recorded it).
-    """
-    repo = ctx.require_repo()
-    try:
-        repo.fetch_and_reset()
-    except DatomError:
-        pass  # the remote is out of reach (the reason the write failed): judge by the clone
-    if put.data_sha is None and put.version is None:
-        return
-    # Judged by the clone's working tree (its HEAD's files), which needs no git object:
-    # a clone of a local remote reads those in the remote (see the git layer's _shared).
-    entries = _entries_on_tip(repo, table)
-    if put.version is not None and all(h.version != put.version for h in entries):
-        ctx.store.delete(L.store_snapshot(table, put.version))
-    if put.data_sha is not None and all(h.data_sha != put.data_sha for h in entries):
-        ctx.store.delete(L.store_parquet(table, put.data_sha))
-
-
-def _entries_on_tip(tip: TreeReader, table: str) -> Sequence[HistoryEntry]:
-    """The history entries of ``table`` on ``tip``; none when it cannot be read (then
-    nothing this write put is kept)."""
-    try:
-        history = _read_current(tip, table).history
-        return history.entries if history is not None else ()
-    except DatomError:
-        return ()
