@@ -30,7 +30,13 @@ from datom_core._project._context import ProjectContext
 from datom_core._project._history_text import history_text
 from datom_core._project._model import HistoryEntry
 
-__all__ = ["Put", "after_failed_push", "may_have_been_recorded", "remove_unnamed"]
+__all__ = [
+    "Put",
+    "after_failed_push",
+    "may_have_been_recorded",
+    "remove_unnamed",
+    "undo_unpushed",
+]
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,37 @@ def after_failed_push(
         keys.append(L.store_parquet(table, put.data_sha))
     remove_unnamed(ctx, keys, error)
     return None
+
+
+def undo_unpushed(ctx: ProjectContext, table: str, put: Put, error: BaseException) -> None:
+    """A write that failed before its push (any error, a store refusing the snapshot, an
+    interrupt): remove what it put that no version on the remote's tip names (a
+    concurrent writer of the same data may have recorded it meanwhile)."""
+    if put.data_sha is None and put.version is None:
+        return
+    named_by = {}  # key: the version or data_sha a recorded version would name it by
+    if put.version is not None:
+        named_by[L.store_snapshot(table, put.version)] = put.version
+    if put.data_sha is not None:
+        named_by[L.store_parquet(table, put.data_sha)] = put.data_sha
+    keys = list(named_by)
+    try:
+        entries = entries_on(ctx.require_repo().remote_tip(), table)
+    except DatomError as asked:
+        entries = None
+        why: object = asked
+    else:
+        why = "its history does not parse"
+    if entries is None:
+        error.add_note(
+            f"table {table!r}: the write failed before its push; {', '.join(keys)} stay in "
+            f"store {ctx.store.url}, as the remote could not say whether a concurrent writer "
+            f"recorded the same data ({why}): validate(fix=True) removes them once older "
+            "than its grace period if no version names them"
+        )
+        return
+    named = {h.version for h in entries} | {h.data_sha for h in entries}
+    remove_unnamed(ctx, [k for k in keys if named_by[k] not in named], error)
 
 
 def may_have_been_recorded(what: str, version: str, asked: BaseException | str) -> str:
