@@ -32,6 +32,7 @@ from datom_core._project._documents import manifest_entry
 from datom_core._project._door import check_write_door
 from datom_core._project._mirror import history_agrees, store_history
 from datom_core._project._model import HistoryEntry, TableMetadata
+from datom_core._project._orphans import check_orphans
 from datom_core._project._parse import convert_manifest_v1, load_json, parse_history, parse_metadata
 from datom_core._project._records import Problem, ValidationReport
 from datom_core._project._verify import Verify, check_verify
@@ -70,7 +71,20 @@ def validate(
         }
         problems += _check_manifest(ctx, docs, fix, damaged)
         problems += check_temp_objects(ctx, grace_s, fix)
+        histories = {table: history for table, (_m, history) in docs.items()}
+        problems += check_orphans(ctx, histories, _unjudged(ctx, docs), grace_s, fix)
     return ValidationReport(tuple(problems), fetched, remote)
+
+
+def _unjudged(ctx: ProjectContext, docs: _Docs) -> set[str]:
+    """Names git holds whose store objects the orphan check must not judge: sets, and
+    tables whose documents are damaged."""
+    repo = ctx.require_repo()
+    return {
+        child.name
+        for child in repo.path.iterdir()
+        if child.is_dir() and not child.name.startswith(".") and child.name not in docs
+    }
 
 
 def _catch_up(ctx: ProjectContext, fix: bool) -> tuple[bool, str]:

@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from datom_core._checkpoint import checkpoint
-from datom_core._errors import DatomError, IntegrityError, NotFoundError
+from datom_core._errors import DatomError, IntegrityError
 from datom_core._git import MetadataRepo
 from datom_core._identity import prepare_table
 from datom_core._identity._cv1 import TableHash, hash_arrow_table
@@ -44,13 +43,15 @@ from datom_core._project._door import check_write_door
 from datom_core._project._early import EarlyParquet
 from datom_core._project._history_text import HistoryText, history_text
 from datom_core._project._manifest_text import learn_manifest
-from datom_core._project._mirror import BackgroundMirror, converge_mirror
-from datom_core._project._model import HistoryEntry, ParentRef, SourceRef, TableMetadata
-from datom_core._project._parquet import BackgroundParquet, read_verified, serialized
+from datom_core._project._mirror import BackgroundMirror, converge_mirror, newest_commit_of
+from datom_core._project._model import ParentRef, SourceRef, TableMetadata
+from datom_core._project._outcome import Put, after_failed_push, undo_unpushed
+from datom_core._project._parquet import BackgroundParquet
 from datom_core._project._parse import parse_metadata
 from datom_core._project._records import Change, WriteResult
 from datom_core._project._stale import refuse_stale_revert
 from datom_core._project._tip import TreeReader
+from datom_core._project._upload import known_snapshot, recorded_parquet, store_parquet
 from datom_core._version import WRITTEN_BY
 
 __all__ = ["WriteRequest", "write_table"]
@@ -137,6 +138,12 @@ def _record(
     draft = parse_metadata(_metadata(ctx, req, table, th, None, None), key="draft")
     if current.metadata is not None and current.metadata.version == draft.version:
         repo.catch_up(tip.commit)  # nothing when the clone is there already
+        # A recorded version whose parquet a failed write's undo removed (before its
+        # outcome was asked of the remote) gets its bytes back from the same data.
+        if current.metadata.parquet_sha and not ctx.store.exists(
+            L.store_parquet(req.table, th.data_sha)
+        ):
+            recorded_parquet(ctx, req.table, table, th, current.metadata.parquet_sha)
         return _unchanged(ctx, req.table, th)
 
     if draft.version in current.versions:  # an earlier version made current again
@@ -149,42 +156,48 @@ def _record(
             False,
         )
     else:
-        parquet_sha, size, uploaded = _store_parquet(
+        parquet_sha, size, uploaded = store_parquet(
             ctx, req.table, table, th, current.history, early
         )
-    checkpoint("uploaded")
-
-    known = draft.version in current.versions
-    metadata_bytes = _known_snapshot(ctx, req.table, draft.version) if known else None
-    if metadata_bytes is None:
-        metadata_bytes = dump(_metadata(ctx, req, table, th, parquet_sha, size))
-    metadata = parse_metadata(metadata_bytes, key=L.git_metadata(req.table))
-    author = repo.default_author()
-    entry = history_entry(
-        metadata,
-        author=(author.name, author.email),
-        commit_message=req.message,
-        extra=req.history_extra,
-    )
-    update = TableUpdate(ctx.project_name, req.table, metadata_bytes, metadata, entry)
-    # Before the push, so that a writer killed after it leaves a version that reads by id.
-    snapshot_put = ctx.store.put_content_named(
-        L.store_snapshot(req.table, metadata.version), metadata_bytes
-    )
-    checkpoint("snapshotted")
+    try:  # a failure from here to the push removes the parquet this write put
+        checkpoint("uploaded")
+        known = draft.version in current.versions
+        metadata_bytes = known_snapshot(ctx, req.table, draft.version) if known else None
+        if metadata_bytes is None:
+            metadata_bytes = dump(_metadata(ctx, req, table, th, parquet_sha, size))
+        metadata = parse_metadata(metadata_bytes, key=L.git_metadata(req.table))
+        author = repo.default_author()
+        entry = history_entry(
+            metadata,
+            author=(author.name, author.email),
+            commit_message=req.message,
+            extra=req.history_extra,
+        )
+        update = TableUpdate(ctx.project_name, req.table, metadata_bytes, metadata, entry)
+        # Before the push, so that a writer killed after it leaves a version that reads by id.
+        snapshot_put = ctx.store.put_content_named(
+            L.store_snapshot(req.table, metadata.version), metadata_bytes
+        )
+        checkpoint("snapshotted")
+    except BaseException as e:
+        undo_unpushed(ctx, req.table, Put(th.data_sha if uploaded else None, None), e)
+        raise
     mirror = BackgroundMirror(ctx, req.table, metadata_bytes, metadata.version)
     try:
         commit = repo.commit_and_push(
             update.build, req.message, author, pushed=lambda c: mirror.start(update.files, c)
         )
-    except DatomError:
+    except BaseException as e:
         mirror.abandon()
-        if not mirror.started:  # a version the remote holds keeps its parquet and snapshot
-            put = _Put(
-                th.data_sha if uploaded else None, metadata.version if snapshot_put else None
-            )
-            _undo(ctx, req.table, put)
-        raise
+        if mirror.started:  # a version the remote holds keeps its parquet and snapshot
+            raise
+        put = Put(th.data_sha if uploaded else None, metadata.version if snapshot_put else None)
+        landed = after_failed_push(ctx, req.table, metadata.version, put, e)
+        if landed is None or not isinstance(e, Exception):
+            if landed is not None:  # an interrupt: it stops here, saying what is recorded
+                e.add_note(f"table {req.table!r}: version {metadata.version} is recorded")
+            raise
+        commit = _landed(ctx, req.table, metadata.version, landed.commit, e)
     if commit is None:  # the tip already holds this version: a concurrent twin recorded it
         return _unchanged(ctx, req.table, th)
     checkpoint("committed")
@@ -213,6 +226,23 @@ def _record(
         metadata,
         _replaced(update),
     )
+
+
+def _landed(ctx: ProjectContext, table: str, version: str, tip: str | None, e: Exception) -> str:
+    """The commit that recorded ``version``, a push whose answer was lost: the clone
+    moves to the tip that records it, the store is brought in step with it."""
+    repo = ctx.require_repo()
+    try:
+        repo.catch_up(tip)
+        converge_mirror(ctx, table)
+        return newest_commit_of(repo, table, version) or repo.head() or ""
+    except DatomError as later:
+        e.add_note(
+            f"table {table!r}: version {version} is recorded (the remote's tip {tip} holds "
+            f"it) though the push's answer was lost; bringing the clone and the store in step "
+            f"with it failed ({later}): pull, or write the same data again (a 'none' write)"
+        )
+        raise e from e.__cause__
 
 
 def _replaced(update: TableUpdate) -> TableMetadata | None:
@@ -287,112 +317,3 @@ def _read_current(tip: TreeReader, table: str) -> _Current:
         )
     key = L.git_history(table)
     return _Current(metadata, history_text(raw_hist, key=key) if raw_hist is not None else None)
-
-
-def _store_parquet(
-    ctx: ProjectContext,
-    table_name: str,
-    table: pa.Table,
-    th: TableHash,
-    history: HistoryText | None,
-    early: BackgroundParquet | None,
-) -> tuple[str | None, int | None, bool]:
-    """Step 3: (parquet_sha, size_bytes, uploaded) for new data."""
-    store, key = ctx.store, L.store_parquet(table_name, th.data_sha)
-    recorded = history.recorded_parquet(th.data_sha) if history is not None else None
-    if recorded is not None and recorded.parquet_sha:
-        return _recorded_parquet(ctx, table_name, table, th, recorded.parquet_sha)
-    with nullcontext(early.result()) if early else serialized(table, th.column_hashes) as sp:
-        if store.put_if_absent(key, sp.source):
-            return sp.parquet_sha, sp.size_bytes, True
-    # An object nobody recorded (an interrupted or concurrent write): keep it if it holds our data.
-    existing = store.sha256(key)
-    stored = read_verified(store, key, existing)
-    actual = hash_arrow_table(stored).data_sha
-    if actual != th.data_sha:
-        raise IntegrityError(
-            f"table {table_name!r}: {key} in {store.url} holds other data than its name says; "
-            "no recorded version pins it. Delete that object and write again.",
-            key=key,
-            expected=th.data_sha,
-            actual=actual,
-        )
-    return existing, store.size(key), False
-
-
-def _known_snapshot(ctx: ProjectContext, table: str, version: str) -> bytes | None:
-    """The stored bytes of a version already in the history (a revert), if intact."""
-    try:
-        raw = ctx.store.read_bytes(L.store_snapshot(table, version))
-        return raw if parse_metadata(raw, key="snapshot").version == version else None
-    except DatomError:
-        return None
-
-
-def _recorded_parquet(
-    ctx: ProjectContext, table_name: str, table: pa.Table, th: TableHash, parquet_sha: str
-) -> tuple[str, int, bool]:
-    """(parquet_sha, size_bytes, uploaded) for data an earlier version recorded: its bytes
-    are reused (re-serialising could change them and break that version's pin). A store
-    that lost them gets them back when this data serialises to exactly those bytes; else
-    the write is refused rather than naming a missing object."""
-    store, key = ctx.store, L.store_parquet(table_name, th.data_sha)
-    try:
-        return parquet_sha, store.size(key), False
-    except NotFoundError:
-        pass
-    with serialized(table, th.column_hashes) as sp:
-        if sp.parquet_sha == parquet_sha:
-            store.put_if_absent(key, sp.source)
-            return parquet_sha, sp.size_bytes, False  # a recorded version's: never undone
-    raise IntegrityError(
-        f"table {table_name!r}: this data was recorded before as {key} (parquet_sha "
-        f"{parquet_sha}), which is missing from {store.url}, and it does not serialise to "
-        "those bytes again here (another pyarrow or settings wrote them); nothing was "
-        "written. Restore the object from a backup of the store (validate lists every "
-        "missing parquet), then write again",
-        key=key,
-        expected=parquet_sha,
-        actual="no object",
-    )
-
-
-@dataclass(frozen=True)
-class _Put:
-    """What a write put in the store before its push: the parquet of ``data_sha`` and the
-    snapshot of ``version`` (None: it was there already)."""
-
-    data_sha: str | None
-    version: str | None
-
-
-def _undo(ctx: ProjectContext, table: str, put: _Put) -> None:
-    """Nothing was recorded: leave git and the store as they were before this write.
-
-    What this write put in the store is deleted unless the remote's tip records it
-    meanwhile (a concurrent writer of the same data or version found it and recorded it).
-    """
-    repo = ctx.require_repo()
-    try:
-        repo.fetch_and_reset()
-    except DatomError:
-        pass  # the remote is out of reach (the reason the write failed): judge by the clone
-    if put.data_sha is None and put.version is None:
-        return
-    # Judged by the clone's working tree (its HEAD's files), which needs no git object:
-    # a clone of a local remote reads those in the remote (see the git layer's _shared).
-    entries = _entries_on_tip(repo, table)
-    if put.version is not None and all(h.version != put.version for h in entries):
-        ctx.store.delete(L.store_snapshot(table, put.version))
-    if put.data_sha is not None and all(h.data_sha != put.data_sha for h in entries):
-        ctx.store.delete(L.store_parquet(table, put.data_sha))
-
-
-def _entries_on_tip(tip: TreeReader, table: str) -> Sequence[HistoryEntry]:
-    """The history entries of ``table`` on ``tip``; none when it cannot be read (then
-    nothing this write put is kept)."""
-    try:
-        history = _read_current(tip, table).history
-        return history.entries if history is not None else ()
-    except DatomError:
-        return ()

@@ -31,6 +31,7 @@ from datom_core._errors import (
 )
 from datom_core._git import MetadataRepo
 from datom_core._project._build import MANIFEST_MOVED
+from datom_core._project._outcome import may_have_been_recorded
 from datom_core._sets import _manifest as M
 from datom_core._sets._documents import (
     WRITTEN_BY,
@@ -106,9 +107,12 @@ def write_set(
                 # Another writer landed first: back off (randomised, so racers spread out).
                 time.sleep(random.uniform(0, min(2.0, 0.05 * 2**attempt)))
                 continue
-            except GitError:
-                repo.fetch_and_reset()
-                raise
+            except GitError as e:
+                # The answer may be lost after the remote applied the push: ask it.
+                # (An unchanged set's commit only records where its members live: the
+                # history cannot tell whether that landed, so it is simply redone later.)
+                if plan.change == "none" or not _landed(repo, plan, e):
+                    raise
             checkpoint("set:pushed")
             if plan.change == "none":  # only where the members live was recorded
                 return plan.result(None, False)
@@ -130,6 +134,34 @@ def _commit_of(plan: SetPlan) -> tuple[dict[str, bytes], str]:
         return plan.files, plan.message
     assert plan.project_yaml is not None
     return {M.PROJECT_YAML: plan.project_yaml}, f"Record where the members of {plan.name} live"
+
+
+def _landed(repo: MetadataRepo, plan: SetPlan, error: GitError) -> bool:
+    """Whether the remote records ``plan``'s version though its push raised ``error``
+    (the clone then moves to that tip); the error notes it when the remote cannot say."""
+    try:
+        tip = repo.remote_tip()
+    except DatomError as asked:
+        error.add_note(
+            may_have_been_recorded(f"set {plan.name!r}", plan.version, asked)
+            + " (a set write puts nothing in the store before its push)"
+        )
+        return False
+    raw = tip.read(M.git_history(plan.name))
+    try:
+        history = M.parsed_document(raw, M.git_history(plan.name)) if raw is not None else None
+    except DatomError:
+        history = None
+    recorded = isinstance(history, list) and any(
+        isinstance(h, Mapping) and h.get("version") == plan.version for h in history
+    )
+    try:
+        repo.catch_up(tip.commit)
+    except DatomError:
+        if recorded:
+            error.add_note(f"set {plan.name!r}: version {plan.version} is recorded; pull")
+        return False
+    return recorded
 
 
 def _unpack(

@@ -10,6 +10,8 @@ the store and what to do next, with any credential scrubbed from the message.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
+import errno
 import hashlib
 import logging
 import os
@@ -76,6 +78,18 @@ class Store:
         """What to check when the store fails, appended to error messages."""
         return "check that the store location exists and is readable/writable"
 
+    def _remedy_for(self, error: BaseException) -> str:
+        """What to check for ``error``: a full disk, a quota or a read-only filesystem
+        named as such (else :meth:`_remedy`)."""
+        code = next((c.errno for c in _chain(error) if isinstance(c, OSError) and c.errno), None)
+        if code == errno.ENOSPC:
+            return f"the disk holding store {self.url} is full (ENOSPC): free space, then retry"
+        if code == errno.EDQUOT:
+            return f"the disk quota of store {self.url} is used up (EDQUOT): free space, retry"
+        if code == errno.EROFS:
+            return f"store {self.url} is on a read-only filesystem (EROFS): mount it writable"
+        return self._remedy()
+
     def _open_kwargs(self) -> dict[str, Any]:
         """Extra arguments for ``fs.open`` when reading (e.g. a bounded block size)."""
         return {}
@@ -124,18 +138,18 @@ class Store:
             if action not in _READ_ACTIONS:
                 raise StoreError(
                     f"could not {action} {key!r} in store {self.url}: its location is missing "
-                    f"({self._detail(e)}); {self._remedy()}"
+                    f"({self._detail(e)}); {self._remedy_for(e)}"
                 ) from e
             raise NotFoundError(f"{key!r} not found in store {self.url} ({self._detail(e)})") from e
         except PermissionError as e:
             raise StoreError(
                 f"access denied while trying to {action} {key!r} in store {self.url} "
-                f"({self._detail(e)}); {self._remedy()}"
+                f"({self._detail(e)}); {self._remedy_for(e)}"
             ) from e
         except self._backend_errors() as e:
             raise StoreError(
                 f"could not {action} {key!r} in store {self.url} ({self._detail(e)}); "
-                f"{self._remedy()}"
+                f"{self._remedy_for(e)}"
             ) from e
 
     def _info(self, key: str) -> dict[str, Any] | None:
@@ -217,6 +231,20 @@ class Store:
         if info is None:
             raise NotFoundError(f"{key!r} not found in store {self.url}")
         return int(info["size"])
+
+    def modified(self, key: str) -> float | None:
+        """When the object at ``key`` was last written, in seconds since the epoch (None:
+        the backend does not say). :class:`NotFoundError` if there is none."""
+        info = self._info(key)
+        if info is None:
+            raise NotFoundError(f"{key!r} not found in store {self.url}")
+        for name in ("mtime", "LastModified", "last_modified", "created"):
+            value = info.get(name)
+            if isinstance(value, dt.datetime):
+                return value.timestamp()
+            if isinstance(value, int | float):
+                return float(value)
+        return None
 
     def sha256(self, key: str) -> str:
         """Hex SHA-256 of the object at ``key``, streamed in 1 MiB chunks."""
@@ -352,6 +380,15 @@ class _WrittenOnPublish(Staged):
 
     def discard(self) -> None:
         self._documents = []
+
+
+def _chain(error: BaseException | None) -> Iterator[BaseException]:
+    """``error`` and its causes (``__cause__``, else ``__context__``), outermost first."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error
+        error = error.__cause__ or error.__context__
 
 
 def uninitialised_buffer(size: int) -> memoryview:

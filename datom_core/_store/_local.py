@@ -118,7 +118,9 @@ class LocalStore(Store):
                 st = os.stat(path)
             except (FileNotFoundError, NotADirectoryError):
                 return None
-        return {"type": "file", "size": st.st_size} if stat.S_ISREG(st.st_mode) else None
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return {"type": "file", "size": st.st_size, "mtime": st.st_mtime}
 
     def _read_hashing(self, path: str) -> tuple[memoryview, str]:
         # One buffer of the file's size, filled in place and hashed slice by slice while

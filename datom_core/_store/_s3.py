@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import secrets
 import time
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,6 +27,8 @@ _S3FS_RETRIES = 2
 _READ_BLOCK = 8 << 20
 # How long put_if_absent waits for a concurrent conditional write of the same key.
 _CONFLICT_WAIT_S = 10.0
+# User metadata naming the conditional PUT that stored an object (x-amz-meta-datom-put).
+_PUT_MARK = "datom-put"
 
 
 class S3Store(Store):
@@ -130,6 +133,32 @@ class S3Store(Store):
             f"that bucket {self.bucket!r} exists, and the endpoint ({where})"
         )
 
+    def _remedy_for(self, error: BaseException) -> str:
+        """The remedy of the failure ``error`` is: throttling, a server error, a timeout, an
+        unreachable endpoint and a missing bucket each have theirs; credentials are named
+        only when they may be the cause."""
+        where = f"endpoint_url {self.endpoint_url}" if self.endpoint_url else "AWS S3"
+        code, status = _s3_failure(error)
+        names = {type(c).__name__ for c in _causes(error)}
+        if code in _THROTTLED or status == 503:
+            label = f"{code}, HTTP 503" if code and not code.isdigit() else "HTTP 503"
+            return (
+                f"{where} is throttling requests ({label}, after retries): retry later or "
+                "with fewer concurrent writers (not a credentials problem)"
+            )
+        if status is not None and status >= 500:
+            return f"{where} failed on its side (HTTP {status}, after retries): retry later"
+        if code == "NoSuchBucket":
+            return (
+                f"bucket {self.bucket!r} does not exist at {where}: create it, or fix the "
+                "bucket name / endpoint_url"
+            )
+        if names & _TIMEOUTS:
+            return f"{where} did not answer in time: check the network to it, then retry"
+        if names & _UNREACHABLE and code is None:
+            return f"cannot connect to {where}: check endpoint_url and the network, then retry"
+        return self._remedy()
+
     def _open_kwargs(self) -> dict[str, Any]:
         return {"block_size": _READ_BLOCK, "cache_type": "readahead"}
 
@@ -149,7 +178,12 @@ class S3Store(Store):
                 head = self._fs.call_s3("head_object", Bucket=bucket, Key=name)
             except FileNotFoundError:
                 return None
-        return {"type": "file", "size": int(head["ContentLength"])}
+        return {
+            "type": "file",
+            "size": int(head["ContentLength"]),
+            "LastModified": head.get("LastModified"),
+            "ETag": head.get("ETag"),
+        }
 
     def _read_hashing(self, path: str) -> tuple[memoryview, str]:
         # One GET whose body is hashed chunk by chunk as it streams in: no second pass over
@@ -187,28 +221,34 @@ class S3Store(Store):
         """
         if self.exists(key):  # spares the upload of an object that is there
             return False
-        return self._put_new(key, data)
+        return self._put_new(key, data, own=True)
 
     def put_content_named(self, key: str, data: bytes) -> bool:
         """The conditional PUT of :meth:`put_if_absent` without the existence check first
         (one request): an endpoint that ignores the condition rewrites the same bytes."""
-        return self._put_new(key, data)
+        return self._put_new(key, data, own=False)
 
-    def _put_new(self, key: str, data: bytes | str | os.PathLike[str]) -> bool:
+    def _put_new(self, key: str, data: bytes | str | os.PathLike[str], own: bool) -> bool:
         path = self._path(key)
         source, payload = split_source(data, key)
+        # A PUT whose answer was lost is sent again (by botocore, or by aiohttp below it,
+        # unseen) and refused: the object is there, as this call's own. Each call marks
+        # its object; with ``own`` a refusal asks whose it is (one HEAD), so that a failed
+        # write removes what it put. A content-named document is put without (a refusal
+        # is common there, under contention): a lost one is left to validate's orphans.
+        mark = {_PUT_MARK: secrets.token_hex(16)}
 
         def put(mode: str) -> None:
             if source is not None:
-                self._fs.put_file(source, path, mode=mode)
+                self._fs.put_file(source, path, mode=mode, Metadata=mark)
             else:
-                self._fs.pipe_file(path, payload, mode=mode)
+                self._fs.pipe_file(path, payload, mode=mode, Metadata=mark)
 
         with self._translated("write", key):
             try:
                 put("create")
             except FileExistsError:
-                return False
+                return own and self._marked(key, mark[_PUT_MARK])
             except OSError as e:
                 code = _s3_error_code(e)
                 if code == "ConditionalRequestConflict":
@@ -225,6 +265,15 @@ class S3Store(Store):
                     return False
                 put("overwrite")
         return True
+
+    def _marked(self, key: str, mark: str) -> bool:
+        """Whether the object at ``key`` is the one a PUT marked ``mark`` stored."""
+        bucket, name, _ = self._fs.split_path(self._path(key))
+        try:
+            head = self._fs.call_s3("head_object", Bucket=bucket, Key=name)
+        except FileNotFoundError:
+            return False
+        return bool((head.get("Metadata") or {}).get(_PUT_MARK) == mark)
 
     def _await_concurrent_write(self, key: str) -> bool:
         # S3 answers 409 while another conditional write of the key is in flight; that
@@ -298,6 +347,40 @@ async def _hash_body(body: Any, size: int) -> tuple[memoryview, str]:
         digest.update(chunk)
         filled = end
     return data[:filled].toreadonly(), digest.hexdigest()
+
+
+_THROTTLED = frozenset(
+    {"SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded", "503",
+     "ServiceUnavailable", "TooManyRequestsException", "RequestThrottled"}
+)  # fmt: skip
+_TIMEOUTS = frozenset(
+    {"ReadTimeoutError", "ConnectTimeoutError", "TimeoutError", "ServerTimeoutError",
+     "ConnectionTimeoutError", "SocketTimeoutError"}
+)  # fmt: skip
+_UNREACHABLE = frozenset(
+    {"EndpointConnectionError", "ClientConnectorError", "ConnectionClosedError",
+     "ServerDisconnectedError", "ClientOSError", "ConnectionRefusedError"}
+)  # fmt: skip
+
+
+def _causes(error: BaseException | None) -> list[BaseException]:
+    seen: list[BaseException] = []
+    while error is not None and all(error is not s for s in seen):
+        seen.append(error)
+        error = error.__cause__ or error.__context__
+    return seen
+
+
+def _s3_failure(error: BaseException) -> tuple[str | None, int | None]:
+    """The S3 error code and HTTP status behind an s3fs-translated exception."""
+    for seen in _causes(error):
+        response = getattr(seen, "response", None)
+        if isinstance(response, dict):
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            return response.get("Error", {}).get("Code"), status if isinstance(
+                status, int
+            ) else None
+    return None, None
 
 
 def _s3_error_code(error: BaseException) -> str | None:

@@ -11,7 +11,7 @@ import pytest
 
 import datom_core as dc
 from datom_core._project import _layout as L
-from datom_core._project import _write
+from datom_core._project import _upload
 from tests.core.projects import fingerprint, frame, new_project
 
 
@@ -117,14 +117,14 @@ def test_data_written_again_is_refused_when_its_lost_parquet_cannot_be_remade(
     key = L.store_parquet("dm", v1.data_sha)
     conn.store.delete(key)
     before = fingerprint(conn)
-    real = _write.serialized
+    real = _upload.serialized
 
     @contextmanager
     def other_bytes(table: object, digests: object = None) -> Iterator[object]:
         with real(table, digests) as sp:  # type: ignore[arg-type]
             yield replace(sp, parquet_sha="0" * 64)
 
-    monkeypatch.setattr(_write, "serialized", other_bytes)
+    monkeypatch.setattr(_upload, "serialized", other_bytes)
     with pytest.raises(dc.IntegrityError) as info:
         conn.write("dm", frame(), metadata={"note": "back to the first data"})
     err = info.value
