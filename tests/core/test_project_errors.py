@@ -141,7 +141,11 @@ CASES: list[Case] = [
     ("resolve(ambiguous-free miss)", lambda c, r, t: r.resolve("dm", "0000000"), dc.NotFoundError),
     ("lineage(depth)", lambda c, r, t: r.lineage("dm", depth="all"), dc.InvalidArgumentError),  # type: ignore[arg-type]
     ("diff(key=5)", lambda c, r, t: r.diff("dm", key=5), dc.InvalidArgumentError),  # type: ignore[arg-type]
-    ("diff(key not a column)", lambda c, r, t: r.diff("dm", key="NOPE"), dc.InvalidArgumentError),
+    (
+        "diff(key not a column)",
+        lambda c, r, t: r.diff("dm", key="NOPE"),
+        dc.NotFoundError,
+    ),  # as read(columns=) says
     ("diff(unknown)", lambda c, r, t: r.diff("nope"), dc.NotFoundError),
     ("parquet_key(path)", lambda c, r, t: r.parquet_key("../x", "a" * 64), dc.InvalidNameError),
     ("commit_of(reader)", lambda c, r, t: r.commit_of("dm"), dc.ReadOnlyError),
