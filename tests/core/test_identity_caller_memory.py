@@ -264,3 +264,22 @@ def test_every_view_of_arrow_memory_in_identity_is_read_only() -> None:
     view = readonly_view(pa.allocate_buffer(16), np.float64, 1, 1)
     with pytest.raises(ValueError):
         view[0] = 1.0
+
+
+@WRITE_SETTINGS
+@given(columns=float_frames())
+def test_writing_pandas_and_polars_frames_leaves_them_as_they_were(
+    conn: dc.Connection, columns: dict[str, np.ndarray]
+) -> None:
+    frame = pd.DataFrame(columns, copy=False)
+    held = {k: frame[k].to_numpy().tobytes() for k in frame.columns}
+    first = conn.write("P", frame)
+    assert {k: frame[k].to_numpy().tobytes() for k in frame.columns} == held
+    assert conn.write("P", frame).change == "none"
+    assert first.data_sha == dc.hash_table(frame).data_sha
+
+    polars = pl.DataFrame(columns)
+    before = arrow_bytes(polars.to_arrow())
+    conn.write("Q", polars)
+    assert arrow_bytes(polars.to_arrow()) == before
+    assert conn.write("Q", polars).change == "none"
