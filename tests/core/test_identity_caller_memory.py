@@ -91,7 +91,18 @@ def _doubles(bits: list[int]) -> np.ndarray:
 def shared_columns(draw: st.DrawFn, n: int) -> pa.ChunkedArray:
     """One column of ``n`` rows in a layout whose buffers are shared or borrowed."""
     layout = draw(
-        st.sampled_from(["nulls", "cast_null", "numpy", "numpy_masked", "slice", "chunked", "dict"])
+        st.sampled_from(
+            [
+                "nulls",
+                "cast_null",
+                "numpy",
+                "numpy_masked",
+                "slice",
+                "string_slice",
+                "chunked",
+                "dict",
+            ]
+        )
     )
     kind = draw(st.sampled_from(sorted(NUMERIC)))
     t = NUMERIC[kind]
@@ -114,6 +125,9 @@ def shared_columns(draw: st.DrawFn, n: int) -> pa.ChunkedArray:
     wide_missing = np.concatenate([np.zeros(before, bool), missing, np.zeros(after, bool)])
     if layout == "slice":
         return pa.chunked_array([pa.array(wide, mask=wide_missing).slice(before, n)])
+    if layout == "string_slice":  # offsets and bytes shared with the rows around it
+        words = pa.array([repr(float(x)) for x in wide], pa.string(), mask=wide_missing)
+        return pa.chunked_array([words.slice(before, n)])
     cut = draw(st.integers(0, n))
     whole = pa.array(wide, mask=wide_missing).slice(before, n)
     pieces = [whole.slice(0, cut), whole.slice(cut), pa.nulls(0, pa.float64())]
