@@ -41,7 +41,10 @@ __all__ = [
     "R_METADATA_KEY",
     "ColumnLabels",
     "column_labels",
+    "kept_field",
     "label_metadata",
+    "labelled_schema",
+    "r_metadata",
     "with_r_metadata",
 ]
 

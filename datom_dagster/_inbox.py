@@ -34,7 +34,7 @@ from datom_dagster._metadata import Written, materialization_metadata
 __all__ = ["datom_inbox_assets", "datom_inbox_sensor"]
 
 _ONBOARD = ("new", "changed")
-_PROBLEMS = ("unsupported_format", "invalid_name", "refused", "error")
+_PROBLEMS = ("unsupported_format", "invalid_name", "refused", "error", "stale")
 
 
 def datom_inbox_assets(

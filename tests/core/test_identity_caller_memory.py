@@ -91,7 +91,18 @@ def _doubles(bits: list[int]) -> np.ndarray:
 def shared_columns(draw: st.DrawFn, n: int) -> pa.ChunkedArray:
     """One column of ``n`` rows in a layout whose buffers are shared or borrowed."""
     layout = draw(
-        st.sampled_from(["nulls", "cast_null", "numpy", "numpy_masked", "slice", "chunked", "dict"])
+        st.sampled_from(
+            [
+                "nulls",
+                "cast_null",
+                "numpy",
+                "numpy_masked",
+                "slice",
+                "string_slice",
+                "chunked",
+                "dict",
+            ]
+        )
     )
     kind = draw(st.sampled_from(sorted(NUMERIC)))
     t = NUMERIC[kind]
@@ -114,6 +125,9 @@ def shared_columns(draw: st.DrawFn, n: int) -> pa.ChunkedArray:
     wide_missing = np.concatenate([np.zeros(before, bool), missing, np.zeros(after, bool)])
     if layout == "slice":
         return pa.chunked_array([pa.array(wide, mask=wide_missing).slice(before, n)])
+    if layout == "string_slice":  # offsets and bytes shared with the rows around it
+        words = pa.array([repr(float(x)) for x in wide], pa.string(), mask=wide_missing)
+        return pa.chunked_array([words.slice(before, n)])
     cut = draw(st.integers(0, n))
     whole = pa.array(wide, mask=wide_missing).slice(before, n)
     pieces = [whole.slice(0, cut), whole.slice(cut), pa.nulls(0, pa.float64())]
@@ -264,3 +278,22 @@ def test_every_view_of_arrow_memory_in_identity_is_read_only() -> None:
     view = readonly_view(pa.allocate_buffer(16), np.float64, 1, 1)
     with pytest.raises(ValueError):
         view[0] = 1.0
+
+
+@WRITE_SETTINGS
+@given(columns=float_frames())
+def test_writing_pandas_and_polars_frames_leaves_them_as_they_were(
+    conn: dc.Connection, columns: dict[str, np.ndarray]
+) -> None:
+    frame = pd.DataFrame(columns, copy=False)
+    held = {k: frame[k].to_numpy().tobytes() for k in frame.columns}
+    first = conn.write("P", frame)
+    assert {k: frame[k].to_numpy().tobytes() for k in frame.columns} == held
+    assert conn.write("P", frame).change == "none"
+    assert first.data_sha == dc.hash_table(frame).data_sha
+
+    polars = pl.DataFrame(columns)
+    before = arrow_bytes(polars.to_arrow())
+    conn.write("Q", polars)
+    assert arrow_bytes(polars.to_arrow()) == before
+    assert conn.write("Q", polars).change == "none"

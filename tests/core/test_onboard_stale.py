@@ -105,10 +105,7 @@ def test_a_scan_on_an_old_tip_cannot_revert_a_newer_remote_version(tmp_path: Pat
     remote = remote_head(a)
     (refused,) = a.sync([row])  # the rows of that scan, as a reviewed scan is passed
     assert refused.status == "error" and refused.message.startswith("stale: ")
-    assert (
-        f"version {v3[:12]}" in refused.message
-        and "Nothing was written" in refused.message
-    )
+    assert f"version {v3[:12]}" in refused.message and "Nothing was written" in refused.message
     assert remote_head(a) == remote
     b.pull()
     assert b.resolve("dm") == v3
@@ -144,3 +141,40 @@ def test_no_usable_time_is_never_stale(last_updated: str | None) -> None:
     assert is_stale(
         0.0, ManifestEntry({}, "dm", "table", "a" * 64, last_updated="2026-01-01T00:00:00Z")
     )
+
+
+def test_a_stale_file_in_an_s3_inbox(tmp_path: Path, s3_endpoint: str, s3_bucket: str) -> None:
+    # The file's time is S3's LastModified; the newer version comes from another clone.
+    import s3fs
+
+    fs = s3fs.S3FileSystem(endpoint_url=s3_endpoint, skip_instance_cache=True)
+    prefix = f"{s3_bucket}/extracts"
+    fs.pipe_file(f"{prefix}/dm.csv", DM_V1.encode())
+    options = {"endpoint_url": s3_endpoint}
+    a = new_project(tmp_path / "a")
+    (first,) = a.sync(path=f"s3://{prefix}", storage_options=options)
+    b = dc.clone(a.repo.remote_url, tmp_path / "b", a.store)
+    time.sleep(1.1)  # last_updated has whole seconds
+    _drop(b, DM_V2)
+    (second,) = b.sync()
+    a.pull()
+    (row,) = a.scan_inbox(f"s3://{prefix}", storage_options=options)
+    assert row.status == "stale", row
+    assert str(first.version)[:12] in row.message and str(second.version)[:12] in row.message
+    (skipped,) = a.sync(path=f"s3://{prefix}", storage_options=options)
+    assert skipped.status == "skipped" and a.resolve("dm") == second.version
+    (reverted,) = a.sync(path=f"s3://{prefix}", storage_options=options, revert=True)
+    assert (reverted.status, reverted.version) == ("synced", first.version)
+
+
+def test_remote_modification_times_of_fsspec_backends() -> None:
+    import datetime as dt
+
+    from datom_core._onboard._inbox import remote_modified
+
+    when = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+    assert remote_modified({"LastModified": when}) == when.timestamp()  # s3fs
+    assert remote_modified({"mtime": 1767323045.5}) == 1767323045.5  # local, sftp
+    assert remote_modified({"updated": "2026-01-02T03:04:05Z"}) == when.timestamp()  # gcsfs
+    assert remote_modified({"last_modified": when.replace(tzinfo=None)}) == when.timestamp()
+    assert remote_modified({"size": 3}) is None

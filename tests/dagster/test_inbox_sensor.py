@@ -170,3 +170,29 @@ def test_s3_inbox_works_the_same(
     _run(assets, tick.run_requests[0], project, instance)
     assert project["conn"].read("dm").shape == (3, 2)
     assert _tick(sensor, project, instance, tick.cursor).run_requests == []
+
+
+def test_a_stale_file_requests_no_run_and_is_reported(
+    project: dict, instance: DagsterInstance, tmp_path: Path
+) -> None:
+    # The first extract, an hour old, onboarded; another clone records a newer one.
+    import os
+    import time
+
+    assets = datom_inbox_assets(TABLES)
+    sensor = datom_inbox_sensor(assets)
+    conn = project["conn"]
+    _csv(project["inbox"] / "dm.csv", 3)
+    an_hour_ago = time.time() - 3600
+    os.utime(project["inbox"] / "dm.csv", (an_hour_ago, an_hour_ago))
+    (first,) = conn.sync()
+    other = dc.clone(conn.repo.remote_url, tmp_path / "other", conn.store)
+    _csv(other.path / "input_files" / "dm.csv", 5)
+    (second,) = other.sync()
+    conn.pull()
+    tick = _tick(sensor, project, instance, None)
+    assert tick.run_requests == []
+    message = str(tick.skip_reason.skip_message if tick.skip_reason else "")
+    assert "dm.csv: stale" in message
+    assert str(first.version)[:12] in message and str(second.version)[:12] in message
+    assert conn.resolve("dm") == second.version
