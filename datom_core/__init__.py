@@ -14,7 +14,7 @@ and ``parquet_sha`` (the stored bytes), byte-compatible with the R package ``dat
   :class:`HistoryEntry`, :class:`Manifest`, :class:`ManifestEntry`, :class:`ProjectConfig`,
   :class:`TableDiff`; :data:`WRITER_FORMAT_VERSION` is the R release whose formats this
   build writes.
-* Sets (SETS.md, datom-sv1): :func:`hash_set`, ``Connection.member`` / ``write_set`` /
+* Sets (datom-sv1, see the docs page "Sets"): :func:`hash_set`, ``Connection.member`` / ``write_set`` /
   ``get_set`` / ``add_members`` / ``remove_members`` / ``update_members`` /
   ``diff_sets`` / ``verify_set``; :class:`SetMember`, :class:`SetVersion`,
   :class:`SetWriteResult`, :class:`SetDiff`, :func:`diff_sets`, :func:`verify_set`.

@@ -177,7 +177,7 @@ class FormatError(DatomError):
 
 
 class InvalidSetError(DatomError, ValueError):
-    """A set payload that SETS.md refuses; raised before anything is hashed or written."""
+    """A set payload that the set format refuses; raised before anything is hashed or written."""
 
 
 class EmptySetError(InvalidSetError):

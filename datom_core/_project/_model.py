@@ -199,7 +199,8 @@ class Manifest:
 
 @dataclass(frozen=True)
 class ProjectConfig:
-    """``.datom/project.yaml``: R's shape (FORMAT2.md §5) or the previous release's.
+    """``.datom/project.yaml``: R's shape (format 2, see the docs page "Format 2") or the
+    previous release's.
 
     ``storage`` is the store description in the form :func:`store_from_description`
     takes; ``remote_url`` the git remote recorded (None when none is).
