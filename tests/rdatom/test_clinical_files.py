@@ -84,7 +84,7 @@ def r_side(r020: RSession, files: Path, tmp_path_factory: pytest.TempPathFactory
 
 
 def hash_table_text(rows: list[tuple[str, str, str, str]]) -> str:
-    lines = [f"{'file':26} {'python data_sha':16} {"R data_sha":18} verdict"]
+    lines = [f"{'file':26} {'python data_sha':16} {'R data_sha':18} verdict"]
     lines += [f"{f:26} {p[:16]:16} {r[:18]:18} {v}" for f, p, r, v in rows]
     return "\n".join(lines)
 
