@@ -19,6 +19,7 @@ import pytest
 import datom_core as dc
 from tests.core.cli_helpers import run, run_json
 from tests.core.projects import new_project
+from tests.rdatom.clinical_files import EDGE_TYPES
 
 CDISC = Path(__file__).resolve().parent.parent / "fixtures" / "cdisc"
 PLACEHOLDER = "Alzheimerxxs"  # patched to "Alzheimer" + one non-UTF-8 byte + "s"
@@ -178,3 +179,59 @@ def test_xlsx_date_cells_are_utc_timestamps_as_pandas_reads_them(tmp_path: Path)
         assert got == expected, name
     # The same data_sha as the table pandas reads (a date column would hash as "date").
     assert dc.hash_table(table).data_sha == dc.hash_table(frame).data_sha
+
+
+# -- finding 3: csv typed as fread types it (checked against R's fread in tests/rdatom) -----
+
+UTC = pa.timestamp("us", tz="UTC")
+FREAD_TYPES = {
+    "INT": pa.int64(),  # "+3", "007", NA and empty among integers
+    "INT64": pa.int64(),
+    "DBL": pa.float64(),
+    "DBLWHOLE": pa.float64(),
+    "LGL_UPPER": pa.bool_(),
+    "LGL_TITLE": pa.bool_(),
+    "LGL_LOWER": pa.bool_(),
+    "TF": pa.string(),  # T/F is text to fread
+    "ZERO_ONE": pa.int64(),
+    "TXT": pa.string(),
+    "EMPTY": pa.bool_(),  # no value at all: logical, all missing
+    "DATE": pa.date32(),
+    "DTM": UTC,
+    "DTC": pa.string(),  # ISO 8601 of mixed precision
+    "BADDATE": pa.string(),  # 2023-02-29 is no date
+    "BIGINT": pa.string(),  # beyond int64
+    "HUGE": pa.string(),  # 1e400 overflows
+    "TIME": pa.string(),
+    "PADNUM": pa.int64(),
+}
+
+
+def test_csv_columns_are_typed_by_freads_rules(tmp_path: Path) -> None:
+    path = tmp_path / "edge_types.csv"
+    _text_file(path, EDGE_TYPES)
+    table = dc.read_extract(path)
+    assert {f.name: f.type for f in table.schema} == FREAD_TYPES
+    assert table.column("INT").to_pylist() == [1, 3, 7, None, None, -2]
+    assert table.column("TXT").to_pylist() == ["x", "", "", None, "NA", "y"]
+    assert table.column("DATE").to_pylist()[:2] == [dt.date(2024, 1, 15), dt.date(2024, 1, 5)]
+    moments = table.column("DTM").to_pylist()
+    assert moments[3] == dt.datetime(2024, 1, 15, 6, 30, 5, tzinfo=dt.UTC)  # +02:00
+    assert moments[4] == dt.datetime(2024, 1, 5, 10, 0, 5, tzinfo=dt.UTC)  # -0130
+    assert table.column("DTC").to_pylist()[:3] == ["2014-01-02T11:45", "2014-01-02", "2014-01"]
+
+
+def test_sdtm_dtc_text_of_a_csv_export_stays_text(tmp_path: Path) -> None:
+    ds = dc.read_extract(CDISC / "ds.xpt")
+    path = tmp_path / "ds.csv"
+    ds.to_pandas().to_csv(path, index=False)
+    again = dc.read_extract(path)
+    assert again.schema.field("DSDTC").type == pa.string()
+    assert again.column("DSDTC").to_pylist() == ds.column("DSDTC").to_pylist()
+    assert any(len(v) == 10 for v in again.column("DSDTC").to_pylist())  # date-only kept
+    assert again.schema.field("DSSTDTC").type == pa.date32()  # every value a date
+
+
+def _text_file(path: Path, columns: dict[str, list[str]]) -> None:
+    rows = zip(*columns.values(), strict=True)
+    path.write_text("\n".join([",".join(columns), *(",".join(r) for r in rows)]) + "\n")

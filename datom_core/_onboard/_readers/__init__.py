@@ -5,7 +5,8 @@ lowercase extension:
 
 =========================  ====================================================
 csv, tsv, psv, txt         delimited text, ``pyarrow.csv`` (``,`` ``\\t`` ``|``;
-                           txt: sniffed from the first line, see ``_text``)
+                           txt: sniffed from the first line, see ``_text``),
+                           typed by fread's rules (``_text_types``)
 parquet                    ``pyarrow.parquet``
 sas7bdat, xpt              SAS, through pyreadstat
 sav, zsav, por             SPSS, through pyreadstat

@@ -23,8 +23,8 @@ values are null in every typed column; in a text column an empty field stays ``"
 only an unquoted ``NA`` is null. A column with no present value is logical, all null.
 Spaces around a value are ignored for typing (fread strips them).
 
-Where fread departs from the file, this module keeps the file (the README's R section
-lists them): a column mixing date-only and date-time values stays text (fread invents
+Where fread departs from the file, this module keeps the file (the user guide for R
+colleagues lists the departures): a column mixing date-only and date-time values stays text (fread invents
 midnight); text keeps its surrounding spaces and a quoted field's doubled quotes are one
 quote; doubles are correctly rounded; sub-second times are exact to the microsecond.
 """
