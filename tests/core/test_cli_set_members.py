@@ -13,13 +13,13 @@ import pytest
 import yaml
 
 import datom_core as dc
-from datom_core._sets._sources import MEMBER_STORES
 from tests.core.cli_helpers import run, run_json
 from tests.core.projects import frame
 
 pytestmark = pytest.mark.filterwarnings("ignore:manifest format moved from v1 to v2")
 
 CUT = "DB lock (month 3)"
+MEMBER_STORES = "member_stores"  # the key of project.yaml that records them
 
 
 def _study(tmp_path: Path) -> dc.Connection:
