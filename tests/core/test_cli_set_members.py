@@ -126,3 +126,20 @@ def test_a_pin_of_another_project_says_where_to_run(tmp_path: Path) -> None:
               "-o", "-")  # fmt: skip
     assert out.exit_code == 2
     assert "project 'CUT_001'" in out.stderr and "--project CUT_001" in out.stderr
+
+
+def test_a_set_named_to_a_table_command_is_sent_to_the_set_commands(tmp_path: Path) -> None:
+    _study(tmp_path)
+    cut = _product(tmp_path)
+    source = f"STUDY_001={tmp_path / 'study.store'}"
+    run_json("--repo", cut, "set", "write", "--member", "STUDY_001:dm", "--source", source)
+    listed = run("--repo", cut, "list")
+    assert listed.exit_code == 0 and f"set: {CUT}" in listed.stdout
+    assert "(no tables)" not in listed.stdout
+    for command in (("show",), ("read", "-o", "-"), ("lineage",), ("diff",)):
+        out = run("--repo", cut, command[0], CUT, *command[1:])
+        assert out.exit_code == 2, (command, out.output)
+        assert "is a set, not a table" in out.stderr and "datom set show" in out.stderr
+        assert "gone" not in out.stderr
+    out = run("--repo", cut, "read", "--set", CUT, "-o", "-")
+    assert out.exit_code == 2 and "--member TABLE, one of: dm" in out.stderr
