@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from datom_core._arrow import OutputKind
+from datom_core._errors import NotProductRepoError
 from datom_core._project._context import ProjectContext
 from datom_core._project._read import read_table
 from datom_core._project._setup import open_reader
@@ -82,7 +83,10 @@ class SetMethods:
         stores: dict[str, Store] = {}
         if ctx.repo is not None:
             if name is None:
-                name = declared_set(ctx.repo, ctx.project_name, None)
+                try:
+                    name = declared_set(ctx.repo, ctx.project_name, None)
+                except NotProductRepoError:
+                    pass  # a data repo holds no set of its own: the store says which it lists
             raw = ctx.repo.read(M.PROJECT_YAML)
             stores = member_store_map(M.load_project_config(raw).raw) if raw else {}
         return get_set(

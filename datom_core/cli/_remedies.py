@@ -40,12 +40,23 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     (r"sync with continue_on_error=True", "run datom sync without --stop-on-error"),
     (r"sync\(\)", "datom sync"),
     (r"content=True", "--verify content"),
+    (
+        r"use MetadataRepo\.open\(\)",
+        "it is a clone already (datom --repo PATH ...), or init another PATH",
+    ),
+    (r"MetadataRepo\.init\(\) or MetadataRepo\.clone\(\)", "datom init or datom clone"),
+    (r"MetadataRepo\.clone\([^()]*\)", "datom clone REMOTE PATH"),
+    (
+        r"pass store= \(that project's store\) to member\.fetch\(\)",
+        "pass --source PROJECT=STORE_URL",
+    ),
+    (r"without MetadataRepo\.lock\(\)", "at the same time (run the command again)"),
 )
 _TRANSLATED = [(re.compile(r"(?<![\w.])" + pattern), command) for pattern, command in _COMMANDS]
 
 #: What a remedy left in Python looks like: ``name()`` or ``name(arg=...)``.
 PYTHON_CALL = re.compile(
-    r"(?<![\w.])[a-z_][a-z_.]*\((?!s\))(?:[a-z_]+=[^()]*|[^()]{0,40})?\)|\b[a-z_]+=True\b"
+    r"(?<![\w.])[A-Za-z_][\w.]*\((?!s\))(?:[a-z_]+=[^()]*|[^()]{0,40})?\)|\b[a-z_]+=True\b"
 )
 
 

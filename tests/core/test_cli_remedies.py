@@ -79,12 +79,14 @@ def test_messages_the_cli_prints_name_commands(tmp_path: Path) -> None:
         run("--store", tmp_path / "empty", "--project", "P", "list"),  # init_repo()
         run(*seeded.reader, "sync"),  # a reader cannot write: clone()
         run(*seeded.reader, "set", "show"),
+        run(*seeded.dev, "set", "show"),  # a data repo: "holds no set", not "writing needs"
         run("--json", *seeded.dev, "show", "nope"),
     ]
     altered = snapshot.read_text().replace('"nrow": 3', '"nrow": 4')
     assert altered != snapshot.read_text()
     snapshot.write_text(altered)
     failures.append(run(*seeded.reader, "show", "dm", "-v", snapshot.stem))  # validate(fix)
+    assert "holds no set" in failures[5].stderr and "writing" not in failures[5].stderr
     for out in failures:
         assert out.exit_code != 0
         assert out.stderr.startswith("datom: error: ")
