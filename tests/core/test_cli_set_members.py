@@ -143,3 +143,24 @@ def test_a_set_named_to_a_table_command_is_sent_to_the_set_commands(tmp_path: Pa
         assert "gone" not in out.stderr
     out = run("--repo", cut, "read", "--set", CUT, "-o", "-")
     assert out.exit_code == 2 and "--member TABLE, one of: dm" in out.stderr
+
+
+def test_an_s3_members_store_is_recorded_without_credentials(
+    tmp_path: Path, s3_endpoint: str, s3_bucket: str
+) -> None:
+    """The record names bucket, prefix and endpoint; the credentials stay in the
+    environment, and the member is fetched with the environment's."""
+    secret = "an-s3-secret-never-recorded"
+    store = dc.S3Store(s3_bucket, "study", endpoint_url=s3_endpoint, key="testing", secret=secret)
+    study = dc.init_repo(tmp_path / "study", "STUDY_S3", store)
+    study.write("dm", frame(4))
+    cut = _product(tmp_path)
+    dc.connect(cut).write_set([study.member("dm")])
+    text = (cut / ".datom" / "project.yaml").read_text()
+    assert secret not in text and "testing" not in text
+    recorded = yaml.safe_load(text)[MEMBER_STORES]["STUDY_S3"]
+    assert recorded == {"type": "s3", "root": s3_bucket, "prefix": "study", "region": None,
+                        "endpoint_url": s3_endpoint}  # fmt: skip
+    out = run("--repo", cut, "read", "--set", CUT, "--member", "dm", "-o", "-")
+    assert out.exit_code == 0, out.output
+    assert len(_csv(out.stdout_bytes)) == 4
