@@ -71,6 +71,12 @@ def test_read_a_member_of_another_project_from_the_product_repo(tmp_path: Path) 
         shown = run_json("--repo", cut, "set", "show", pin)
         assert shown["version"] == written["version"]
         assert len(run_json("--repo", cut, "set", "members", pin)) == 2
+    # A reader of the product's store alone knows it from the store's copy of the record.
+    product_store = (tmp_path / "cut.store" / "datom").as_uri()
+    out = run("--store", product_store, "--project", "CUT_001", "read", "--set", CUT,
+              "--member", "dm", "-o", "-")  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert _csv(out.stdout_bytes) == frame(3)["USUBJID"].tolist()
     # A fresh clone of the product repo knows it too (it is in git, not in this checkout).
     remote = run_json("--repo", cut, "status")["remote"]
     assert run("clone", remote, tmp_path / "cut2").exit_code == 0
@@ -95,6 +101,7 @@ def test_the_remedies_lead_somewhere(tmp_path: Path) -> None:
     del config[MEMBER_STORES]
     conn.repo.commit({".datom/project.yaml": yaml.safe_dump(config).encode()}, "older release")
     conn.repo.push()
+    conn.store.delete(".metadata/member_stores.json")  # and its copy in the store
 
     product_store = (tmp_path / "cut.store" / "datom").as_uri()
     as_reader = ("--store", product_store, "--project", "CUT_001")
@@ -112,8 +119,9 @@ def test_the_remedies_lead_somewhere(tmp_path: Path) -> None:
                       f"STUDY_001={tmp_path / 'study.store'}")  # fmt: skip
     assert taught["change"] == "none"  # the same set version, now with its members located
     assert conn.repo.head() != head
-    out = run("--repo", cut, "read", "--set", CUT, "--member", "dm", "-o", "-")
-    assert out.exit_code == 0, out.output
+    for where in (as_reader, ("--repo", cut)):  # the store's copy is back too
+        out = run(*where, "read", "--set", CUT, "--member", "dm", "-o", "-")
+        assert out.exit_code == 0, out.output
     # Recording again changes nothing.
     head = conn.repo.head()
     assert run_json("--repo", cut, "set", "write", "--update")["change"] == "none"
