@@ -54,6 +54,9 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
 )
 _TRANSLATED = [(re.compile(r"(?<![\w.])" + pattern), command) for pattern, command in _COMMANDS]
 
+_TABLE = re.compile(r"\btable '([^']+)'")
+_BARE_HISTORY = re.compile(r"\bdatom history(?= *[).;,]| *$)")
+
 #: What a remedy left in Python looks like: ``name()`` or ``name(arg=...)``.
 PYTHON_CALL = re.compile(
     r"(?<![\w.])[A-Za-z_][\w.]*\((?!s\))(?:[a-z_]+=[^()]*|[^()]{0,40})?\)|\b[a-z_]+=True\b"
@@ -65,4 +68,8 @@ def cli_remedies(message: str) -> str:
     message = _PAIRED.sub(r"\1", message)
     for pattern, command in _TRANSLATED:
         message = pattern.sub(command, message)
-    return message
+    # "datom history" alone: name the table the message is about, ready to run.
+    named = _TABLE.search(message)
+    table = f"'{named.group(1)}'" if named and " " in named.group(1) else None
+    table = table or (named.group(1) if named else "TABLE")
+    return _BARE_HISTORY.sub(f"datom history {table}", message)

@@ -56,7 +56,14 @@ def test_every_raised_remedy_is_named_as_a_command() -> None:
     [
         ("list its tables with tables() / datom list", "list its tables with datom list"),
         ("Repair it from git: validate(fix=True).", "Repair it from git: datom validate --fix."),
-        ("its history (history() / datom history) lists", "its history (datom history) lists"),
+        (
+            "its history (history() / datom history) lists",
+            "its history (datom history TABLE) lists",
+        ),
+        (
+            "table 'dm' has no version 'ab'; its history (history() / datom history) lists",
+            "table 'dm' has no version 'ab'; its history (datom history dm) lists",
+        ),
         ("or create a project (init_repo() / datom init)", "or create a project (datom init)"),
         ("Run validate() on this project.", "Run datom validate on this project."),
         ("drop them with fetch_and_reset(), before", None),
