@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from datom_core._arrow import OutputKind
+from datom_core._errors import NotProductRepoError
 from datom_core._project._context import ProjectContext
 from datom_core._project._read import read_table
 from datom_core._project._setup import open_reader
@@ -20,7 +21,7 @@ from datom_core._sets._edit import SetEdit, add_members, remove_members, update_
 from datom_core._sets._gates import declared_set
 from datom_core._sets._read import current_versions, declare_member, get_set, read_json
 from datom_core._sets._records import SetDiff, SetMember, SetVersion, SetWriteResult, diff_sets
-from datom_core._sets._sources import member_store_map
+from datom_core._sets._sources import member_store_map, stored_member_stores
 from datom_core._sets._verify import SetCheck, verify_set
 from datom_core._sets._write import write_set
 from datom_core._store import Store
@@ -76,16 +77,22 @@ class SetMethods:
     def get_set(self, version: str | None = None, *, name: str | None = None) -> SetVersion:
         """A version of this project's set (current by default; an id or unique prefix).
 
-        In a product repo's clone, members of other projects can be fetched from the stores
-        its ``project.yaml`` records (``member_stores``, written with the set).
+        Members of other projects can be fetched from the stores the product repo records
+        (``member_stores`` in its ``project.yaml``, written with the set; a reader of its
+        store alone uses the store's copy).
         """
         ctx = self.context
         stores: dict[str, Store] = {}
         if ctx.repo is not None:
             if name is None:
-                name = declared_set(ctx.repo, ctx.project_name, None)
+                try:
+                    name = declared_set(ctx.repo, ctx.project_name, None)
+                except NotProductRepoError:
+                    pass  # a data repo holds no set of its own: the store says which it lists
             raw = ctx.repo.read(M.PROJECT_YAML)
             stores = member_store_map(M.load_project_config(raw).raw) if raw else {}
+        else:
+            stores = stored_member_stores(ctx.store)  # a reader: the store's copy
         return get_set(
             ctx.store, ctx.project_name, version, name=name, opener=open_member_reader,
             stores=stores,

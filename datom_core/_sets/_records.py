@@ -76,9 +76,9 @@ class SetMember:
         if where is None:
             raise DatomError(
                 f"member {self.name!r} belongs to project {self.project!r}, whose store this set "
-                "does not name: pass store= (that project's store), e.g. "
-                f"member.fetch(store=dc.S3Store(...)), or connect(store=..., "
-                f"project_name={self.project!r}).read({self.name!r}, version=...)"
+                "does not record: pass store= (that project's store) to member.fetch(), or "
+                "record it in the product repo (write the set with members declared in that "
+                f"project's store: datom set write --source {self.project}=STORE_URL)"
             )
         if self.opener is None:
             raise DatomError(

@@ -12,10 +12,15 @@ repo's ``.datom/project.yaml`` under ``member_stores``, each in the shape of
 R datom 0.2.0 tolerates keys it does not know in this hand-edited file (and keeps them
 when it rewrites it), so the repo stays an R product repo. Recording never removes an
 entry: a set's older versions may pin projects its current one no longer lists.
+
+A reader has the product's store alone, so the record is mirrored there too, as
+``.metadata/member_stores.json`` (``{"member_stores": {...}}``, the same entries): no
+artifact's key, so neither R's manifest rebuild nor any listing takes it for one.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,10 +31,20 @@ from datom_core._project._config import _storage_for_r
 from datom_core._project._parse import _storage_from_r
 from datom_core._store import Store, store_from_description
 
-__all__ = ["MEMBER_STORES", "member_store_map", "recorded_stores", "with_member_stores"]
+__all__ = [
+    "MEMBER_STORES",
+    "STORE_RECORD",
+    "member_store_map",
+    "mirror_member_stores",
+    "recorded_stores",
+    "stored_member_stores",
+    "with_member_stores",
+]
 
 #: The key of ``.datom/project.yaml`` that records the members' stores.
 MEMBER_STORES = "member_stores"
+#: The store's copy of the record, for readers of the product's store alone.
+STORE_RECORD = ".metadata/member_stores.json"
 
 
 def recorded_stores(config: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
@@ -75,3 +90,27 @@ def with_member_stores(raw: bytes, stores: Mapping[str, Store]) -> bytes | None:
         return None
     doc[MEMBER_STORES] = {p: updated[p] for p in sorted(updated)}
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True).encode("utf-8")
+
+
+def mirror_member_stores(store: Store, project_yaml: bytes | None) -> None:
+    """Copy the record of ``project_yaml`` (the clone's) to the store, if it differs."""
+    if project_yaml is None:
+        return
+    recorded = (yaml.safe_load(project_yaml) or {}).get(MEMBER_STORES)
+    if not isinstance(recorded, Mapping) or not recorded:
+        return
+    body = json.dumps({MEMBER_STORES: recorded}, indent=2, sort_keys=True) + "\n"
+    raw = body.encode("utf-8")
+    if store.read_if_present(STORE_RECORD) != raw:
+        store.write_bytes(STORE_RECORD, raw)
+
+
+def stored_member_stores(store: Store) -> dict[str, Store]:
+    """Project -> store, from the store's copy of the record (empty when there is none or
+    it is not JSON: the members are then fetched with ``--source``/``store=``)."""
+    raw = store.read_if_present(STORE_RECORD)
+    try:
+        doc = json.loads(raw) if raw else None
+    except ValueError:
+        return {}
+    return member_store_map(doc if isinstance(doc, Mapping) else None)

@@ -83,12 +83,12 @@ def verify_set(
     opener: Opener | None = None,
 ) -> SetCheck:
     """Check every member of ``x``. ``stores``: project -> store for members of other
-    projects (the set's own project is read from the store the set was read from); a
-    member whose project has no store here is reported ``unchecked``."""
+    projects (else the store each member came with: the set's own store, or the one its
+    product repo records); a member whose store is not known is reported ``unchecked``."""
     given = dict(stores or {})
 
     def one(m: SetMember) -> MemberCheck:
-        store = given.get(m.project, m.store if m.project == x.project else None)
+        store = given.get(m.project, m.store)
         if store is None:
             return MemberCheck(m, "unchecked", f"no store given for project {m.project!r}")
         return _check(m, store, content, opener or m.opener)

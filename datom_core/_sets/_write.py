@@ -45,7 +45,7 @@ from datom_core._sets._json import document_sha, serialise_payload
 from datom_core._sets._mirror import SetPlan, converge_set, mirror_set
 from datom_core._sets._payload import normalise_payload
 from datom_core._sets._records import SetVersion, SetWriteResult
-from datom_core._sets._sources import with_member_stores
+from datom_core._sets._sources import mirror_member_stores, with_member_stores
 from datom_core._sets._sv1 import hash_set
 from datom_core._store import Store
 
@@ -97,6 +97,7 @@ def write_set(
             if plan.change == "none":
                 converge_set(ctx.store, repo, plan)
                 if plan.project_yaml is None:
+                    mirror_member_stores(ctx.store, repo.read(M.PROJECT_YAML))
                     return plan.result(None, False)
             checkpoint("set:planned")
             commit = repo.commit(*_commit_of(plan))
@@ -114,6 +115,7 @@ def write_set(
                 if plan.change == "none" or not _landed(repo, plan, e):
                     raise
             checkpoint("set:pushed")
+            mirror_member_stores(ctx.store, repo.read(M.PROJECT_YAML))
             if plan.change == "none":  # only where the members live was recorded
                 return plan.result(None, False)
             uploaded = mirror_set(ctx.store, repo, plan, commit)

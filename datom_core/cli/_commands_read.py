@@ -128,7 +128,8 @@ def read_command(
     where, table, full = _what_to_read(state, conn, table, version, set_spec, member, sources)
     with tracker(state.err, state.progress) as progress:
         progress.phase(f"downloading {table}")
-        data = where.read(table, full, columns=wanted, as_="arrow", verify=verify)  # type: ignore[arg-type]
+        with partition_hint(where, table, "read"):
+            data = where.read(table, full, columns=wanted, as_="arrow", verify=verify)  # type: ignore[arg-type]
         if path is None:
             stream_export(data, sys.stdout.buffer, fmt, progress)
         else:
@@ -169,9 +170,13 @@ def _what_to_read(
             raise click.UsageError("give TABLE, or --set NAME[@VERSION] --member TABLE")
         with partition_hint(conn, table, "read"):
             return conn, table, conn.resolve(table, version)
-    if member is None or table is not None or version is not None:
+    if table is not None or version is not None:
         raise click.UsageError("--set NAME[@VERSION] takes --member TABLE (and no TABLE, no -v)")
-    m = open_set(conn, SetRef.parse(spec), "--set").member(member)
+    pinned = open_set(conn, SetRef.parse(spec), "--set")
+    if member is None:
+        names = ", ".join(sorted({m.name for m in pinned.members}))
+        raise click.UsageError(f"--set {spec!r} needs --member TABLE, one of: {names}")
+    m = pinned.member(member)
     if m.kind != "table":
         raise click.UsageError(
             f"{member!r} in set {spec!r} is a set, not a table: list its members with "

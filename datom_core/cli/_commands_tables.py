@@ -15,7 +15,7 @@ from datom_core import (
 )
 from datom_core.cli._app import AppState, json_option, pass_state
 from datom_core.cli._columns import StoredColumns, stored_columns
-from datom_core.cli._partitions import partition_hint, partitions_of
+from datom_core.cli._partitions import partition_hint, partitions_of, refuse_set
 from datom_core.cli._render import (
     emit_json,
     human_size,
@@ -45,7 +45,7 @@ def _lower(_ctx: click.Context, _param: click.Parameter, value: str | None) -> s
 @json_option
 @pass_state
 def list_command(state: AppState) -> None:
-    """List the tables and their current versions."""
+    """List the tables and their current versions (and the set of a product repo)."""
     tables = state.connection().tables()
     if state.json:
         emit_json(tables)
@@ -62,7 +62,18 @@ def list_command(state: AppState) -> None:
         for t in tables
     ]
     headers = ("table", "version", "versions", "size", "updated", "source")
-    print_table(state.out, headers, rows, empty="(no tables)")
+    sets = _set_names(state.connection())
+    print_table(state.out, headers, rows, empty="(no tables)" if not sets else "")
+    for name in sets:
+        state.out.print(
+            f"set: {name} (this repo's set: datom set show, datom set members)", soft_wrap=True
+        )
+
+
+def _set_names(conn: Connection) -> list[str]:
+    """The sets the store's manifest lists (a product repo's one set)."""
+    artifacts = conn.store_manifest().get("artifacts") or {}
+    return sorted(n for n, e in artifacts.items() if isinstance(e, dict) and e.get("kind") == "set")
 
 
 @click.command("history")
@@ -124,6 +135,7 @@ def show_command(state: AppState, table: str, version: str | None) -> None:
     conn = state.connection()
     with partition_hint(conn, table, "show"):
         metadata = conn.version(table, version)
+    refuse_set(metadata, table, "show")
     stored = stored_columns(conn, table, metadata)
     if state.json:
         types = stored.types if stored else {}
@@ -195,6 +207,7 @@ def lineage_command(state: AppState, table: str, version: str | None, depth: str
     """Show where a version of TABLE comes from."""
     conn = state.connection()
     with partition_hint(conn, table, "lineage"):
+        refuse_set(conn.version(table, version), table, "lineage")
         result = conn.lineage(table, version, depth)  # type: ignore[arg-type]
     if state.json:
         emit_json(result)

@@ -40,12 +40,26 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     (r"sync with continue_on_error=True", "run datom sync without --stop-on-error"),
     (r"sync\(\)", "datom sync"),
     (r"content=True", "--verify content"),
+    (
+        r"use MetadataRepo\.open\(\)",
+        "it is a clone already (datom --repo PATH ...), or init another PATH",
+    ),
+    (r"MetadataRepo\.init\(\) or MetadataRepo\.clone\(\)", "datom init or datom clone"),
+    (r"MetadataRepo\.clone\([^()]*\)", "datom clone REMOTE PATH"),
+    (
+        r"pass store= \(that project's store\) to member\.fetch\(\)",
+        "pass --source PROJECT=STORE_URL",
+    ),
+    (r"without MetadataRepo\.lock\(\)", "at the same time (run the command again)"),
 )
 _TRANSLATED = [(re.compile(r"(?<![\w.])" + pattern), command) for pattern, command in _COMMANDS]
 
+_TABLE = re.compile(r"\btable '([^']+)'")
+_BARE_HISTORY = re.compile(r"\bdatom history(?= *[).;,]| *$)")
+
 #: What a remedy left in Python looks like: ``name()`` or ``name(arg=...)``.
 PYTHON_CALL = re.compile(
-    r"(?<![\w.])[a-z_][a-z_.]*\((?!s\))(?:[a-z_]+=[^()]*|[^()]{0,40})?\)|\b[a-z_]+=True\b"
+    r"(?<![\w.])[A-Za-z_][\w.]*\((?!s\))(?:[a-z_]+=[^()]*|[^()]{0,40})?\)|\b[a-z_]+=True\b"
 )
 
 
@@ -54,4 +68,8 @@ def cli_remedies(message: str) -> str:
     message = _PAIRED.sub(r"\1", message)
     for pattern, command in _TRANSLATED:
         message = pattern.sub(command, message)
-    return message
+    # "datom history" alone: name the table the message is about, ready to run.
+    named = _TABLE.search(message)
+    table = f"'{named.group(1)}'" if named and " " in named.group(1) else None
+    table = table or (named.group(1) if named else "TABLE")
+    return _BARE_HISTORY.sub(f"datom history {table}", message)

@@ -114,7 +114,8 @@ def test_show_without_the_parquet_object_still_shows_the_metadata(tmp_path: Path
         (("show", "dm", "-v", "zz"), 2, "InvalidNameError"),
         (("read", "dm"), 2, "UsageError"),  # --out missing: click's own usage error
         (("diff", "dm", "--key", "NOPE"), 3, "NotFoundError"),
-        (("set", "show"), 5, "NotProductRepoError"),
+        (("set", "show"), 3, "NotFoundError"),  # a data repo holds no set
+        (("set", "write", "--member", "dm"), 5, "NotProductRepoError"),
     ],
 )
 def test_errors_are_json_under_json(shared: Seeded, args: tuple[str, ...], code: int, kind: str):

@@ -114,7 +114,7 @@ CASES: list[tuple[str, int, Args]] = [
     ("set", 0, lambda w: (*w.product, "set", "show")),
     ("set", 2, lambda w: (*w.product, "set", "show", "not-hex!")),
     ("set", 3, lambda w: (*w.product, "set", "members", "0000000")),
-    ("set", 5, lambda w: (*w.dev, "set", "show")),
+    ("set", 5, lambda w: (*w.dev, "set", "write", "--member", "dm")),  # not a product repo
 ]
 
 

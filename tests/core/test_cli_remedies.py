@@ -56,7 +56,14 @@ def test_every_raised_remedy_is_named_as_a_command() -> None:
     [
         ("list its tables with tables() / datom list", "list its tables with datom list"),
         ("Repair it from git: validate(fix=True).", "Repair it from git: datom validate --fix."),
-        ("its history (history() / datom history) lists", "its history (datom history) lists"),
+        (
+            "its history (history() / datom history) lists",
+            "its history (datom history TABLE) lists",
+        ),
+        (
+            "table 'dm' has no version 'ab'; its history (history() / datom history) lists",
+            "table 'dm' has no version 'ab'; its history (datom history dm) lists",
+        ),
         ("or create a project (init_repo() / datom init)", "or create a project (datom init)"),
         ("Run validate() on this project.", "Run datom validate on this project."),
         ("drop them with fetch_and_reset(), before", None),
@@ -79,12 +86,14 @@ def test_messages_the_cli_prints_name_commands(tmp_path: Path) -> None:
         run("--store", tmp_path / "empty", "--project", "P", "list"),  # init_repo()
         run(*seeded.reader, "sync"),  # a reader cannot write: clone()
         run(*seeded.reader, "set", "show"),
+        run(*seeded.dev, "set", "show"),  # a data repo: "holds no set", not "writing needs"
         run("--json", *seeded.dev, "show", "nope"),
     ]
     altered = snapshot.read_text().replace('"nrow": 3', '"nrow": 4')
     assert altered != snapshot.read_text()
     snapshot.write_text(altered)
     failures.append(run(*seeded.reader, "show", "dm", "-v", snapshot.stem))  # validate(fix)
+    assert "holds no set" in failures[5].stderr and "writing" not in failures[5].stderr
     for out in failures:
         assert out.exit_code != 0
         assert out.stderr.startswith("datom: error: ")

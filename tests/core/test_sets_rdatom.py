@@ -236,7 +236,12 @@ conn <- datom_get_conn(file.path(root, "cut"), st())
 x <- datom_get_set(conn, cut)
 written <- datom_write_set(conn, x, tags = list(note = "relabelled in R"))
 again <- datom_get_set(conn, cut)
+v <- datom_validate(conn)
+reader <- datom_get_conn(store = datom_store(data = datom_store_local(file.path(root, "cut.store")),
+                                             validate = FALSE), project_name = "CUT_001")
+from_store <- datom_get_set(reader, cut)
 jsonlite::write_json(list(read = x$version, written = written$metadata_sha,
+                          valid = isTRUE(v$valid), from_store = from_store$version,
                           members = I(vapply(again$members, function(m) m$id$name, "")),
                           project = again$members[[1]]$id$project),
                      file.path(root, "r.json"), auto_unbox = TRUE)
@@ -259,6 +264,10 @@ def test_r_opens_a_product_repo_that_records_its_members_stores(tmp_path: Path) 
     said = json.loads((tmp_path / "r.json").read_text())
     assert said["read"] == first.version
     assert (said["members"], said["project"]) == (["dm"], "STUDY_001")
+    # R validates the product repo and reads the set from its store alone, beside the
+    # store's copy of the record.
+    assert said["valid"] is True and said["from_store"] == said["written"]
+    assert (tmp_path / "cut.store" / "datom" / ".metadata" / "member_stores.json").is_file()
 
     again = dc.connect(tmp_path / "cut")
     again.pull()
@@ -266,4 +275,6 @@ def test_r_opens_a_product_repo_that_records_its_members_stores(tmp_path: Path) 
     assert dict(again.get_set().tags) == {"note": ("relabelled in R",)}
     pinned = again.get_set().member("dm").fetch(as_="arrow")  # through the recorded store
     assert pinned.num_rows == len(frame())
+    reader = dc.connect(store=dc.LocalStore(tmp_path / "cut.store"), project_name="CUT_001")
+    assert reader.get_set().member("dm").fetch(as_="arrow").num_rows == len(frame())
     assert again.validate().ok

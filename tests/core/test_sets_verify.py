@@ -51,3 +51,11 @@ def test_a_missing_or_altered_member_fails(cut: tuple[dc.Connection, dc.Connecti
     check = verify_set(read(conn), {"SDTM_001": source.store})
     assert {m.member.name: m.status for m in check.failed} == {"dm": "failed", "ex": "failed"}
     assert "missing" in next(m.problem for m in check.failed if m.member.name == "dm")
+
+
+def test_a_product_clone_verifies_other_projects_members_where_it_recorded_them(
+    cut: tuple[dc.Connection, dc.Connection],
+) -> None:
+    conn, _ = cut
+    check = dc.connect(conn.path).verify_set(content=True)
+    assert [m.status for m in check.members] == ["ok", "ok", "ok"]
