@@ -75,7 +75,4 @@ def _tags(current: dc.SetVersion) -> dict[str, tuple[str, ...]]:
 
 
 def _tags_of(labels: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
-    return {
-        k: (v,) if isinstance(v, str) else tuple(str(x) for x in v)
-        for k, v in labels.items()
-    }
+    return {k: (v,) if isinstance(v, str) else tuple(str(x) for x in v) for k, v in labels.items()}

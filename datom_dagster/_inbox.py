@@ -41,7 +41,7 @@ from dagster import (
     sensor,
 )
 from datom_dagster._annotations import plain
-from datom_dagster._metadata import Written, materialization_metadata
+from datom_dagster._metadata import Written, materialization_metadata, written_line
 
 __all__ = ["datom_inbox_assets", "datom_inbox_sensor"]
 
@@ -88,9 +88,8 @@ def datom_inbox_assets(
         for table in sorted(wanted):
             if table in synced and synced[table].status == "error":
                 continue
-            yield _result(
-                conn, keys[table], table, synced[table].change if table in synced else None, inbox
-            )
+            change = synced[table].change if table in synced else None
+            yield _result(conn, keys[table], table, change, inbox, context.log)
         if failures:
             where = inbox_folder(conn, inbox)
             raise Failure(description=f"could not onboard from {where}: " + "; ".join(failures))
@@ -99,7 +98,12 @@ def datom_inbox_assets(
 
 
 def _result(
-    conn: dc.Connection, key: AssetKey, table: str, change: str | None, inbox: str | None
+    conn: dc.Connection,
+    key: AssetKey,
+    table: str,
+    change: str | None,
+    inbox: str | None,
+    log: Any,
 ) -> MaterializeResult:
     try:
         record = conn.version(table)
@@ -110,9 +114,11 @@ def _result(
         ) from e
     written = Written(table, record.version, change or "none", None, record)
     schema = conn.read(table, record, as_="arrow").schema
+    metadata = materialization_metadata(conn, written, schema)
+    log.info(written_line(table, record.version, metadata))
     return MaterializeResult(
         asset_key=key,
-        metadata=materialization_metadata(conn, written, schema),
+        metadata=metadata,
         data_version=DataVersion(record.data_sha),
     )
 
