@@ -66,11 +66,10 @@ def _parts(change: str, s: dc.TableDiff) -> list[str]:
     if change == "metadata_only" or s.same_data:
         return ["same data, new metadata"]
     parts = []
-    if s.key is not None and s.rows_added is not None:
-        parts.append(
-            f"{_n(s.rows_added, 'row')} added, {s.rows_removed} removed, "
-            f"{s.rows_changed} changed (by key)"
-        )
+    if s.key is not None and s.rows_added is not None:  # rows matched by the asset's key
+        parts += [f"+{_n(s.rows_added, 'row')}"] if s.rows_added else []
+        parts += [f"-{_n(s.rows_removed or 0, 'row')}"] if s.rows_removed else []
+        parts += [f"{_n(s.rows_changed or 0, 'row')} changed"] if s.rows_changed else []
     elif s.rows_before is not None and s.rows_after != s.rows_before:
         delta = s.rows_after - s.rows_before
         parts.append(f"{'+' if delta > 0 else '-'}{_n(abs(delta), 'row')}")

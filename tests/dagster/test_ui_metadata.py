@@ -97,7 +97,7 @@ def test_change_summary_for_a_known_pair_of_versions_is_exact(instance, io_manag
     # Rows moved, so every column's digest moved: columns are not called "changed".
     assert "datom/columns_changed" not in second.metadata
     assert "columns changed: not compared by column (see rows by key)" in md
-    head = "v2 of 2, was v1 — full: 1 row added, 2 removed, 2 changed (by key), +1 column"
+    head = "v2 of 2, was v1 — full: +1 row, -2 rows, 2 rows changed, +1 column"
     assert meta(second, "datom/summary") == head and md.startswith(f"**visits**: {head}\n")
 
     again = _run(instance, io_manager, 2)  # nothing changed
