@@ -5,13 +5,15 @@ added, removed and changed (from the parquet-footer column digests, so no data i
 and, when the asset declares a key (``datom_annotations(key=[...])``), rows added,
 removed and changed by key (this reads both versions). :func:`summary_metadata` turns the
 :class:`datom_core.TableDiff` into the materialization's ``datom/changes`` markdown and
-numeric entries that checks can use.
+numeric entries that checks can use. Without a key, appended rows move every column's
+digest, so columns are only reported "changed" when the row count stayed the same.
 """
 
 from collections.abc import Sequence
 
 import datom_core as dc
 from dagster import MetadataValue
+from datom_dagster._headline import columns_comparable
 
 __all__ = ["change_summary", "summary_markdown", "summary_metadata"]
 
@@ -66,25 +68,36 @@ def _unchanged(table: str, record: dc.TableMetadata, key: list[str] | None) -> d
     )
 
 
-def summary_markdown(summary: dc.TableDiff) -> str:
-    """The summary as a short markdown report (the Dagster UI renders it)."""
-    if summary.before is None:
-        head = f"**{summary.table}**: first version `{summary.after[:12]}`"
-    elif summary.before == summary.after:
-        head = f"**{summary.table}**: unchanged, version `{summary.after[:12]}`"
-    else:
-        head = f"**{summary.table}**: `{summary.before[:12]}` → `{summary.after[:12]}`"
+def summary_markdown(summary: dc.TableDiff, head: str | None = None) -> str:
+    """The summary as a short markdown report (the Dagster UI renders it).
+
+    ``head``: the first line (:func:`datom_dagster._headline.headline`); an unchanged
+    version's report is that line alone.
+    """
+    if head is None:
+        head = _plain_head(summary)
+    if summary.before == summary.after:
+        return f"**{summary.table}**: {head}"
     rows_before = "—" if summary.rows_before is None else str(summary.rows_before)
+    changed = (
+        _names(summary.columns_changed)
+        if columns_comparable(summary)
+        else "not compared (rows were added or removed, so every column's digest moved; "
+        "declare a key to compare rows)"
+        if summary.key is None
+        else "not compared by column (see rows by key)"
+    )
     lines = [
-        head,
+        f"**{summary.table}**: {head}",
         "",
         "| | before | after |",
         "|---|---|---|",
+        f"| version | {_short(summary.before)} | {_short(summary.after)} |",
         f"| rows | {rows_before} | {summary.rows_after} |",
         "",
         f"- columns added: {_names(summary.columns_added)}",
         f"- columns removed: {_names(summary.columns_removed)}",
-        f"- columns changed: {_names(summary.columns_changed)}",
+        f"- columns changed: {changed}",
     ]
     if summary.key is not None:
         lines.append(
@@ -94,20 +107,34 @@ def summary_markdown(summary: dc.TableDiff) -> str:
     return "\n".join(lines)
 
 
+def _plain_head(summary: dc.TableDiff) -> str:
+    if summary.before is None:
+        return f"first version `{summary.after[:12]}`"
+    if summary.before == summary.after:
+        return f"unchanged, version `{summary.after[:12]}`"
+    return f"`{summary.before[:12]}` → `{summary.after[:12]}`"
+
+
+def _short(version: str | None) -> str:
+    return f"`{version[:12]}`" if version else "—"
+
+
 def _names(names: Sequence[str]) -> str:
     return ", ".join(f"`{n}`" for n in names) if names else "none"
 
 
-def summary_metadata(summary: dc.TableDiff) -> dict[str, MetadataValue]:
-    """``datom/changes`` (markdown) and the numbers behind it."""
+def summary_metadata(summary: dc.TableDiff, head: str | None = None) -> dict[str, MetadataValue]:
+    """``datom/changes`` (markdown) and the numbers behind it (``datom/columns_changed``
+    only when the row count did not move: see :mod:`datom_dagster._headline`)."""
     entries: dict[str, MetadataValue] = {
-        "datom/changes": MetadataValue.md(summary_markdown(summary)),
+        "datom/changes": MetadataValue.md(summary_markdown(summary, head)),
         "datom/compared_with": MetadataValue.text(summary.before or ""),
         "datom/rows_after": MetadataValue.int(summary.rows_after),
         "datom/columns_added": MetadataValue.int(len(summary.columns_added)),
         "datom/columns_removed": MetadataValue.int(len(summary.columns_removed)),
-        "datom/columns_changed": MetadataValue.int(len(summary.columns_changed)),
     }
+    if columns_comparable(summary):
+        entries["datom/columns_changed"] = MetadataValue.int(len(summary.columns_changed))
     if summary.rows_before is not None:
         entries["datom/rows_before"] = MetadataValue.int(summary.rows_before)
     for name in ("rows_added", "rows_removed", "rows_changed"):

@@ -29,7 +29,7 @@ from dagster import (
     sensor,
 )
 from datom_dagster._annotations import plain
-from datom_dagster._metadata import Written, materialization_metadata
+from datom_dagster._metadata import Written, materialization_metadata, written_line
 
 __all__ = ["datom_inbox_assets", "datom_inbox_sensor"]
 
@@ -89,30 +89,37 @@ def datom_inbox_assets(
         for table in sorted(wanted):
             if table in synced and synced[table].status == "error":
                 continue
-            yield _result(
-                conn, keys[table], table, synced[table].change if table in synced else None
-            )
+            change = synced[table].change if table in synced else None
+            yield _result(conn, keys[table], table, change, inbox, context.log)
         if failures:
-            raise Failure(description="could not onboard " + "; ".join(failures))
+            where = inbox_folder(conn, inbox)
+            raise Failure(description=f"could not onboard from {where}: " + "; ".join(failures))
 
     return _onboard
 
 
 def _result(
-    conn: dc.Connection, key: AssetKey, table: str, change: str | None
+    conn: dc.Connection,
+    key: AssetKey,
+    table: str,
+    change: str | None,
+    inbox: str | None,
+    log: Any,
 ) -> MaterializeResult:
     try:
         record = conn.version(table)
     except dc.NotFoundError as e:
         raise Failure(
             description=f"no extract for table {table!r} has been onboarded yet: drop its file "
-            "into the inbox first"
+            f"(e.g. {table}.csv) into {inbox_folder(conn, inbox)} first"
         ) from e
     written = Written(table, record.version, change or "none", None, record)
     schema = conn.read(table, record, as_="arrow").schema
+    metadata = materialization_metadata(conn, written, schema)
+    log.info(written_line(table, record.version, metadata))
     return MaterializeResult(
         asset_key=key,
-        metadata=materialization_metadata(conn, written, schema),
+        metadata=metadata,
         data_version=DataVersion(record.data_sha),
     )
 
@@ -150,7 +157,9 @@ def datom_inbox_sensor(
         default_status=default_status,
         asset_selection=AssetSelection.assets(*assets.keys),
         required_resource_keys={resource_key},
-        description="Onboards new and changed extracts dropped into the datom inbox.",
+        description="Onboards new and changed extracts dropped into "
+        + (inbox or "the project's inbox (input_files/ in its clone)")
+        + ".",
     )
     def _sensor(context: SensorEvaluationContext, **resources: Any) -> SensorResult:
         # Dagster hands required resources over as keyword arguments when the sensor is
@@ -183,18 +192,26 @@ def datom_inbox_sensor(
                         },
                     )
                 )
+        where = inbox_folder(conn, inbox)
         for problem in problems:
-            context.log.warning(problem)
+            context.log.warning(f"{where}: {problem}")
         skip = None
         if not requests:
             skip = SkipReason(
-                "; ".join(problems) if problems else "no new or changed files in the inbox"
+                f"{where}: " + "; ".join(problems)
+                if problems
+                else f"no new or changed files in {where}"
             )
         return SensorResult(
             run_requests=requests, cursor=json.dumps(requested, sort_keys=True), skip_reason=skip
         )
 
     return _sensor
+
+
+def inbox_folder(conn: dc.Connection, inbox: str | None) -> str:
+    """The folder or URL an inbox watches, as messages name it."""
+    return inbox if inbox is not None else str(conn.path / "input_files")
 
 
 def _table_of(assets: AssetsDefinition, key: AssetKey) -> str:

@@ -18,7 +18,7 @@ from datom_dagster import _dagster_internals as internals
 from datom_dagster._annotations import asset_option_problems, input_option_problems, plain
 from datom_dagster._config import DatomResource, datom_home
 from datom_dagster._lineage import output_parents, record_loaded
-from datom_dagster._metadata import Written, materialization_metadata
+from datom_dagster._metadata import Written, materialization_metadata, written_line
 from datom_dagster._naming import KEY_METADATA_KEY, TABLE_METADATA_KEY, table_name
 from datom_dagster._set_pins import open_pinned_set, set_pin_of, set_pins
 from datom_dagster._type_handlers import (
@@ -45,8 +45,8 @@ class DatomIOManager(ConfigurableIOManager):
     parents, the change summary against the previous version and Dagster's row count, column
     schema and URI (the user guide lists them), and its Dagster data version is the table's
     ``data_sha``: an identical result leaves downstream assets fresh, a changed one marks them
-    stale. No log line repeats what that event shows (each would be one more event the
-    instance stores, per asset and per input). A step that materialises several partitions at
+    stale. One INFO line per written table names the table, its version and the change (the
+    materialization's ``datom/summary``), so the run log alone says what a run wrote. A step that materialises several partitions at
     once (a single-run backfill) must return a dict ``{partition_key: table}``; each partition
     gets its own metadata, and Dagster computes the data version as usual (its data-version
     record is per asset, not per partition). Unsupported outputs and unhashable tables fail
@@ -133,6 +133,7 @@ class DatomIOManager(ConfigurableIOManager):
                 key=key,
                 parent_assets=[item.asset_key for item in loaded],
             )
+            context.log.info(written_line(result.table, result.version, metadata))
             if single:
                 internals.add_materialization_metadata(context, metadata)
                 internals.set_data_version(context, result.data_sha)

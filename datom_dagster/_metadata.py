@@ -1,5 +1,8 @@
 """The metadata shown on every materialization datom stores: what a reviewer needs to see.
 
+* ``datom/summary`` first: the version's place in its table's history and the change in
+  words, ``v3 of 4, was v2 — full: +1 row, 2 columns changed`` or ``unchanged — still v3
+  (written ...)`` (:mod:`datom_dagster._headline`).
 * Identity: ``datom/version``, ``datom/data_sha``, ``datom/parquet_sha``, ``datom/change``
   (``none``, ``metadata_only`` or ``full``), ``datom/table``, ``datom/project``.
 * ``datom/commit``: the commit that made this version current (for ``none``, the earlier
@@ -7,7 +10,8 @@
   https; credentials are never shown).
 * ``datom/parents``: a table, one row per parent (table, version prefix, data_sha prefix,
   source project), and ``datom/parent/<asset>`` links to the upstream assets;
-  ``datom/source_lineage`` as recorded.
+  ``datom/source_lineage``: a table of the raw sources (project, table, data_sha; R datom
+  records that data_sha under the name ``version_sha``).
 * The change summary against the previous version (:mod:`datom_dagster._change`):
   ``datom/changes`` (markdown), ``datom/compared_with`` (the version before; for an
   unchanged write, the version itself) and ``datom/rows_before``, ``datom/rows_after``,
@@ -29,6 +33,7 @@ import pyarrow as pa
 import datom_core as dc
 from dagster import AssetKey, MetadataValue, TableColumn, TableRecord, TableSchema
 from datom_dagster._change import change_summary, summary_metadata
+from datom_dagster._headline import headline, position
 
 __all__ = [
     "DATOM_KEYS",
@@ -37,10 +42,12 @@ __all__ = [
     "arrow_type_name",
     "commit_url",
     "materialization_metadata",
+    "written_line",
     "parquet_url",
 ]
 
 DATOM_KEYS = (
+    "datom/summary",
     "datom/version",
     "datom/data_sha",
     "datom/parquet_sha",
@@ -97,7 +104,9 @@ def materialization_metadata(
         key=key,
         before=written.replaced,
     )
+    head = headline(written.change, summary, position(conn, written.table, written.version))
     entries: dict[str, MetadataValue] = {
+        "datom/summary": MetadataValue.text(head),
         "datom/version": MetadataValue.text(written.version),
         "datom/data_sha": MetadataValue.text(recorded.data_sha),
         "datom/parquet_sha": MetadataValue.text(recorded.parquet_sha or ""),
@@ -108,8 +117,8 @@ def materialization_metadata(
         "datom/parents": MetadataValue.table(
             [_parent_row(p) for p in recorded.parents], schema=_PARENT_SCHEMA
         ),
-        "datom/source_lineage": MetadataValue.json(_records(recorded.get("source_lineage"))),
-        **summary_metadata(summary),
+        "datom/source_lineage": source_lineage_table(recorded.get("source_lineage")),
+        **summary_metadata(summary, head),
         "dagster/row_count": MetadataValue.int(recorded.nrow),
         "dagster/column_schema": MetadataValue.table_schema(column_schema(schema)),
         "dagster/uri": MetadataValue.url(parquet_url(conn, written.table, recorded.data_sha)),
@@ -117,6 +126,39 @@ def materialization_metadata(
     for asset_key in dict.fromkeys(parent_assets):
         entries[f"datom/parent/{asset_key.to_user_string()}"] = MetadataValue.asset(asset_key)
     return entries
+
+
+_LINEAGE_SCHEMA = TableSchema(
+    columns=[
+        TableColumn("project", "string", description="the source's datom project"),
+        TableColumn("table", "string", description="the source (an onboarded table)"),
+        TableColumn(
+            "data_sha",
+            "string",
+            description="the source version's data_sha (R datom names it version_sha)",
+        ),
+    ]
+)
+
+
+def source_lineage_table(value: Any) -> MetadataValue:
+    """The recorded ``source_lineage`` as a table whose columns say what each id is."""
+    rows = [
+        TableRecord(
+            {
+                "project": str(r.get("project", "")),
+                "table": str(r.get("table", "")),
+                "data_sha": str(r.get("version_sha", "")),
+            }
+        )
+        for r in _records(value)
+    ]
+    return MetadataValue.table(rows, schema=_LINEAGE_SCHEMA)
+
+
+def written_line(table: str, version: str, metadata: Mapping[str, MetadataValue]) -> str:
+    """The run log's line for one written table: table, version and the change."""
+    return f"datom: {table} {version[:12]}: {metadata['datom/summary'].value}"
 
 
 def _parent_row(parent: dc.ParentRef) -> TableRecord:

@@ -1,17 +1,19 @@
 """STUDY-001's derived analysis tables, computed from the onboarded raw domains.
 
 Plain pandas functions: datom versions every output through the IO manager and records
-the exact raw versions each one read as its lineage parents.
+the exact raw versions each one read as its lineage parents. Each declares its key, so
+every materialization says how many rows were added, removed and changed by key.
 """
 
 import pandas as pd
 
 from dagster import asset
+from datom_dagster import datom_annotations
 
 GROUP = "derived"
 
 
-@asset(group_name=GROUP, kinds={"pandas", "datom"})
+@asset(group_name=GROUP, kinds={"pandas", "datom"}, metadata=datom_annotations(key=["USUBJID"]))
 def adsl(dm: pd.DataFrame, ex: pd.DataFrame) -> pd.DataFrame:
     """Subject-level analysis dataset: demographics plus treatment start, end and total dose."""
     exposure = (
@@ -30,7 +32,11 @@ def adsl(dm: pd.DataFrame, ex: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-@asset(group_name=GROUP, kinds={"pandas", "datom"})
+@asset(
+    group_name=GROUP,
+    kinds={"pandas", "datom"},
+    metadata=datom_annotations(key=["USUBJID", "AESEQ"]),
+)
 def adae(ae: pd.DataFrame, adsl: pd.DataFrame) -> pd.DataFrame:
     """Adverse events with treatment arm, study day and the treatment-emergent flag."""
     out = ae.merge(adsl[["USUBJID", "ARM", "TRTSDT"]], on="USUBJID", how="left")
@@ -52,7 +58,11 @@ def adae(ae: pd.DataFrame, adsl: pd.DataFrame) -> pd.DataFrame:
     return out[columns].sort_values(["USUBJID", "AESEQ"], ignore_index=True)
 
 
-@asset(group_name=GROUP, kinds={"pandas", "datom"})
+@asset(
+    group_name=GROUP,
+    kinds={"pandas", "datom"},
+    metadata=datom_annotations(key=["ARM", "LBTESTCD", "VISITNUM"]),
+)
 def lab_summary(lb: pd.DataFrame, adsl: pd.DataFrame) -> pd.DataFrame:
     """Lab results summarised by arm, test and visit: n, mean and standard deviation."""
     data = lb.merge(adsl[["USUBJID", "ARM"]], on="USUBJID", how="inner")

@@ -4,10 +4,12 @@ Runs ``make demo``'s story into a temporary folder, starts ``dagster-webserver``
 loopback over the demo's instance (``workspace.yaml``, as the demo tells users to), opens
 ``adsl``'s events page in headless Chromium (Debian's ``chromium``, driven by Playwright)
 and checks that the version, its data_sha, the parents table and the change summary are
-on the page. The screenshot stays in the test's tmp dir (``adsl.png``).
+on the page, led by the summary line (``unchanged — still v4 (written ...)``: the demo's
+last run changed nothing). The screenshot stays in the test's tmp dir (``adsl.png``).
 """
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -99,7 +101,23 @@ def test_the_asset_page_explains_the_version(tmp_path):
                     skip.first.click()
                 page.get_by_text(version).first.wait_for(timeout=60_000)
                 page.screenshot(path=str(tmp_path / "adsl.png"), full_page=True)
+                if os.environ.get("DATOM_SCREENSHOT_DIR"):  # kept for a look by eye
+                    page.screenshot(
+                        path=str(Path(os.environ["DATOM_SCREENSHOT_DIR"]) / "adsl.png"),
+                        full_page=True,
+                    )
                 text = page.inner_text("body")
+                # The event before: month 4's derivation, summarised by key.
+                stamps = page.get_by_text(re.compile(r"^\w{3} \d+, \d+:\d\d [AP]M$"))
+                stamps.nth(1).click()
+                page.get_by_text("v4 of 4, was v3").first.wait_for(timeout=60_000)
+                page.screenshot(path=str(tmp_path / "adsl_v4.png"), full_page=True)
+                if os.environ.get("DATOM_SCREENSHOT_DIR"):
+                    page.screenshot(
+                        path=str(Path(os.environ["DATOM_SCREENSHOT_DIR"]) / "adsl_v4.png"),
+                        full_page=True,
+                    )
+                changed = page.inner_text("body")
             finally:
                 browser.close()
 
@@ -110,6 +128,14 @@ def test_the_asset_page_explains_the_version(tmp_path):
             [parent["table"], parent["version"][:12], parent["data_sha"][:12], parent["source"]]
         )
         assert row in text, f"parent row {row!r} not on the page"
-    assert "datom/changes" in text and f"adsl: unchanged, version {version[:12]}" in text
-    assert "columns added: none" in text
+    written = conn.history("adsl")[0].timestamp
+    assert f"unchanged — still v4 (written {written})" in text  # datom/summary
+    assert "datom/summary" in text and text.index("datom/summary") < text.index("datom/version")
+    assert f"adsl: unchanged — still v4 (written {written})" in text  # datom/changes
+    assert "datom/source_lineage" in text and "data_sha" in text
     assert "datom/parent/dm" in text and "datom/parent/ex" in text  # links to the upstreams
+    # Month 4 against month 3, by adsl's key: the line and the report agree.
+    v4 = conn.history("adsl")
+    assert "v4 of 4, was v3 — full: " in changed and "rows changed" in changed
+    assert f"| version | {v4[1].version[:12]}" not in changed  # rendered as a table, not text
+    assert "rows by key (USUBJID)" in changed

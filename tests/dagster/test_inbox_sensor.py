@@ -196,3 +196,30 @@ def test_a_stale_file_requests_no_run_and_is_reported(
     assert "dm.csv: stale" in message
     assert str(first.version)[:12] in message and str(second.version)[:12] in message
     assert conn.resolve("dm") == second.version
+
+
+def test_every_sensor_and_inbox_message_names_the_folder(
+    project: dict, instance: DagsterInstance, tmp_path: Path
+) -> None:
+    inbox = str(project["inbox"])
+    assets = datom_inbox_assets(TABLES)
+    sensor = datom_inbox_sensor(assets)
+    assert sensor.description is not None and "input_files" in sensor.description
+    quiet = _tick(sensor, project, instance, None)
+    assert quiet.skip_reason.skip_message == f"no new or changed files in {inbox}"
+    (project["inbox"] / "notes.json").write_text("{}")
+    problem = _tick(sensor, project, instance, None).skip_reason.skip_message
+    assert problem.startswith(f"{inbox}: notes.json: unsupported_format")
+    # A folder given explicitly is named as given, in the description and every message.
+    drops = tmp_path / "drops"
+    drops.mkdir()
+    elsewhere = datom_inbox_sensor(assets, inbox=str(drops), name="elsewhere")
+    assert str(drops) in (elsewhere.description or "")
+    message = _tick(elsewhere, project, instance, None).skip_reason.skip_message
+    assert message == f"no new or changed files in {drops}"
+    # Onboarding a table whose file never arrived names the folder it looked in.
+    result = materialize([datom_inbox_assets(TABLES, inbox=str(drops))], instance=instance,
+                         resources={"datom": project["resource"]}, raise_on_error=False)  # fmt: skip
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.is_step_failure]
+    assert f"into {drops} first" in str(failure.event_specific_data.error)

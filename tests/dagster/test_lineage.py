@@ -177,13 +177,23 @@ def test_upstream_in_another_project_is_recorded_with_its_source(instance, tmp_p
             }
         )
     ]
-    assert meta(event, "datom/source_lineage") == lineage
+    assert _lineage_shown(event) == lineage
+    column = event.metadata["datom/source_lineage"].value.schema.columns[2]
+    assert column.name == "data_sha" and "version_sha" in (column.description or "")
     # The lineage is derived by datom itself, and follows through unloaded dependencies.
     conn = study.connection()
     assert [s.to_json() for s in conn.lineage("enriched")] == lineage
     summary_parents = {(p["source"], p["table"]) for p in conn.metadata("summary")["parents"]}
     assert summary_parents == {("vendor", "dm"), ("study", "enriched")}
-    assert meta(latest(instance, "summary"), "datom/source_lineage") == lineage
+    assert _lineage_shown(latest(instance, "summary")) == lineage
     tree = conn.lineage("enriched", depth="parents")
     assert tree.parents[0].project == "vendor" and not tree.parents[0].resolved
     assert dc.connect(tmp_path / "vendor" / "repo").history("dm")[0].version == imported.version
+
+
+def _lineage_shown(event) -> list[dict[str, str]]:
+    """``datom/source_lineage`` rows in the recorded spelling (data_sha as version_sha)."""
+    rows = [dict(r.data) for r in event.metadata["datom/source_lineage"].value.records]
+    return [
+        {"project": r["project"], "table": r["table"], "version_sha": r["data_sha"]} for r in rows
+    ]

@@ -73,7 +73,6 @@ def test_change_summary_for_a_known_pair_of_versions_is_exact(instance, io_manag
             "rows_after",
             "columns_added",
             "columns_removed",
-            "columns_changed",
             "rows_added",
             "rows_removed",
             "rows_changed",
@@ -86,19 +85,27 @@ def test_change_summary_for_a_known_pair_of_versions_is_exact(instance, io_manag
         "rows_after": 3,
         "columns_added": 1,
         "columns_removed": 0,
-        "columns_changed": 5,  # every kept column lost or gained rows, so its digest moved
         "rows_added": 1,
         "rows_removed": 2,
         "rows_changed": 2,
     }
     md = meta(second, "datom/changes")
-    assert f"`{v1[:12]}` → `{v2[:12]}`" in md
+    assert f"| version | `{v1[:12]}` | `{v2[:12]}` |" in md
     assert "| rows | 4 | 3 |" in md
     assert "columns added: `FLAG`" in md and "columns removed: none" in md
     assert "rows by key (`USUBJID`, `VISITNUM`): 1 added, 2 removed, 2 changed" in md
+    # Rows moved, so every column's digest moved: columns are not called "changed".
+    assert "datom/columns_changed" not in second.metadata
+    assert "columns changed: not compared by column (see rows by key)" in md
+    head = "v2 of 2, was v1 — full: +1 row, -2 rows, 2 rows changed, +1 column"
+    assert meta(second, "datom/summary") == head and md.startswith(f"**visits**: {head}\n")
 
     again = _run(instance, io_manager, 2)  # nothing changed
     assert meta(again, "datom/change") == "none" and "unchanged" in meta(again, "datom/changes")
+    written = io_manager.connection().history("visits")[0].timestamp
+    assert meta(again, "datom/summary") == f"unchanged — still v2 (written {written})"
+    assert meta(again, "datom/changes") == f"**visits**: unchanged — still v2 (written {written})"
+    assert next(iter(again.metadata)) == "datom/summary"  # the first entry the UI shows
     assert meta(again, "datom/rows_changed") == 0 and meta(again, "datom/columns_changed") == 0
 
 
