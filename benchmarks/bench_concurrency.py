@@ -14,6 +14,12 @@ the write path calls it): failures and versions are checked there too; its ratio
 reference (the target is the write's), as most of a bare ``commit_and_push`` runs inside
 the writers' turn, where writers queue. The machine may be loaded: read the ratios.
 ``--git-only`` skips the ``Connection.write`` phases.
+
+``--servers`` runs the server phases instead (also run at the end of a full run): for
+each remote (dulwich's smart-HTTP server, git's own ``git http-backend``, the local bare
+remote), 2 and 8 writers, each with its clone, writing distinct tables, alone and with a
+colleague's ``git push`` loop beside them (``_colleague.py``): failed writes (target 0),
+every version recorded once, ``validate`` clean, and the colleague's pushes all kept.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import datom_core as dc
 from datom_core._git import MetadataRepo, TreeReader
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _colleague import SERVERS, Colleague, remote  # noqa: E402
 from _measure import file_churn_cost  # noqa: E402
 
 _DISTINCT, _SHARED, _ONE_CLONE = "distinct tables", "one shared table", "one clone"
@@ -181,7 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writes", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--git-only", action="store_true")
+    parser.add_argument("--servers", action="store_true", help="only the server phases")
     args = parser.parse_args(argv)
+    if args.servers:
+        return 0 if _servers(args.writes) else 1
     ok = True
     with tempfile.TemporaryDirectory(prefix="datom-bench-conc-") as tmp:
         root = Path(tmp)
@@ -225,7 +235,66 @@ def main(argv: list[str] | None = None) -> int:
             if not report.ok:
                 print("  ", str(report).replace("\n", "\n   ")[:2000])
         ok &= _git_only(root, args.writers, args.writes)
+    ok &= _servers(args.writes)
     return 0 if ok else 1
+
+
+def _servers(writes: int) -> bool:
+    """The server phases (see the module docstring); whether every one was clean."""
+    ok = True
+    for kind in SERVERS:
+        for writers in (2, 8):
+            for colleague in (False, True):
+                with tempfile.TemporaryDirectory(prefix="datom-bench-srv-") as tmp:
+                    try:
+                        ok &= _server_phase(kind, writers, writes, colleague, Path(tmp))
+                    except Exception:
+                        traceback.print_exc()
+                        ok = False
+    return ok
+
+
+def _server_phase(kind: str, writers: int, writes: int, colleague: bool, root: Path) -> bool:
+    import os
+
+    with remote(kind, root) as (url, token):
+        if token:
+            os.environ["DATOM_GIT_TOKEN"] = token  # the spawned writers read it too
+        store = root / "store"
+        origin = dc.init_repo(root / "origin", "BENCH", dc.LocalStore(store), url)
+        url = origin.repo.remote_url
+        clones = [root / f"clone{w}" for w in range(writers)]
+        for c in clones:
+            dc.clone(url, c, dc.LocalStore(store))
+        pusher = Colleague(url, token, root / "colleague") if colleague else None
+        if pusher:
+            pusher.start()
+        try:
+            elapsed, results, _cpu = _run(clones, store, writes, shared=False)
+        finally:
+            if pusher:
+                pusher.stop()
+        origin.pull()
+        failed, once = _check(origin, results)
+        report = origin.validate()
+        kept = ""
+        good = failed == 0 and once and report.ok
+        if pusher:
+            notes = pusher.notes_on(url, token, root / "check")
+            good &= notes == pusher.pushes and not pusher.failures
+            kept = f", colleague pushes {pusher.pushes} kept {notes}"
+        print(
+            f"{kind:<16} {writers} writers x {writes}, "
+            f"{'with' if colleague else 'no':>4} git push loop: failed writes {failed}, versions "
+            f"once {once}, validate {'clean' if report.ok else 'NOT clean'}{kept}; "
+            f"{len([r for r in results if r[1]]) / elapsed:.1f} writes/s "
+            f"{'ok' if good else 'FAILED'}",
+            flush=True,
+        )
+        if not report.ok:
+            print("  ", str(report).replace("\n", "\n   ")[:1500])
+        os.environ.pop("DATOM_GIT_TOKEN", None)
+        return good
 
 
 def _rounds(

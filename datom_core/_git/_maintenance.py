@@ -31,14 +31,14 @@
 from __future__ import annotations
 
 import binascii
+import contextlib
 import fcntl
 import logging
 import os
 import random
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,10 +47,12 @@ from dulwich.objects import Blob, ObjectID, ShaFile
 from dulwich.pack import Pack, PackFileDisappeared
 from dulwich.repo import Repo
 
+from .._errors import DatomError
+from ._access import LOCK_NAME, RemoteAccess, flock
+from ._held import KEEP, drop_stale_keeps, git_held_packs, git_lock
 from ._objects import kept_blob
 from ._packs import (
     TMP_PACK,
-    git_held_packs,
     loose_entry,
     merge_packs,
     pack_entries,
@@ -80,7 +82,7 @@ PACK_BUDGET = 16
 SWEPT_FOLDERS = 8  # loose-object fan-out folders a compaction sweeps for stale temporaries
 CLONE_CHECK_EVERY = 16  # object-adding operations of one handle between two checks
 REMOTE_CHECK_EVERY = 8  # pushes of one handle between two checks of a local remote
-_LOCK_NAME = "datom-maintenance.lock"
+_LOCK_NAME = LOCK_NAME
 _COMPACT_LOCK = "datom-compact.lock"
 _TOP_LOCKS = ("index.lock", "packed-refs.lock", "HEAD.lock", "config.lock")
 
@@ -92,13 +94,18 @@ def compact(r: Repo) -> tuple[int, int]:
     store = r.object_store
     if not isinstance(store, DiskObjectStore):
         return 0, 0
+    plan = None
     try:
-        return _logged(r, _finish(store, _prepare(store)))
+        plan = _prepare(store)
+        return _logged(r, _finish(store, plan))
     except (OSError, PackFileDisappeared) as e:
         # A folder or pack a concurrent git gc / repack removed while it was read: what was
         # written stays (each object still where it was, or twice), the rest waits.
         log.warning("could not compact %s (%s); it is tried again later", r.path, e)
         return 0, 0
+    finally:  # a clone gains objects only under its lock, which the caller holds
+        if plan is not None:
+            plan.unkeep(store)
 
 
 def _logged(r: Repo, done: tuple[int, int]) -> tuple[int, int]:
@@ -114,6 +121,15 @@ class _Compaction:
 
     loose: list[ObjectID] = field(default_factory=list)
     merged: list[Pack] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)  # its new packs, kept until it ends
+    finished: bool = False  # whether :func:`_finish` began deleting the other copies
+
+    def unkeep(self, store: DiskObjectStore) -> None:
+        """Remove the ``.keep`` files of the packs it wrote (they are ordinary packs now)."""
+        for name in self.written:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(store.pack_dir, name + ".keep"))
+        self.written = []
 
 
 def _prepare(store: DiskObjectStore) -> _Compaction:
@@ -122,14 +138,19 @@ def _prepare(store: DiskObjectStore) -> _Compaction:
     leaves duplicates, which the next merge drops)."""
     plan = _Compaction()
     drop_stale_temporaries(store)
-    if store.count_loose_objects() > LOOSE_BUDGET:
-        plan.loose = _loose_into_pack(store)
-    packs = sorted(_mergeable(store), key=len, reverse=True)
-    if len(packs) > PACK_BUDGET:
-        biggest, rest = packs[0], packs[1:]
-        merge = rest if len(biggest) >= 2 * sum(len(p) for p in rest) else packs
-        new = merge_packs(store, merge)
-        plan.merged = [p for p in merge if os.path.basename(p._basename) != new]
+    try:
+        if store.count_loose_objects() > LOOSE_BUDGET:
+            plan.loose = _loose_into_pack(store, plan.written)
+        packs = sorted(_mergeable(store), key=len, reverse=True)
+        if len(packs) > PACK_BUDGET:
+            biggest, rest = packs[0], packs[1:]
+            merge = rest if len(biggest) >= 2 * sum(len(p) for p in rest) else packs
+            new = merge_packs(store, merge, keep=KEEP)
+            plan.written.append(new)
+            plan.merged = [p for p in merge if os.path.basename(p._basename) != new]
+    except BaseException:
+        plan.unkeep(store)
+        raise
     return plan
 
 
@@ -154,36 +175,59 @@ def drop_stale_temporaries(store: DiskObjectStore, folders: int = SWEPT_FOLDERS)
     listing again; every folder is reached within a few dozen compactions)."""
     removed = drop_stale_files(store.path)
     removed += drop_stale_files(store.pack_dir, prefix=TMP_PACK)
+    removed += drop_stale_keeps(store.pack_dir)
     for i in random.sample(range(256), min(folders, 256)):
         removed += drop_stale_files(os.path.join(store.path, f"{i:02x}"))
     return removed
 
 
 def _finish(store: DiskObjectStore, plan: _Compaction) -> tuple[int, int]:
-    """Delete what :func:`_prepare` packed again; (loose objects, packs) deleted."""
+    """Delete what :func:`_prepare` packed again; (loose objects, packs) deleted.
+
+    The new packs are kept (``.keep``) until now, so a concurrent ``git repack -d`` or
+    ``git gc`` cannot have deleted one whose objects are about to lose their other copy
+    (git loosens the unreachable objects of a pack it deletes: the same loose files this
+    would then delete). Merged packs are deleted holding git's own
+    ``multi-pack-index.lock`` (``git repack --write-midx`` and ``git multi-pack-index
+    write`` take it before they list the packs), after asking again which packs git holds:
+    one a multi-pack-index names since :func:`_prepare` stays. A lock git holds now leaves
+    them all for a later compaction. The caller removes the new packs' ``.keep`` files
+    (:meth:`_Compaction.unkeep`) once no push that wrote their objects can be under way."""
+    plan.finished = True
     for sha in plan.loose:
         try:
             store.delete_loose_object(sha)
         except FileNotFoundError:  # deleted meanwhile (a datom too old to take the lock)
             continue
-    for p in plan.merged:
-        store._remove_pack(p)
-    return len(plan.loose), len(plan.merged)
+    removed = 0
+    with git_lock(os.path.join(store.pack_dir, "multi-pack-index.lock")) as mine:
+        held = git_held_packs(store.pack_dir) if mine else None
+        for p in plan.merged:
+            if held is not None and os.path.basename(p._basename) not in held:
+                store._remove_pack(p)
+                removed += 1
+    return len(plan.loose), removed
 
 
 def _pack_loose(store: DiskObjectStore) -> int:
     """Pack every loose object, then delete the loose copies; how many were packed."""
-    return _finish(store, _Compaction(loose=_loose_into_pack(store)))[0]
+    plan = _Compaction()
+    try:
+        plan.loose = _loose_into_pack(store, plan.written)
+        return _finish(store, plan)[0]
+    finally:
+        plan.unkeep(store)
 
 
-def _loose_into_pack(store: DiskObjectStore) -> list[ObjectID]:
-    """Write every loose object into one new pack; the ids it holds (still loose too).
-    A blob this process still holds (most of what it wrote since the last compaction,
-    manifests of a megabyte among them) is not read and inflated from its file again."""
+def _loose_into_pack(store: DiskObjectStore, written: list[str]) -> list[ObjectID]:
+    """Write every loose object into one new pack (kept: its name is added to
+    ``written``); the ids it holds (still loose too). A blob this process still holds
+    (most of what it wrote since the last compaction, manifests of a megabyte among them)
+    is not read and inflated from its file again."""
     shas = list(store._iter_loose_objects())
     objects = [o for o in (_kept(sha) or loose_entry(store, sha) for sha in shas) if o]
     if objects:
-        write_entries(store, pack_entries(objects))
+        written.append(write_entries(store, pack_entries(objects), keep=KEEP))
     return [ObjectID(binascii.hexlify(oid)) for oid, _type, _content in objects]
 
 
@@ -230,75 +274,12 @@ def _estimated_loose(store: DiskObjectStore) -> int:
     return found * 32
 
 
-@contextmanager
-def _flock(lock: Path, mode: int) -> Iterator[bool]:
-    try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    except OSError:  # a read-only remote: nobody compacts it, nothing to guard
-        yield mode != fcntl.LOCK_EX | fcntl.LOCK_NB
-        return
-    try:
-        try:
-            fcntl.flock(fd, mode)
-        except BlockingIOError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
-
-
-class RemoteAccess:
-    """The shared side of a local remote's maintenance lock, on one descriptor per process.
-
-    Held while any thread of the process reads (threads writing through one connection
-    share it): the ``flock`` is taken by the first holder and dropped by the last.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd: int | None = None
-        self._pid = -1
-        self._holders = 0
-        self._count = threading.Lock()
-
-    def _descriptor(self) -> int | None:
-        if self._fd is None or self._pid != os.getpid():
-            try:
-                self._fd = os.open(
-                    self.path / _LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644
-                )
-            except OSError:  # a read-only remote: nobody compacts it, nothing to guard
-                self._fd = None
-            self._pid = os.getpid()
-        return self._fd
-
-    @contextmanager
-    def shared(self) -> Iterator[None]:
-        """Hold the remote open for reading or pushing (compaction waits for it)."""
-        if self._pid != os.getpid():  # a forked child: its parent's lock may be held
-            self._count, self._holders = threading.Lock(), 0
-        with self._count:
-            fd = self._descriptor()
-            if fd is not None and self._holders == 0:
-                fcntl.flock(fd, fcntl.LOCK_SH)
-            self._holders += 1
-        try:
-            yield
-        finally:
-            with self._count:
-                self._holders -= 1
-                if fd is not None and self._holders == 0 and self._fd == fd:
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-
-    def close(self) -> None:
-        if self._fd is not None and self._pid == os.getpid():
-            os.close(self._fd)
-        self._fd = None
-
-
 def compact_remote(
-    path: Path, opener: Callable[[], Repo], access: RemoteAccess, wait: float = 0.0
+    path: Path,
+    opener: Callable[[], Repo],
+    access: RemoteAccess,
+    wait: float = 0.0,
+    turn: Callable[[], AbstractContextManager[object]] | None = None,
 ) -> bool:
     """Compact a local remote: one datom process at a time (``datom-compact.lock``), and
     none of it while holding the writers' turn.
@@ -308,8 +289,15 @@ def compact_remote(
     replace waits for a moment when nobody reads (the exclusive side of the maintenance
     lock, tried for ``wait`` seconds: readers hold it for milliseconds). Returns whether it
     finished; a compaction that did not leaves its objects twice until the next merge.
+
+    Its new packs stay kept (``.keep``) until ``turn()``, the writers' turn, is held once
+    after the other copies are gone: a push writes its objects and then moves the branch,
+    both in its turn, so a loose object packed here may belong to a push not yet referenced
+    by any branch. ``git repack -a -d`` drops unreferenced objects of every pack it may
+    delete (loose ones it leaves alone): a kept pack it does not delete. A turn not had
+    within seconds leaves the ``.keep`` files to the sweep of an hour later.
     """
-    with _flock(path / _COMPACT_LOCK, fcntl.LOCK_EX | fcntl.LOCK_NB) as mine:
+    with flock(path / _COMPACT_LOCK, fcntl.LOCK_EX | fcntl.LOCK_NB) as mine:
         if not mine:
             return False  # another process is compacting it
         with access.shared():  # a datom too old to take the compactor's lock waits
@@ -318,14 +306,32 @@ def compact_remote(
             if not isinstance(store, DiskObjectStore):
                 return True
             plan = _prepare(store)
-        return _finish_alone(path, repo, plan, wait)
+        try:
+            return _finish_alone(path, repo, plan, wait)
+        finally:
+            _unkeep_after_pushes(store, plan, turn)
+
+
+def _unkeep_after_pushes(
+    store: DiskObjectStore,
+    plan: _Compaction,
+    turn: Callable[[], AbstractContextManager[object]] | None,
+) -> None:
+    if not plan.finished or turn is None:
+        plan.unkeep(store)  # every object is still where it was too
+        return
+    try:
+        with turn():
+            plan.unkeep(store)
+    except DatomError as e:
+        log.info("left the compaction's packs kept until a later sweep (%s)", e)
 
 
 def _finish_alone(path: Path, repo: Repo, plan: _Compaction, wait: float) -> bool:
     """:func:`_finish` at a moment nobody reads the remote, tried for ``wait`` seconds."""
     deadline = time.monotonic() + wait
     while True:
-        with _flock(path / _LOCK_NAME, fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
+        with flock(path / _LOCK_NAME, fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
             if alone:
                 _logged(repo, _finish(repo.object_store, plan))
                 return True

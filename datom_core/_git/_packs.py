@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from dulwich.midx import load_midx
 from dulwich.object_format import DEFAULT_OBJECT_FORMAT
 from dulwich.object_store import DiskObjectStore
 from dulwich.objects import ObjectID, ShaFile
@@ -40,7 +39,6 @@ from ._read import inflate_loose
 
 __all__ = [
     "TMP_PACK",
-    "git_held_packs",
     "loose_entry",
     "merge_packs",
     "pack_entries",
@@ -57,41 +55,6 @@ _BLOCK = 4096  # compared at once when looking for what a delta may copy
 _FINE = 256
 Entry = tuple[bytes, bytes, int | None]  # binary id, packed bytes (header on), their crc32
 Whole = tuple[bytes, int, bytes]  # binary id, type, content
-
-
-# A pack with one of these beside it belongs to git: kept (.keep, and .promisor: a partial
-# clone's), cruft (.mtimes: unreachable objects with their ages, for git's pruning), or
-# indexed by git's own files (.bitmap, .rev) that a rewrite would orphan.
-_GIT_SIDECARS = (".keep", ".mtimes", ".promisor", ".bitmap", ".rev")
-_MIDX, _MIDX_CHAIN = "multi-pack-index", "multi-pack-index.d"
-
-
-def git_held_packs(pack_dir: str | os.PathLike[str]) -> frozenset[str] | None:
-    """The packs (basenames, ``pack-<id>``) in ``pack_dir`` that git's own metadata names or
-    marks: a ``.keep``, cruft (``.mtimes``), ``.promisor``, ``.bitmap`` or ``.rev`` file
-    beside it, or a multi-pack-index (single or incremental, whose bitmap and reverse
-    index describe those packs' offsets) listing it. Such a pack is never merged away or
-    rewritten. None when a multi-pack-index cannot be read: then every pack is held. (A
-    commit-graph names commits, not packs: a merge keeps every object it names.)"""
-    try:
-        names = os.listdir(pack_dir)
-    except FileNotFoundError:
-        return frozenset()
-    held = {n.rsplit(".", 1)[0] for n in names if n.endswith(_GIT_SIDECARS)}
-    midxs = [os.path.join(pack_dir, _MIDX)] if _MIDX in names else []
-    if _MIDX_CHAIN in names:
-        chain = os.path.join(pack_dir, _MIDX_CHAIN)
-        midxs += [os.path.join(chain, n) for n in os.listdir(chain) if n.endswith(".midx")]
-    for path in midxs:
-        try:
-            midx = load_midx(path)
-        except (OSError, ValueError, AssertionError):
-            return None
-        try:
-            held.update(n.rsplit(".", 1)[0] for n in midx.pack_names)
-        finally:
-            midx.close()
-    return frozenset(held)
 
 
 def loose_entry(store: DiskObjectStore, sha: bytes) -> Whole | None:
@@ -250,7 +213,7 @@ def _entry_header(m: mmap.mmap, at: int) -> tuple[int, int, int, int | None]:
     return type_num, at, size, rel
 
 
-def merge_packs(store: DiskObjectStore, packs: Sequence[Pack]) -> str:
+def merge_packs(store: DiskObjectStore, packs: Sequence[Pack], keep: bytes | None = None) -> str:
     """One pack holding every object of ``packs`` (see :func:`write_entries`)."""
     entries: list[Entry] = []
     placed: dict[bytes, int] = {}  # id -> offset in the new pack
@@ -281,7 +244,7 @@ def merge_packs(store: DiskObjectStore, packs: Sequence[Pack]) -> str:
                 placed[oid] = at
                 at += len(entry[1])
                 entries.append(entry)
-    return write_entries(store, entries)
+    return write_entries(store, entries, keep=keep)
 
 
 def write_objects(store: DiskObjectStore, objects: Sequence[ShaFile]) -> str:
@@ -305,10 +268,18 @@ def copy_as_pack(source: DiskObjectStore, target: DiskObjectStore, shas: Sequenc
     return write_entries(target, entries, sync=False)
 
 
-def write_entries(store: DiskObjectStore, entries: Sequence[Entry], *, sync: bool = True) -> str:
+def write_entries(
+    store: DiskObjectStore,
+    entries: Sequence[Entry],
+    *,
+    sync: bool = True,
+    keep: bytes | None = None,
+) -> str:
     """Write one pack of ``entries`` (distinct objects, each delta after its base) with its
     index into ``store``, both fsynced unless ``sync`` is False; returns its file name
-    without suffix (``pack-`` and its checksum, as git names packs)."""
+    without suffix (``pack-`` and its checksum, as git names packs). With ``keep``, the
+    pack has a ``.keep`` file holding those bytes from before it is visible (git's repack
+    then never deletes it), for the caller to remove."""
     folder = Path(store.pack_dir)
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f"{TMP_PACK}{os.getpid()}_{secrets.token_hex(4)}"
@@ -333,6 +304,8 @@ def write_entries(store: DiskObjectStore, entries: Sequence[Entry], *, sync: boo
         with open(tmp, "wb") as f:
             write_pack_index(f, sorted(index), checksum)
             _sync(f, sync)
+        if keep is not None:
+            final.with_suffix(".keep").write_bytes(keep)
         os.replace(tmp, final.with_suffix(".idx"))  # the pack is visible from here on
     finally:
         tmp.unlink(missing_ok=True)

@@ -27,14 +27,25 @@ __all__ = ["has", "inflate_loose", "load", "load_loose"]
 
 _TYPES: dict[bytes, int] = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 _HEADER_MAX = 32  # "commit 4294967296\0" and then some
+_LOOKS = 3  # looks for an object a concurrent repack may be moving into a new pack
 
 
 def load(store: BaseObjectStore, sha: bytes) -> ShaFile:
     """The object ``sha`` (40 hex digits) of ``store``; :class:`KeyError` if it has none."""
-    found = load_loose(store, sha)
-    if found is not None:
-        return ShaFile.from_raw_string(found[0], found[1], ObjectID(sha))
-    return store[ObjectID(sha)]
+    for attempt in range(_LOOKS):
+        found = load_loose(store, sha)
+        if found is not None:
+            return ShaFile.from_raw_string(found[0], found[1], ObjectID(sha))
+        try:
+            return store[ObjectID(sha)]
+        except KeyError:
+            # dulwich looks in its packs, then in the loose files: a concurrent git gc or
+            # repack that packed the object and deleted its loose file in between hides it
+            # from both. Looked for again, as git does (reprepare_packed_git): dulwich then
+            # finds the new pack.
+            if attempt == _LOOKS - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def load_loose(store: BaseObjectStore, sha: bytes) -> tuple[int, bytes] | None:

@@ -59,6 +59,7 @@ _HEADS = b"refs/heads/"
 _LOCK_GRACE = 2.0
 _LOCK_WAIT = 10.0  # seconds a push waits for a live process's ref lock before it gives up
 _TURN_TIMEOUT = 600.0
+_UNKEEP_WAIT = 5.0  # seconds a compaction waits for the writers' turn to unkeep its packs
 FETCH_PATIENCE = 30.0  # seconds a fetch racing pushes or a server's 5xx is asked again
 _TURN_LOCK = "datom-writers.lock"
 
@@ -292,7 +293,9 @@ class LocalTransport(Transport):
             self._pushes = 0
             return
         try:
-            done = maint.compact_remote(self.path, self._open, self._access, wait=0.5)
+            done = maint.compact_remote(
+                self.path, self._open, self._access, wait=0.5, turn=lambda: self.turn(_UNKEEP_WAIT)
+            )
         except (OSError, PackFileDisappeared) as e:  # the push is recorded: tried again later
             log.warning("could not compact %s (%s); it is tried again later", self.url, e)
             return

@@ -587,7 +587,7 @@ def test_the_remotes_shared_hold_lasts_while_any_thread_reads(
     access = maint.RemoteAccess(bare)
 
     def compactor_can_delete() -> bool:
-        with maint._flock(bare / maint._LOCK_NAME, fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
+        with maint.flock(bare / maint._LOCK_NAME, fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
             return alone
 
     entered, release = threading.Event(), threading.Event()

@@ -1,0 +1,83 @@
+"""The shared and exclusive sides of a local remote's maintenance lock (private to the git
+layer): datom's fetches and pushes hold it shared (:class:`RemoteAccess`), a compaction
+deletes what it replaced holding it exclusively (see :mod:`._maintenance`)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = ["LOCK_NAME", "RemoteAccess", "flock"]
+
+LOCK_NAME = "datom-maintenance.lock"
+
+
+@contextmanager
+def flock(lock: Path, mode: int) -> Iterator[bool]:
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError:  # a read-only remote: nobody compacts it, nothing to guard
+        yield mode != fcntl.LOCK_EX | fcntl.LOCK_NB
+        return
+    try:
+        try:
+            fcntl.flock(fd, mode)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+class RemoteAccess:
+    """The shared side of a local remote's maintenance lock, on one descriptor per process.
+
+    Held while any thread of the process reads (threads writing through one connection
+    share it): the ``flock`` is taken by the first holder and dropped by the last.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+        self._pid = -1
+        self._holders = 0
+        self._count = threading.Lock()
+
+    def _descriptor(self) -> int | None:
+        if self._fd is None or self._pid != os.getpid():
+            try:
+                self._fd = os.open(
+                    self.path / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644
+                )
+            except OSError:  # a read-only remote: nobody compacts it, nothing to guard
+                self._fd = None
+            self._pid = os.getpid()
+        return self._fd
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        """Hold the remote open for reading or pushing (compaction waits for it)."""
+        if self._pid != os.getpid():  # a forked child: its parent's lock may be held
+            self._count, self._holders = threading.Lock(), 0
+        with self._count:
+            fd = self._descriptor()
+            if fd is not None and self._holders == 0:
+                fcntl.flock(fd, fcntl.LOCK_SH)
+            self._holders += 1
+        try:
+            yield
+        finally:
+            with self._count:
+                self._holders -= 1
+                if fd is not None and self._holders == 0 and self._fd == fd:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        if self._fd is not None and self._pid == os.getpid():
+            os.close(self._fd)
+        self._fd = None

@@ -1,0 +1,95 @@
+"""What git's own metadata holds in a pack folder (private to the git layer).
+
+git keeps files beside its packs and about them: ``.keep`` (never repack this), cruft
+packs' ``.mtimes`` (unreachable objects with their ages, for git's pruning), a partial
+clone's ``.promisor``, bitmaps and reverse indexes (``.bitmap``, ``.rev``: offsets into
+one pack), and multi-pack-indexes (``multi-pack-index``, or an incremental chain in
+``multi-pack-index.d``) naming packs, with their own bitmap and reverse index. A pack
+any of them names is git's: datom's compaction never merges it away or rewrites it.
+While a compaction runs, the packs it writes carry a ``.keep`` of its own
+(:data:`KEEP`), so a concurrent ``git repack -d`` or ``git gc`` leaves them alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from dulwich.midx import load_midx
+
+from ._stored import STALE_AFTER
+
+__all__ = ["KEEP", "drop_stale_keeps", "git_held_packs", "git_lock"]
+
+KEEP = b"datom compaction\n"  # the .keep of a pack whose compaction is running
+
+# A pack with one of these beside it belongs to git: kept (.keep, and .promisor: a partial
+# clone's), cruft (.mtimes: unreachable objects with their ages, for git's pruning), or
+# indexed by git's own files (.bitmap, .rev) that a rewrite would orphan.
+_GIT_SIDECARS = (".keep", ".mtimes", ".promisor", ".bitmap", ".rev")
+_MIDX, _MIDX_CHAIN = "multi-pack-index", "multi-pack-index.d"
+
+
+def git_held_packs(pack_dir: str | os.PathLike[str]) -> frozenset[str] | None:
+    """The packs (basenames, ``pack-<id>``) in ``pack_dir`` that git's own metadata names or
+    marks: a ``.keep``, cruft (``.mtimes``), ``.promisor``, ``.bitmap`` or ``.rev`` file
+    beside it, or a multi-pack-index (single or incremental, whose bitmap and reverse
+    index describe those packs' offsets) listing it. Such a pack is never merged away or
+    rewritten. None when a multi-pack-index cannot be read: then every pack is held. (A
+    commit-graph names commits, not packs: a merge keeps every object it names.)"""
+    try:
+        names = os.listdir(pack_dir)
+    except FileNotFoundError:
+        return frozenset()
+    held = {n.rsplit(".", 1)[0] for n in names if n.endswith(_GIT_SIDECARS)}
+    midxs = [os.path.join(pack_dir, _MIDX)] if _MIDX in names else []
+    if _MIDX_CHAIN in names:
+        chain = os.path.join(pack_dir, _MIDX_CHAIN)
+        midxs += [os.path.join(chain, n) for n in os.listdir(chain) if n.endswith(".midx")]
+    for path in midxs:
+        try:
+            midx = load_midx(path)
+        except (OSError, ValueError, AssertionError):
+            return None
+        try:
+            held.update(n.rsplit(".", 1)[0] for n in midx.pack_names)
+        finally:
+            midx.close()
+    return frozenset(held)
+
+
+def drop_stale_keeps(pack_dir: str | os.PathLike[str]) -> int:
+    """Remove the ``.keep`` files a killed compaction left on its packs an hour ago or
+    more (only datom's own: a ``.keep`` holding anything else is someone's wish)."""
+    cutoff, removed = time.time() - STALE_AFTER, 0
+    for name in os.listdir(pack_dir) if os.path.isdir(pack_dir) else []:
+        path = os.path.join(pack_dir, name)
+        try:
+            if name.endswith(".keep") and os.stat(path).st_mtime < cutoff:
+                with open(path, "rb") as f:
+                    if f.read(len(KEEP) + 1) == KEEP:
+                        os.unlink(path)
+                        removed += 1
+        except OSError:
+            continue
+    return removed
+
+
+@contextmanager
+def git_lock(path: str) -> Iterator[bool]:
+    """Hold git's lock file ``path`` (created exclusively, removed after); False when
+    another process holds it."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    except FileExistsError:
+        yield False
+        return
+    os.close(fd)
+    try:
+        yield True
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
