@@ -36,6 +36,7 @@ from . import _internals as gi
 from . import _maintenance as maint
 from ._copy import add_objects
 from ._http import open_transport
+from ._localwork import forget_made, local_commits, refuse_local_work
 from ._lock import RepoLock
 from ._objects import NewCommit, TreeReader, build_commit
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, is_http_url, resolve_credentials
@@ -193,10 +194,13 @@ class RepoCore:
         if heads and named not in heads:
             return branch  # HEAD names a branch that does not exist: keep ours, fix HEAD
         sha = gi.head(r)
+        if gi.get_ref(r, named) not in (None, sha):
+            return branch  # the clone has a branch of that name elsewhere: never moved
+        mine = local_commits(r, branch, [], lambda _: False, seen=False)
         if sha is not None:
             gi.set_ref(r, named, sha)
         gi.set_head(r, named)
-        if sha is not None:
+        if sha is not None and not mine:  # a branch holding someone's commits is kept
             gi.drop_ref(r, branch, sha)
         self._reconfigure(self._url_of(), gi.short(named))
         log.info("following the remote's HEAD: this clone's branch is now %s", gi.short(named))
@@ -204,7 +208,14 @@ class RepoCore:
 
     def _pushed(self, r: Repo, remote: Transport, branch: bytes, sha: bytes) -> None:
         gi.set_tracking(r, branch, sha)
+        if gi.get_ref(r, branch) == sha:
+            forget_made(self.controldir)
         remote.adopt_head(branch)
+
+    def _keep_local_work(self, r: Repo, branch: bytes, tip: bytes | None, doing: str) -> None:
+        """Refuse (:class:`GitError`, nothing changed) to move ``branch`` to ``origin``'s
+        ``tip`` over commits made there with git and not pushed (see ``_localwork``)."""
+        refuse_local_work(r, self.path, branch, [tip], self._remote().holds, doing)
 
     # -- commit_and_push -------------------------------------------------------------------
 
@@ -224,8 +235,9 @@ class RepoCore:
         calls it again on the new tip, after a randomized exponential backoff, until
         ``deadline`` seconds have passed (then :class:`PushRejectedError`, nothing
         recorded). Returns the pushed commit, or ``None`` when the tip already holds those
-        bytes (the clone is then moved to the tip). The clone ends on the pushed commit
-        (unpushed local commits are dropped); ``pushed(commit)`` is called once the remote
+        bytes (the clone is then moved to the tip). The clone ends on the pushed commit;
+        commits made there with git and not pushed make it refuse first (``_localwork``);
+        ``pushed(commit)`` is called once the remote
         holds it, before the clone moves (it must not wait for this clone's lock).
         """
         if not message.strip():
@@ -256,6 +268,8 @@ class RepoCore:
             try:
                 with remote.turn(max(end - time.monotonic(), 0.0)):
                     with remote.view(r, branch) as (tip, store):
+                        if attempts == 1:
+                            self._keep_local_work(r, branch, tip, "write")
                         files = dict(build(TreeReader(store, tip)))
                         for relpath in files:
                             gi.check_relpath(relpath)
@@ -317,7 +331,11 @@ class RepoCore:
         with self.lock():
             r = self._open()
             self._worktree.recover(r)
-            return self._remote().tip_view(r, gi.branch_ref(r))
+            branch = gi.branch_ref(r)
+            view = self._remote().tip_view(r, branch)
+            tip = view.commit.encode() if view.commit is not None else None
+            self._keep_local_work(r, branch, tip, "write")
+            return view
 
     def remote_head(self) -> str | None:
         """The commit ``origin``'s branch is on (None: an empty remote), looked at without
@@ -325,18 +343,21 @@ class RepoCore:
         after each push, while other processes sharing the clone write through it."""
         r = self._open()
         if self._transport is None:  # opening the remote may set the clone up: locked
-            return self.remote_tip().commit
+            with self.lock():
+                self._remote()
         sha = self._remote().branch_tip(gi.branch_ref(r))
         return sha.decode() if sha is not None else None
 
     def catch_up(self, commit: str | None) -> None:
         """Move the branch, index and working tree to ``commit``, a commit ``origin`` has
         (a :meth:`remote_tip`; None: an empty remote), rewriting only the files that
-        differ. Unpushed local commits are dropped, as by ``fetch_and_reset``."""
+        differ. Commits made with git and not pushed make it refuse (``_localwork``)."""
         with self.lock():
             r = self._open()
             self._worktree.recover(r)
             branch, sha = gi.branch_ref(r), commit.encode() if commit is not None else None
+            if sha != gi.get_ref(r, branch):
+                self._keep_local_work(r, branch, sha, "catch up with origin")
             if sha is not None and sha != gi.get_ref(r, branch):
                 self._remote().fetch_commit(r, sha, branch)
                 gi.set_tracking(r, branch, sha)
