@@ -23,7 +23,7 @@ from pathlib import Path
 from dulwich.file import PERM_GROUP, SharedPerm, adjust_shared_perm
 from dulwich.repo import Repo
 
-__all__ = ["object_paths", "shared_perm", "widen"]
+__all__ = ["lock_mode", "object_paths", "ref_paths", "shared_perm", "widen"]
 
 
 def shared_perm(remote: Repo) -> SharedPerm | None:
@@ -38,6 +38,13 @@ def shared_perm(remote: Repo) -> SharedPerm | None:
     if st.st_mode & stat.S_ISGID and st.st_mode & stat.S_IWGRP:
         return PERM_GROUP
     return None
+
+
+def lock_mode(remote: Repo) -> int:
+    """The mode a lock file in ``remote`` is created with: one the team of a group-shared
+    remote may open for writing."""
+    perm = shared_perm(remote)
+    return 0o644 if perm is None else (0o644 | perm.tweak) & 0o666
 
 
 def widen(paths: Iterable[str | os.PathLike[str]], perm: SharedPerm | None) -> None:

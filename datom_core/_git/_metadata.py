@@ -212,7 +212,7 @@ class MetadataRepo(HistoryReads, RepoCore):
             return None
         with self.lock():
             r = self._open()
-            self._worktree.recover(r)
+            self._ready(r)
             who = author if author is not None else self.default_author()
             branch, parent = gi.branch_ref(r), gi.head(r)
             new = build_commit(
@@ -229,7 +229,7 @@ class MetadataRepo(HistoryReads, RepoCore):
             checkpoint("git:commit:journaled")
             moved = gi.swap_ref(r, branch, parent, new.id)
             if not moved:
-                self._worktree.recover(r)
+                self._ready(r)
                 raise GitError(
                     f"The branch of {self.path} moved while committing: another process wrote "
                     "to this clone without MetadataRepo.lock()."
@@ -248,7 +248,7 @@ class MetadataRepo(HistoryReads, RepoCore):
         """
         with self.lock():
             r = self._open()
-            self._worktree.recover(r)
+            self._ready(r)
             head = gi.head(r)
             if head is None:
                 return
@@ -282,7 +282,7 @@ class MetadataRepo(HistoryReads, RepoCore):
         """
         with self.lock():
             r = self._open()
-            self._worktree.recover(r)
+            self._ready(r)
             branch = gi.branch_ref(r)
             target = self._remote().fetch_branch(r, branch)
             self._keep_local_work(r, branch, target, "reset to origin")
@@ -299,7 +299,7 @@ class MetadataRepo(HistoryReads, RepoCore):
         """
         with self.lock():
             r = self._open()
-            self._worktree.recover(r)
+            self._ready(r)
             branch = gi.branch_ref(r)
             theirs, ours = self._remote().fetch_branch(r, branch), gi.head(r)
             if theirs is not None:

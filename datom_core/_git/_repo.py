@@ -40,6 +40,7 @@ from ._localwork import forget_made, local_commits, refuse_local_work
 from ._lock import RepoLock
 from ._objects import NewCommit, TreeReader, build_commit
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, is_http_url, resolve_credentials
+from ._settings import check_split_index, config_stamp, open_repo, precious
 from ._shared import missing_object, sharing_wanted
 from ._stored import release
 from ._tipview import TipView
@@ -74,6 +75,7 @@ class RepoCore:
         self._transport: Transport | None = None
         self._url: str | None = None
         self._config: StackedConfig | None = None
+        self._config_stamp: tuple[int, int, int] | None = None
         self._added = 0
         self._loose = 0  # loose objects this handle wrote since it last compacted the clone
         r = self._open()
@@ -88,7 +90,7 @@ class RepoCore:
     def _open(self) -> Repo:
         if self._r is None or self._pid != os.getpid():
             try:
-                self._r = Repo(str(self.path))
+                self._r = open_repo(self.path, f"The clone {self.path}")
             except (NotGitRepository, FileNotFoundError, NotADirectoryError) as e:
                 raise GitError(
                     f"{self.path} is not a git repository: create one with MetadataRepo.init() "
@@ -118,9 +120,23 @@ class RepoCore:
         self._url, self._config = None, None
 
     def _url_of(self) -> str:
-        if self._url is None:
-            self._url = gi.remote_url(self._open())
+        """The ``origin`` URL, read again whenever ``.git/config`` changed (one ``stat``):
+        ``git remote set-url`` takes effect on a long-lived handle's next operation."""
+        stamp = config_stamp(self.controldir)
+        if self._url is None or stamp != self._config_stamp:
+            url = gi.remote_url(self._open())
+            if url != self._url and self._transport is not None:
+                self._transport.close()
+                self._transport = None
+            self._url, self._config, self._config_stamp = url, None, stamp
         return self._url
+
+    def _ready(self, r: Repo) -> None:
+        """Before an operation that may move the branch: refuse a clone whose settings
+        datom cannot honour (``_settings``), and finish an interrupted update."""
+        self._url_of()  # the configuration as it is now
+        check_split_index(r, self.path, self._config_stack(), self._worktree.unpatchable())
+        self._worktree.recover(r)
 
     def _remote(self) -> Transport:
         """The open transport; an HTTPS one is rebuilt when the token in the environment
@@ -177,7 +193,7 @@ class RepoCore:
         self._loose += loose
         self._added += 1
         if self._added % maint.CLONE_CHECK_EVERY == 0 or maint.due(made, maint.CLONE_CHECK_EVERY):
-            if maint.may_need_compaction(r, self._loose):
+            if not precious(r) and maint.may_need_compaction(r, self._loose):
                 maint.compact(r)
                 self._loose = 0
 
@@ -258,7 +274,7 @@ class RepoCore:
     ) -> str | None:
         """:meth:`commit_and_push` under the clone's lock, but for the remote's compaction."""
         r = self._open()
-        self._worktree.recover(r)
+        self._ready(r)
         remote = self._remote()
         branch = self._target_branch(r, remote)
         who = (author or self.default_author()).identity.encode()
@@ -330,7 +346,7 @@ class RepoCore:
         """
         with self.lock():
             r = self._open()
-            self._worktree.recover(r)
+            self._ready(r)
             branch = gi.branch_ref(r)
             view = self._remote().tip_view(r, branch)
             tip = view.commit.encode() if view.commit is not None else None
@@ -354,7 +370,7 @@ class RepoCore:
         differ. Commits made with git and not pushed make it refuse (``_localwork``)."""
         with self.lock():
             r = self._open()
-            self._worktree.recover(r)
+            self._ready(r)
             branch, sha = gi.branch_ref(r), commit.encode() if commit is not None else None
             if sha != gi.get_ref(r, branch):
                 self._keep_local_work(r, branch, sha, "catch up with origin")

@@ -40,12 +40,14 @@ from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _maintenance as maint
 from ._copy import add_objects, copy_commits, missing_commits
-from ._groupshare import object_paths, ref_paths, shared_perm, widen
+from ._groupshare import lock_mode, object_paths, ref_paths, shared_perm, widen
 from ._lock import RepoLock
 from ._loose import copy_objects
 from ._read import has
+from ._receive import check_current_branch, post_receive, pre_receive
 from ._remote import GitCredentials
 from ._remoterefs import lock_age, read_branch, read_branches
+from ._settings import check_object_format, open_repo, precious
 from ._shared import share_objects
 from ._tipview import TipView
 
@@ -158,6 +160,10 @@ class LocalTransport(Transport):
         self.url = url
         self.errors = errors
         self.path = Path(path)
+        # A repository with a working tree: its git folder is the remote's (locks, refs).
+        self._checked_out = (self.path / ".git").is_dir()
+        if self._checked_out:
+            self.path = self.path / ".git"
         self._repo: Repo | None = None
         self._pid = os.getpid()
         self._pushes = 0
@@ -184,13 +190,20 @@ class LocalTransport(Transport):
     def _open(self) -> Repo:
         if self._repo is None or self._pid != os.getpid():
             try:
-                self._repo = Repo(str(self.path))
+                opened = open_repo(self.path, f"The remote {self.url}")
+            except GitError:
+                raise
             except Exception as e:
                 raise GitError(
                     f"Cannot open the remote {self.url}: no git repository there. Check the "
                     "remote path/URL."
                 ) from e
-            self._pid = os.getpid()
+            try:
+                check_object_format(opened, f"The remote {self.url}")
+            except GitError:
+                opened.close()
+                raise
+            self._repo, self._pid = opened, os.getpid()
         return self._repo
 
     @contextmanager
@@ -206,7 +219,7 @@ class LocalTransport(Transport):
         self, action: str = "read the branches of"
     ) -> tuple[dict[bytes, bytes], bytes | None]:
         with self._using(action) as remote:
-            refs = read_branches(self.path, self.url)
+            refs = read_branches(Path(remote.controldir()), self.url)
             head = remote.refs.get_symrefs().get(Ref(b"HEAD"))
         return refs, head
 
@@ -217,7 +230,7 @@ class LocalTransport(Transport):
     def _read_ref(self, name: bytes) -> bytes | None:
         """A branch's sha read from its file (or packed-refs), without listing every ref;
         one that exists but cannot be read is an error, never an absent branch."""
-        return read_branch(self.path, name, self.url)
+        return read_branch(Path(self._open().controldir()), name, self.url)
 
     @contextmanager
     def view(self, r: Repo, branch: bytes) -> Iterator[tuple[bytes | None, BaseObjectStore]]:
@@ -275,16 +288,21 @@ class LocalTransport(Transport):
             current = self._read_ref(branch)
             if current != old:
                 raise rejected(self.url, branch, "the remote moved")
+            if self._checked_out:
+                check_current_branch(remote, self.url, branch)
+            gitdir = Path(remote.controldir())
             perm = shared_perm(remote)
             self._loose += add_objects(remote, objects)
             if perm is not None:  # the team's permissions, as git gives them (_groupshare)
                 objects_dir = os.fspath(remote.object_store.path)
                 widen(object_paths(objects_dir, [o.id for o in objects]), perm)
             checkpoint("git:push:objects")
+            pre_receive(gitdir, self.url, branch, old, new)
             if not self._swap(remote, branch, old, new):
                 raise rejected(self.url, branch, "the remote moved")
-            widen(ref_paths(self.path, branch), perm)
+            widen(ref_paths(gitdir, branch), perm)
             self._pushes += 1
+        post_receive(gitdir, branch, old, new)  # the push stands whatever they do
 
     def _swap(self, remote: Repo, branch: bytes, old: bytes | None, new: bytes) -> bool:
         """Compare-and-swap the branch (the caller holds the writers' turn)."""
@@ -299,13 +317,7 @@ class LocalTransport(Transport):
         """datom writers on this machine take turns (a ``flock`` in the remote) from fetch
         to push: under contention they queue instead of redoing work that a
         compare-and-swap would reject. Other git clients still meet the swap."""
-        return RepoLock(self.path / _TURN_LOCK, timeout, self._lock_perm)
-
-    def _lock_perm(self) -> int:
-        """The mode the writers' lock file is created with: readable and writable by the
-        team of a group-shared remote (:mod:`._groupshare`)."""
-        perm = shared_perm(self._open()) if self.path.is_dir() else None
-        return 0o644 if perm is None else (0o644 | perm.tweak) & 0o666
+        return RepoLock(self.path / _TURN_LOCK, timeout, lambda: lock_mode(self._open()))
 
     def maintain(self, made: bytes | None = None) -> None:
         """Every ``REMOTE_CHECK_EVERY`` pushes of this handle, and after a push whose commit
@@ -315,6 +327,8 @@ class LocalTransport(Transport):
         mine = self._pushes >= maint.REMOTE_CHECK_EVERY
         if not mine and (made is None or not maint.due(made, maint.REMOTE_CHECK_EVERY)):
             return
+        if precious(self._open()):
+            return  # extensions.preciousObjects: compaction deletes objects (_settings)
         with self._access.shared():
             idle = not maint.may_need_compaction(self._open(), self._loose)
         if idle:
