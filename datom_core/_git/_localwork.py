@@ -116,7 +116,8 @@ def refuse_local_work(
             f"but this clone's holds {len(found)} commit(s) (newest "
             f"{found[0].id.decode()[:12]}). Nothing was changed or deleted. If the "
             f"remote was emptied or replaced on purpose, push this clone's work there "
-            f"(git -C {clone} push origin {name}); else check the remote path/URL."
+            f"(git -C {clone} push origin {name}); if {name} is a branch of your own, check "
+            "out the project's branch (git checkout <branch>); else check the remote URL."
         )
     shown = ", ".join(
         f"{c.id.decode()[:12]} {c.message.decode('utf-8', 'replace').splitlines()[0][:60]!r}"

@@ -212,11 +212,12 @@ class RepoCore:
         sha = gi.head(r)
         if gi.get_ref(r, named) not in (None, sha):
             return branch  # the clone has a branch of that name elsewhere: never moved
-        mine = local_commits(r, branch, [], lambda _: False, seen=False)
+        if local_commits(r, branch, [], lambda _: False, seen=False):
+            return branch  # someone's commits: kept where they are (the write refuses)
         if sha is not None:
             gi.set_ref(r, named, sha)
         gi.set_head(r, named)
-        if sha is not None and not mine:  # a branch holding someone's commits is kept
+        if sha is not None:
             gi.drop_ref(r, branch, sha)
         self._reconfigure(self._url_of(), gi.short(named))
         log.info("following the remote's HEAD: this clone's branch is now %s", gi.short(named))
