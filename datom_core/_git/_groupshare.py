@@ -23,7 +23,7 @@ from pathlib import Path
 from dulwich.file import PERM_GROUP, SharedPerm, adjust_shared_perm
 from dulwich.repo import Repo
 
-__all__ = ["lock_mode", "object_paths", "ref_paths", "shared_perm", "widen"]
+__all__ = ["LOCK_FILES", "lock_mode", "object_paths", "ref_paths", "shared_perm", "widen"]
 
 
 def shared_perm(remote: Repo) -> SharedPerm | None:
@@ -38,6 +38,10 @@ def shared_perm(remote: Repo) -> SharedPerm | None:
     if st.st_mode & stat.S_ISGID and st.st_mode & stat.S_IWGRP:
         return PERM_GROUP
     return None
+
+
+# datom's lock files in a local remote (the writers' turn, and _maintenance's two).
+LOCK_FILES = ("datom-writers.lock", "datom-maintenance.lock", "datom-compact.lock")
 
 
 def lock_mode(remote: Repo) -> int:

@@ -40,7 +40,7 @@ from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _maintenance as maint
 from ._copy import add_objects, copy_commits, missing_commits
-from ._groupshare import lock_mode, object_paths, ref_paths, shared_perm, widen
+from ._groupshare import LOCK_FILES, lock_mode, object_paths, ref_paths, shared_perm, widen
 from ._lock import RepoLock
 from ._loose import copy_objects
 from ._read import has
@@ -204,6 +204,7 @@ class LocalTransport(Transport):
                 opened.close()
                 raise
             self._repo, self._pid = opened, os.getpid()
+            widen([self.path / n for n in LOCK_FILES], shared_perm(opened))  # the team's
         return self._repo
 
     @contextmanager
@@ -344,7 +345,7 @@ class LocalTransport(Transport):
             perm = shared_perm(self._open())
             if perm is not None:  # the packs it wrote are the team's too
                 packs = self.path / "objects" / "pack"
-                widen([packs, *(p for p in packs.iterdir())], perm)
+                widen([packs, *packs.iterdir(), *(self.path / n for n in LOCK_FILES)], perm)
 
     def adopt_head(self, branch: bytes) -> None:
         """Looked at without the writers' turn (each fresh process does it once, and

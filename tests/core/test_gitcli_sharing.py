@@ -40,6 +40,8 @@ import sys
 from pathlib import Path
 from datom_core._git import MetadataRepo
 from datom_core._git._types import Author
+from datom_core._git import _maintenance as maint
+maint.REMOTE_CHECK_EVERY, maint.LOOSE_BUDGET = 1, 4  # compact the remote as it goes
 remote, clone, who, count = sys.argv[1], Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 repo = MetadataRepo.open(clone) if clone.exists() else MetadataRepo.clone(remote, clone)
 for i in range(count):
@@ -156,7 +158,9 @@ def test_two_users_with_umask_077_write_one_group_shared_remote(team: Path) -> N
         assert mode & stat.S_IRGRP, f"{path} is not readable by the group ({mode:o})"
         if path.is_dir():
             assert mode & stat.S_IWGRP and mode & stat.S_ISGID, f"{path} ({mode:o})"
-    assert (remote / "datom-writers.lock").stat().st_mode & stat.S_IWGRP
+    for lock in ("datom-writers.lock", "datom-maintenance.lock"):
+        assert (remote / lock).stat().st_mode & stat.S_IWGRP, lock
+    assert list((remote / "objects" / "pack").glob("*.pack")), "the remote was compacted"
     assert git(remote, "rev-parse", "HEAD").strip() == last
     assert len(git(remote, "rev-list", "HEAD").split()) == 8
     # A teammate's plain git push goes on top, under the same umask.
