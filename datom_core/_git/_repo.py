@@ -135,7 +135,7 @@ class RepoCore:
         """Before an operation that may move the branch: refuse a clone whose settings
         datom cannot honour (``_settings``), and finish an interrupted update."""
         self._url_of()  # the configuration as it is now
-        check_split_index(r, self.path, self._config_stack(), self._worktree.unpatchable())
+        check_split_index(r, self.path, self._config_stack())
         self._worktree.recover(r)
 
     def _remote(self) -> Transport:

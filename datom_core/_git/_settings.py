@@ -110,16 +110,15 @@ def check_object_format(r: Repo, what: str) -> None:
         )
 
 
-def check_split_index(r: Repo, clone: Path, config: Config, unpatchable: str | None) -> None:
-    """:class:`GitError` when the clone's index is, or git would make it, split;
-    ``config``: the clone's configuration; ``unpatchable``: why the index cannot be
-    patched in place (None: it can, so it is not split)."""
+def check_split_index(r: Repo, clone: Path, config: Config) -> None:
+    """:class:`GitError` when the clone's index is, or git would make it, split
+    (``config``: the clone's configuration). One listing of ``.git`` when it is not."""
     try:
         split = config.get_boolean((b"core",), b"splitIndex", False)
     except (KeyError, ValueError):
         split = False
-    if not split and unpatchable is not None:
-        split = unpatchable == "split index" or _links_shared(Path(r.controldir()))
+    if not split:
+        split = _links_shared(Path(r.controldir()))
     if split:
         raise GitError(
             f"The clone {clone} uses a split index (core.splitIndex), which datom does not "

@@ -22,7 +22,7 @@ from .._checkpoint import checkpoint
 from .._errors import GitError
 from . import _internals as gi
 from ._diff import changed_paths
-from ._index import FastIndex, UnsupportedIndex
+from ._index import FastIndex
 from ._objects import NewCommit, TreeReader, blob_data
 
 __all__ = ["WorkTree"]
@@ -39,15 +39,6 @@ class WorkTree:
         self.root = root
         self.journal_path = controldir / _JOURNAL
         self.index = FastIndex(controldir / "index")
-
-    def unpatchable(self) -> str | None:
-        """Why the index cannot be patched in place (None: it can; else dulwich updates
-        it, if it reads it: see ``_settings.check_split_index``)."""
-        try:
-            self.index.entries()
-        except UnsupportedIndex as e:
-            return str(e)
-        return None
 
     def pending(self) -> bool:
         """Whether an update was left half done (one ``stat``)."""
