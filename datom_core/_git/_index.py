@@ -7,9 +7,10 @@ reads the index once per handle, keeps the entries' fixed-size headers as bytes,
 the entries that changed and writes the file back in one ``join``.
 
 Only version 2/3 indexes without extended entries are handled; extensions (the cache tree,
-untracked cache, ...) are dropped on write, which git accepts (it rebuilds them). A split
-index (``link``) or a version 4 index raises :class:`UnsupportedIndex`, and the caller falls
-back to dulwich.
+untracked cache, ...) are dropped on write, which git accepts (it rebuilds them). A version
+4 index raises :class:`UnsupportedIndex`, and the caller falls back to dulwich; so does a
+split one (``link``), though a clone using one is refused before any write
+(``_settings.check_split_index``: dulwich cannot read it either).
 """
 
 from __future__ import annotations
