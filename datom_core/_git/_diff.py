@@ -20,15 +20,21 @@ from ._read import load
 
 __all__ = ["changed_paths", "names_between"]
 
+_PLAIN = 0o100644
 _CHAIN_MAX = 4  # trees made from one another followed back before comparing entries
 
 
 def changed_paths(
-    store: BaseObjectStore, old: bytes | None, new: bytes | None
+    store: BaseObjectStore,
+    old: bytes | None,
+    new: bytes | None,
+    modes: dict[bytes, int] | None = None,
 ) -> dict[bytes, bytes | None]:
-    """``path -> blob id`` (None: removed) for every file differing between two commits."""
+    """``path -> blob id`` (None: removed) for every file and symbolic link differing
+    between two commits; ``modes`` (when given) gets ``path -> new mode`` for those whose
+    old or new mode is not a plain file's (an executable, a symbolic link)."""
     out: dict[bytes, bytes | None] = {}
-    _diff(store, _tree_of(store, old), _tree_of(store, new), b"", out)
+    _diff(store, _tree_of(store, old), _tree_of(store, new), b"", out, modes)
     return out
 
 
@@ -38,6 +44,7 @@ def _diff(
     new: bytes | None,
     prefix: bytes,
     out: dict[bytes, bytes | None],
+    modes: dict[bytes, int] | None = None,
 ) -> None:
     if old == new:
         return
@@ -52,11 +59,17 @@ def _diff(
         was_dir = was is not None and stat.S_ISDIR(was[0])
         now_dir = now is not None and stat.S_ISDIR(now[0])
         if was_dir or now_dir:
-            _diff(store, was[1] if was_dir else None, now[1] if now_dir else None, path + b"/", out)  # type: ignore[index]
+            old_sub = was[1] if was is not None and was_dir else None
+            new_sub = now[1] if now is not None and now_dir else None
+            _diff(store, old_sub, new_sub, path + b"/", out, modes)
         if was is not None and not was_dir:
             out[path] = None
-        if now is not None and not now_dir and stat.S_ISREG(now[0]):
+        if now is not None and (stat.S_ISREG(now[0]) or stat.S_ISLNK(now[0])):
             out[path] = now[1]
+        if modes is not None and now is not None and out.get(path) is not None:
+            was_mode = was[0] if was is not None and not was_dir else _PLAIN
+            if now[0] != _PLAIN or was_mode != _PLAIN:
+                modes[path] = now[0]
 
 
 def names_between(

@@ -7,9 +7,10 @@ reads the index once per handle, keeps the entries' fixed-size headers as bytes,
 the entries that changed and writes the file back in one ``join``.
 
 Only version 2/3 indexes without extended entries are handled; extensions (the cache tree,
-untracked cache, ...) are dropped on write, which git accepts (it rebuilds them). A split
-index (``link``) or a version 4 index raises :class:`UnsupportedIndex`, and the caller falls
-back to dulwich.
+untracked cache, ...) are dropped on write, which git accepts (it rebuilds them). A version
+4 index raises :class:`UnsupportedIndex`, and the caller falls back to dulwich; so does a
+split one (``link``), though a clone using one is refused before any write
+(``_settings.check_split_index``: dulwich cannot read it either).
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ def _padded(path: bytes) -> bytes:
     return path + b"\0" * (8 - (_FIXED + len(path)) % 8)
 
 
-def entry_header(st: os.stat_result, sha_hex: bytes) -> bytes:
-    """The fixed part of an index entry (without its flags) for a file with stat ``st``."""
+def entry_header(st: os.stat_result, sha_hex: bytes, mode: int = FILE_MODE) -> bytes:
+    """The fixed part of an index entry (without its flags) for a file with stat ``st``
+    and git mode ``mode`` (a plain file, an executable, a symbolic link)."""
     return _ENTRY.pack(
         int(st.st_ctime) & _MASK,
         st.st_ctime_ns % 1_000_000_000,
@@ -52,7 +54,7 @@ def entry_header(st: os.stat_result, sha_hex: bytes) -> bytes:
         st.st_mtime_ns % 1_000_000_000,
         st.st_dev & _MASK,
         st.st_ino & _MASK,
-        FILE_MODE,
+        mode,
         st.st_uid & _MASK,
         st.st_gid & _MASK,
         st.st_size & _MASK,
@@ -88,8 +90,14 @@ class FastIndex:
             self._body, self._stamp = None, stamp
         return self._entries
 
-    def update(self, root: Path, changes: Mapping[bytes, bytes | None]) -> None:
-        """Set ``path -> blob sha`` (from the file's current stat) or drop ``path -> None``."""
+    def update(
+        self,
+        root: Path,
+        changes: Mapping[bytes, bytes | None],
+        modes: Mapping[bytes, int] | None = None,
+    ) -> None:
+        """Set ``path -> blob sha`` (from the file's current stat; ``modes``: git's mode of
+        those that are not plain files) or drop ``path -> None``."""
         entries = self.entries()
         reorder = self._body is None
         patched: list[bytes] = []
@@ -98,7 +106,8 @@ class FastIndex:
                 reorder |= entries.pop(path, None) is not None
             else:
                 reorder |= path not in entries
-                header = entry_header(os.lstat(root / os.fsdecode(path)), sha)
+                mode = modes.get(path, FILE_MODE) if modes else FILE_MODE
+                header = entry_header(os.lstat(root / os.fsdecode(path)), sha, mode)
                 flags = min(len(path), 0xFFF).to_bytes(2, "big")
                 entries[path] = header + flags + _padded(path)
                 patched.append(path)

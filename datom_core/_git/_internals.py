@@ -329,13 +329,18 @@ def commit_object(r: Repo, commit: str) -> Commit:
 
 
 def update_index(
-    fast: FastIndex, r: Repo, root: Path, changes: Mapping[bytes, bytes | None]
+    fast: FastIndex,
+    r: Repo,
+    root: Path,
+    changes: Mapping[bytes, bytes | None],
+    modes: Mapping[bytes, int] | None = None,
 ) -> None:
     """Make the clone's index hold ``path -> blob`` (None: no entry) for the files just
-    written under ``root``: patched in place, or dulwich's way for an index git wrote in
-    a form :class:`FastIndex` does not patch."""
+    written under ``root`` (``modes``: those not plain files): patched in place, or
+    dulwich's way for an index git wrote in a form :class:`FastIndex` does not patch."""
+    modes = modes or {}
     try:
-        fast.update(root, changes)
+        fast.update(root, changes, modes)
     except UnsupportedIndex:
         index = r.open_index()
         for path, sha in changes.items():
@@ -343,13 +348,14 @@ def update_index(
                 if path in index:
                     del index[path]
             else:
-                index[path] = index_entry(os.lstat(root / os.fsdecode(path)), sha)
+                st = os.lstat(root / os.fsdecode(path))
+                index[path] = index_entry(st, sha, modes.get(path, FILE_MODE))
         index.write()
 
 
-def index_entry(st: os.stat_result, sha: bytes) -> IndexEntry:
-    """dulwich's index entry for a regular file (the fallback for indexes we do not patch)."""
-    return index_entry_from_stat(st, sha, mode=FILE_MODE)
+def index_entry(st: os.stat_result, sha: bytes, mode: int = FILE_MODE) -> IndexEntry:
+    """dulwich's index entry for a file (the fallback for indexes we do not patch)."""
+    return index_entry_from_stat(st, sha, mode=mode)
 
 
 def dirty_paths(r: Repo) -> list[bytes]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -58,12 +59,18 @@ class RepoLock:
     """Context manager holding an exclusive ``flock`` on ``lock_path``.
 
     ``timeout`` is in seconds; ``None`` waits forever. Raises :class:`GitError` when the
-    lock is not obtained in time.
+    lock is not obtained in time. ``mode()``, when given, is the mode the lock file must
+    have (a remote several users share: their group may write it); the file is created
+    or corrected to it by its owner. A lock file this process may read but not write
+    (another user's) is locked through a read-only descriptor: ``flock`` needs no more.
     """
 
-    def __init__(self, lock_path: Path, timeout: float | None) -> None:
+    def __init__(
+        self, lock_path: Path, timeout: float | None, mode: Callable[[], int] | None = None
+    ) -> None:
         self.lock_path = lock_path
         self.timeout = timeout
+        self._mode = mode
         self._key = str(lock_path)
 
     def __enter__(self) -> RepoLock:
@@ -101,13 +108,27 @@ class RepoLock:
             os.close(mine.fd)
 
     def _open(self) -> int:
+        mode = self._mode() if self._mode is not None else 0o644
         try:
-            return os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, mode)
+            except PermissionError:
+                if not self.lock_path.exists():
+                    raise
+                return os.open(self.lock_path, os.O_RDONLY | os.O_CLOEXEC)
         except OSError as e:
+            whose = _owner(self.lock_path)
             raise GitError(
-                f"Cannot open the lock file {self.lock_path}: {e.strerror}. "
-                "Check that the clone exists and is writable."
+                f"Cannot open the lock file {self.lock_path}{whose}: {e.strerror}. Check "
+                "that the repository exists and that you may write to it (a remote "
+                "several users share: git config core.sharedRepository group, and a "
+                "group they all belong to)."
             ) from e
+        if mode != 0o644:
+            st = os.fstat(fd)
+            if st.st_uid == os.geteuid() and st.st_mode & 0o777 != mode:
+                os.fchmod(fd, mode)  # the umask took the team's bits away
+        return fd
 
     def _wait(self, fd: int) -> None:
         if self.timeout is None:
@@ -128,6 +149,14 @@ class RepoLock:
                 "another datom process is writing to this clone. Wait for it to "
                 "finish, or raise the timeout."
             )
+
+
+def _owner(path: Path) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ""
+    return f" (owner uid {st.st_uid}, mode {st.st_mode & 0o7777:04o})"
 
 
 class _Waiter:

@@ -28,27 +28,27 @@ from collections.abc import Mapping
 from contextlib import closing
 from pathlib import Path
 
-from dulwich.objects import Commit, ObjectID, ShaFile
+from dulwich.objects import ShaFile
 from dulwich.repo import Repo
 
 from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _internals as gi
 from . import _maintenance as maint
-from ._history import PathHistory, first_parents, recent_change
-from ._loose import commit_of
+from ._history import PathHistory
+from ._localwork import remember_made
+from ._logview import HistoryReads
 from ._objects import build_commit
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, normalize_remote
 from ._repo import RepoCore, _now
 from ._send import objects_to_send
 from ._shared import share_objects, sharing_wanted
-from ._tipview import read_in_tree
-from ._types import Author, CommitInfo, commit_info
+from ._types import Author
 
 __all__ = ["MetadataRepo"]
 
 
-class MetadataRepo(RepoCore):
+class MetadataRepo(HistoryReads, RepoCore):
     """A non-bare clone of a datom project's metadata repository.
 
     ``path`` is the working tree; ``credentials`` optional in-memory HTTPS credentials that
@@ -176,69 +176,6 @@ class MetadataRepo(RepoCore):
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
 
-    def read_at(self, commit: str, relpath: str) -> bytes | None:
-        """The bytes of ``relpath`` in ``commit`` (full hex id), or ``None`` if absent there."""
-        gi.check_relpath(relpath)
-        r = self._open()
-        return read_in_tree(r.object_store, self._commit(r, commit).tree, relpath)
-
-    def _commit(self, r: Repo, commit: str) -> Commit:
-        """The commit of a full hex id, parsed once (a mirror derives a history's commits
-        by reading a file at each of the last few commits)."""
-        if len(commit) == 40 and all(c in "0123456789abcdef" for c in commit):
-            try:
-                found = commit_of(r.object_store, commit.encode())
-            except KeyError:
-                found = None
-            if found is not None:
-                return found
-        return gi.commit_object(r, commit)  # its error, naming the id
-
-    def log(self, relpath: str | None = None, max_entries: int | None = None) -> list[CommitInfo]:
-        """Commits reachable from HEAD, newest first; only those changing ``relpath`` if given.
-
-        A file's commits come from an index kept up to date as HEAD moves (see
-        :mod:`._history`): the cost is what is returned, not the length of the history.
-        """
-        if relpath is not None:
-            gi.check_relpath(relpath)
-        r = self._open()
-        head = gi.head(r)
-        if head is None:
-            return []
-        paths = [relpath.encode()] if relpath is not None else None
-        index = self._history.at(r, head) if paths is not None else None
-        known = index.commits(paths[0]) if index is not None and paths and index.linear else None
-        if known is not None:
-            newest_first = known[::-1][:max_entries]
-            return [commit_info(self._commit(r, c.decode())) for c in newest_first]
-        linear = first_parents(r.object_store, head, max_entries) if paths is None else None
-        if linear is not None:
-            return [commit_info(c) for c in linear]
-        walker = r.get_walker(include=[ObjectID(head)], paths=paths, max_entries=max_entries)
-        return [commit_info(entry.commit) for entry in walker]
-
-    def last_commit_touching(self, relpath: str) -> str | None:
-        """The newest commit reachable from HEAD that changed ``relpath`` (None: never).
-
-        Answered from a map ``path -> newest commit`` built in one pass over the history
-        the first time, then extended by the commits HEAD gained since: a Dagster
-        materialization that changes nothing costs a dictionary lookup, not a log walk. A
-        handle that has not built it yet (a fresh process) first looks back over the last
-        commits (:func:`_history.recent_change`).
-        """
-        gi.check_relpath(relpath)
-        r = self._open()
-        head = gi.head(r)
-        if head is None:
-            return None
-        if self._history.head is None:  # a fresh handle looks at the last commits first
-            recent = recent_change(r.object_store, head, relpath.encode())
-            if recent is not None:
-                return recent.decode()
-        found = self._history.at(r, head).newest(relpath.encode())
-        return found.decode() if found is not None else None
-
     def has_unpushed_commits(self) -> bool:
         """Whether HEAD holds commits ``origin`` lacked at the last fetch or push (offline)."""
         r = self._open()
@@ -275,7 +212,7 @@ class MetadataRepo(RepoCore):
             return None
         with self.lock():
             r = self._open()
-            self._worktree.recover(r)
+            self._ready(r)
             who = author if author is not None else self.default_author()
             branch, parent = gi.branch_ref(r), gi.head(r)
             new = build_commit(
@@ -287,11 +224,12 @@ class MetadataRepo(RepoCore):
             if len(self._made) > 64:
                 self._made.clear()
             self._made[new.id] = new.objects
+            remember_made(self.controldir, new.id)
             self._worktree.journal(new.changes)
             checkpoint("git:commit:journaled")
             moved = gi.swap_ref(r, branch, parent, new.id)
             if not moved:
-                self._worktree.recover(r)
+                self._ready(r)
                 raise GitError(
                     f"The branch of {self.path} moved while committing: another process wrote "
                     "to this clone without MetadataRepo.lock()."
@@ -310,7 +248,7 @@ class MetadataRepo(RepoCore):
         """
         with self.lock():
             r = self._open()
-            self._worktree.recover(r)
+            self._ready(r)
             head = gi.head(r)
             if head is None:
                 return
@@ -337,15 +275,17 @@ class MetadataRepo(RepoCore):
     def fetch_and_reset(self) -> str | None:
         """Fetch ``origin``'s branch; reset the branch, index and working tree to it.
 
-        Unpushed local commits are dropped; only the files that differ between the old
-        HEAD and the new one are rewritten, and untracked files such as ``input_files/``
-        are kept. An empty remote resets to an empty, unborn branch. Returns the new HEAD.
+        Unpushed commits datom made are dropped; commits made with git and not pushed make
+        it refuse, changing nothing (``_localwork``). Only the files that differ between the
+        old HEAD and the new one are rewritten; untracked files such as ``input_files/`` are
+        kept. An empty remote resets to an unborn branch. Returns the new HEAD.
         """
         with self.lock():
             r = self._open()
-            self._worktree.recover(r)
+            self._ready(r)
             branch = gi.branch_ref(r)
             target = self._remote().fetch_branch(r, branch)
+            self._keep_local_work(r, branch, target, "reset to origin")
             if target is not None:
                 gi.set_tracking(r, branch, target)
             self._worktree.move_to(r, branch, target)
@@ -359,7 +299,7 @@ class MetadataRepo(RepoCore):
         """
         with self.lock():
             r = self._open()
-            self._worktree.recover(r)
+            self._ready(r)
             branch = gi.branch_ref(r)
             theirs, ours = self._remote().fetch_branch(r, branch), gi.head(r)
             if theirs is not None:

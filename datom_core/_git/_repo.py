@@ -36,9 +36,11 @@ from . import _internals as gi
 from . import _maintenance as maint
 from ._copy import add_objects
 from ._http import open_transport
+from ._localwork import forget_made, local_commits, refuse_local_work
 from ._lock import RepoLock
 from ._objects import NewCommit, TreeReader, build_commit
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, is_http_url, resolve_credentials
+from ._settings import check_split_index, config_stamp, open_repo, precious
 from ._shared import missing_object, sharing_wanted
 from ._stored import release
 from ._tipview import TipView
@@ -73,6 +75,7 @@ class RepoCore:
         self._transport: Transport | None = None
         self._url: str | None = None
         self._config: StackedConfig | None = None
+        self._config_stamp: tuple[int, int, int] | None = None
         self._added = 0
         self._loose = 0  # loose objects this handle wrote since it last compacted the clone
         r = self._open()
@@ -87,7 +90,7 @@ class RepoCore:
     def _open(self) -> Repo:
         if self._r is None or self._pid != os.getpid():
             try:
-                self._r = Repo(str(self.path))
+                self._r = open_repo(self.path, f"The clone {self.path}")
             except (NotGitRepository, FileNotFoundError, NotADirectoryError) as e:
                 raise GitError(
                     f"{self.path} is not a git repository: create one with MetadataRepo.init() "
@@ -117,9 +120,23 @@ class RepoCore:
         self._url, self._config = None, None
 
     def _url_of(self) -> str:
-        if self._url is None:
-            self._url = gi.remote_url(self._open())
+        """The ``origin`` URL, read again whenever ``.git/config`` changed (one ``stat``):
+        ``git remote set-url`` takes effect on a long-lived handle's next operation."""
+        stamp = config_stamp(self.controldir)
+        if self._url is None or stamp != self._config_stamp:
+            url = gi.remote_url(self._open())
+            if url != self._url and self._transport is not None:
+                self._transport.close()
+                self._transport = None
+            self._url, self._config, self._config_stamp = url, None, stamp
         return self._url
+
+    def _ready(self, r: Repo) -> None:
+        """Before an operation that may move the branch: refuse a clone whose settings
+        datom cannot honour (``_settings``), and finish an interrupted update."""
+        self._url_of()  # the configuration as it is now
+        check_split_index(r, self.path, self._config_stack())
+        self._worktree.recover(r)
 
     def _remote(self) -> Transport:
         """The open transport; an HTTPS one is rebuilt when the token in the environment
@@ -176,7 +193,7 @@ class RepoCore:
         self._loose += loose
         self._added += 1
         if self._added % maint.CLONE_CHECK_EVERY == 0 or maint.due(made, maint.CLONE_CHECK_EVERY):
-            if maint.may_need_compaction(r, self._loose):
+            if not precious(r) and maint.may_need_compaction(r, self._loose):
                 maint.compact(r)
                 self._loose = 0
 
@@ -193,6 +210,10 @@ class RepoCore:
         if heads and named not in heads:
             return branch  # HEAD names a branch that does not exist: keep ours, fix HEAD
         sha = gi.head(r)
+        if gi.get_ref(r, named) not in (None, sha):
+            return branch  # the clone has a branch of that name elsewhere: never moved
+        if local_commits(r, branch, [], lambda _: False, seen=False):
+            return branch  # someone's commits: kept where they are (the write refuses)
         if sha is not None:
             gi.set_ref(r, named, sha)
         gi.set_head(r, named)
@@ -204,7 +225,14 @@ class RepoCore:
 
     def _pushed(self, r: Repo, remote: Transport, branch: bytes, sha: bytes) -> None:
         gi.set_tracking(r, branch, sha)
+        if gi.get_ref(r, branch) == sha:
+            forget_made(self.controldir)
         remote.adopt_head(branch)
+
+    def _keep_local_work(self, r: Repo, branch: bytes, tip: bytes | None, doing: str) -> None:
+        """Refuse (:class:`GitError`, nothing changed) to move ``branch`` to ``origin``'s
+        ``tip`` over commits made there with git and not pushed (see ``_localwork``)."""
+        refuse_local_work(r, self.path, branch, [tip], self._remote().holds, doing)
 
     # -- commit_and_push -------------------------------------------------------------------
 
@@ -224,8 +252,9 @@ class RepoCore:
         calls it again on the new tip, after a randomized exponential backoff, until
         ``deadline`` seconds have passed (then :class:`PushRejectedError`, nothing
         recorded). Returns the pushed commit, or ``None`` when the tip already holds those
-        bytes (the clone is then moved to the tip). The clone ends on the pushed commit
-        (unpushed local commits are dropped); ``pushed(commit)`` is called once the remote
+        bytes (the clone is then moved to the tip). The clone ends on the pushed commit;
+        commits made there with git and not pushed make it refuse first (``_localwork``);
+        ``pushed(commit)`` is called once the remote
         holds it, before the clone moves (it must not wait for this clone's lock).
         """
         if not message.strip():
@@ -246,7 +275,7 @@ class RepoCore:
     ) -> str | None:
         """:meth:`commit_and_push` under the clone's lock, but for the remote's compaction."""
         r = self._open()
-        self._worktree.recover(r)
+        self._ready(r)
         remote = self._remote()
         branch = self._target_branch(r, remote)
         who = (author or self.default_author()).identity.encode()
@@ -256,6 +285,8 @@ class RepoCore:
             try:
                 with remote.turn(max(end - time.monotonic(), 0.0)):
                     with remote.view(r, branch) as (tip, store):
+                        if attempts == 1:
+                            self._keep_local_work(r, branch, tip, "write")
                         files = dict(build(TreeReader(store, tip)))
                         for relpath in files:
                             gi.check_relpath(relpath)
@@ -316,8 +347,12 @@ class RepoCore:
         """
         with self.lock():
             r = self._open()
-            self._worktree.recover(r)
-            return self._remote().tip_view(r, gi.branch_ref(r))
+            self._ready(r)
+            branch = gi.branch_ref(r)
+            view = self._remote().tip_view(r, branch)
+            tip = view.commit.encode() if view.commit is not None else None
+            self._keep_local_work(r, branch, tip, "write")
+            return view
 
     def remote_head(self) -> str | None:
         """The commit ``origin``'s branch is on (None: an empty remote), looked at without
@@ -325,18 +360,21 @@ class RepoCore:
         after each push, while other processes sharing the clone write through it."""
         r = self._open()
         if self._transport is None:  # opening the remote may set the clone up: locked
-            return self.remote_tip().commit
+            with self.lock():
+                self._remote()
         sha = self._remote().branch_tip(gi.branch_ref(r))
         return sha.decode() if sha is not None else None
 
     def catch_up(self, commit: str | None) -> None:
         """Move the branch, index and working tree to ``commit``, a commit ``origin`` has
         (a :meth:`remote_tip`; None: an empty remote), rewriting only the files that
-        differ. Unpushed local commits are dropped, as by ``fetch_and_reset``."""
+        differ. Commits made with git and not pushed make it refuse (``_localwork``)."""
         with self.lock():
             r = self._open()
-            self._worktree.recover(r)
+            self._ready(r)
             branch, sha = gi.branch_ref(r), commit.encode() if commit is not None else None
+            if sha != gi.get_ref(r, branch):
+                self._keep_local_work(r, branch, sha, "catch up with origin")
             if sha is not None and sha != gi.get_ref(r, branch):
                 self._remote().fetch_commit(r, sha, branch)
                 gi.set_tracking(r, branch, sha)

@@ -40,10 +40,14 @@ from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _maintenance as maint
 from ._copy import add_objects, copy_commits, missing_commits
+from ._groupshare import LOCK_FILES, lock_mode, object_paths, ref_paths, shared_perm, widen
 from ._lock import RepoLock
 from ._loose import copy_objects
 from ._read import has
+from ._receive import check_current_branch, post_receive, pre_receive
 from ._remote import GitCredentials
+from ._remoterefs import lock_age, read_branch, read_branches
+from ._settings import check_object_format, open_repo, precious
 from ._shared import share_objects
 from ._tipview import TipView
 
@@ -93,6 +97,11 @@ class Transport:
         """The commit ``branch`` is on in the remote (None: no such branch); nothing is
         fetched."""
         return self.heads()[0].get(branch)
+
+    def holds(self, sha: bytes) -> bool:
+        """Whether the remote is known to hold the object ``sha``, asked without the
+        network (False where only the network could tell)."""
+        return False
 
     def attach(self, r: Repo, share: bool) -> None:
         """Called once per opened clone: let it read the remote's objects in place where
@@ -152,6 +161,10 @@ class LocalTransport(Transport):
         self.url = url
         self.errors = errors
         self.path = Path(path)
+        # A repository with a working tree: its git folder is the remote's (locks, refs).
+        self._checked_out = (self.path / ".git").is_dir()
+        if self._checked_out:
+            self.path = self.path / ".git"
         self._repo: Repo | None = None
         self._pid = os.getpid()
         self._pushes = 0
@@ -168,16 +181,31 @@ class LocalTransport(Transport):
         except GitError:
             return  # not a repository: the operation that needs it says so
 
+    def holds(self, sha: bytes) -> bool:
+        try:
+            with self._using("read from") as remote:
+                return has(remote.object_store, sha)
+        except GitError:
+            return False
+
     def _open(self) -> Repo:
         if self._repo is None or self._pid != os.getpid():
             try:
-                self._repo = Repo(str(self.path))
+                opened = open_repo(self.path, f"The remote {self.url}")
+            except GitError:
+                raise
             except Exception as e:
                 raise GitError(
                     f"Cannot open the remote {self.url}: no git repository there. Check the "
                     "remote path/URL."
                 ) from e
-            self._pid = os.getpid()
+            try:
+                check_object_format(opened, f"The remote {self.url}")
+            except GitError:
+                opened.close()
+                raise
+            self._repo, self._pid = opened, os.getpid()
+            widen([self.path / n for n in LOCK_FILES], shared_perm(opened))  # the team's
         return self._repo
 
     @contextmanager
@@ -193,25 +221,30 @@ class LocalTransport(Transport):
         self, action: str = "read the branches of"
     ) -> tuple[dict[bytes, bytes], bytes | None]:
         with self._using(action) as remote:
-            refs = remote.refs.as_dict(Ref(_HEADS))
+            refs = read_branches(Path(remote.controldir()), self.url)
             head = remote.refs.get_symrefs().get(Ref(b"HEAD"))
-        return {_HEADS + k: v for k, v in refs.items()}, head
+        return refs, head
 
     def branch_tip(self, branch: bytes) -> bytes | None:
-        with self._using("read from") as remote:
-            return _read_ref(remote, branch)
+        with self._using("read from"):
+            return self._read_ref(branch)
+
+    def _read_ref(self, name: bytes) -> bytes | None:
+        """A branch's sha read from its file (or packed-refs), without listing every ref;
+        one that exists but cannot be read is an error, never an absent branch."""
+        return read_branch(Path(self._open().controldir()), name, self.url)
 
     @contextmanager
     def view(self, r: Repo, branch: bytes) -> Iterator[tuple[bytes | None, BaseObjectStore]]:
         """The remote's own store: building on it copies nothing into the clone while
         other writers wait for their turn (the clone catches up afterwards)."""
         with self._using("fetch from") as remote:
-            yield _read_ref(remote, branch), remote.object_store
+            yield self._read_ref(branch), remote.object_store
 
     def tip_view(self, r: Repo, branch: bytes) -> TipView:
         """Read in the remote's own store: nothing is copied into the clone."""
         with self._using("fetch from") as remote:
-            return TipView(remote.object_store, _read_ref(remote, branch), self._reading)
+            return TipView(remote.object_store, self._read_ref(branch), self._reading)
 
     @contextmanager
     def _reading(self) -> Iterator[None]:
@@ -241,9 +274,8 @@ class LocalTransport(Transport):
 
     def fetch_branch(self, r: Repo, branch: bytes) -> bytes | None:
         with self._using("fetch from") as remote:
-            try:
-                tip = remote.refs[Ref(branch)]
-            except KeyError:
+            tip = self._read_ref(branch)
+            if tip is None:
                 return None
             if not has(r.object_store, tip):
                 copy_commits(remote, r, missing_commits(remote, r, tip))
@@ -255,14 +287,24 @@ class LocalTransport(Transport):
         """Under the writers' turn (re-entrant: ``commit_and_push`` already holds it), so
         that a ref lock met here can be judged (see :func:`_unstale_remote`)."""
         with self.turn(_TURN_TIMEOUT), self._using("push to") as remote:
-            current = _read_ref(remote, branch)
+            current = self._read_ref(branch)
             if current != old:
                 raise rejected(self.url, branch, "the remote moved")
+            if self._checked_out:
+                check_current_branch(remote, self.url, branch)
+            gitdir = Path(remote.controldir())
+            perm = shared_perm(remote)
             self._loose += add_objects(remote, objects)
+            if perm is not None:  # the team's permissions, as git gives them (_groupshare)
+                objects_dir = os.fspath(remote.object_store.path)
+                widen(object_paths(objects_dir, [o.id for o in objects]), perm)
             checkpoint("git:push:objects")
+            pre_receive(gitdir, self.url, branch, old, new)
             if not self._swap(remote, branch, old, new):
                 raise rejected(self.url, branch, "the remote moved")
+            widen(ref_paths(gitdir, branch), perm)
             self._pushes += 1
+        post_receive(gitdir, branch, old, new)  # the push stands whatever they do
 
     def _swap(self, remote: Repo, branch: bytes, old: bytes | None, new: bytes) -> bool:
         """Compare-and-swap the branch (the caller holds the writers' turn)."""
@@ -277,7 +319,7 @@ class LocalTransport(Transport):
         """datom writers on this machine take turns (a ``flock`` in the remote) from fetch
         to push: under contention they queue instead of redoing work that a
         compare-and-swap would reject. Other git clients still meet the swap."""
-        return RepoLock(self.path / _TURN_LOCK, timeout)
+        return RepoLock(self.path / _TURN_LOCK, timeout, lambda: lock_mode(self._open()))
 
     def maintain(self, made: bytes | None = None) -> None:
         """Every ``REMOTE_CHECK_EVERY`` pushes of this handle, and after a push whose commit
@@ -287,6 +329,8 @@ class LocalTransport(Transport):
         mine = self._pushes >= maint.REMOTE_CHECK_EVERY
         if not mine and (made is None or not maint.due(made, maint.REMOTE_CHECK_EVERY)):
             return
+        if precious(self._open()):
+            return  # extensions.preciousObjects: compaction deletes objects (_settings)
         with self._access.shared():
             idle = not maint.may_need_compaction(self._open(), self._loose)
         if idle:
@@ -301,6 +345,10 @@ class LocalTransport(Transport):
             return
         if done:
             self._pushes = self._loose = 0
+            perm = shared_perm(self._open())
+            if perm is not None:  # the packs it wrote are the team's too
+                packs = self.path / "objects" / "pack"
+                widen([packs, *packs.iterdir(), *(self.path / n for n in LOCK_FILES)], perm)
 
     def adopt_head(self, branch: bytes) -> None:
         """Looked at without the writers' turn (each fresh process does it once, and
@@ -315,6 +363,7 @@ class LocalTransport(Transport):
                 if remote.refs.read_ref(Ref(b"HEAD")) != wanted:
                     refs: Any = remote.refs
                     _unstale_remote(lambda: refs.set_symbolic_ref(b"HEAD", branch))
+                    widen([self.path / "HEAD"], shared_perm(remote))
         self._head_named = branch
 
     def __del__(self) -> None:
@@ -325,15 +374,6 @@ class LocalTransport(Transport):
             self._repo.close()
         self._repo = None
         self._access.close()
-
-
-def _read_ref(r: Repo, name: bytes) -> bytes | None:
-    """A branch's sha read from its file (or packed-refs), without listing every ref."""
-    refs: Any = r.refs
-    try:
-        return bytes(refs[name])
-    except KeyError:
-        return None
 
 
 def _unstale_remote(update: Callable[[], T]) -> T:
@@ -354,17 +394,9 @@ def _unstale_remote(update: Callable[[], T]) -> T:
                     "concurrent push (another git process keeps locking it). Retry the write."
                 ) from e
             lock = Path(os.fsdecode(e.lockfilename))
-            age = _age(lock)
+            age = lock_age(lock)
             if age is not None and age < _LOCK_GRACE:
                 time.sleep(min(_LOCK_GRACE - age, 0.05) + 0.001)
             elif age is not None:
                 log.warning("removing the stale ref lock %s (left by a killed push)", lock)
                 lock.unlink(missing_ok=True)
-
-
-def _age(path: Path) -> float | None:
-    """Seconds since ``path`` was last modified; None if it is gone."""
-    try:
-        return time.time() - path.stat().st_mtime
-    except FileNotFoundError:
-        return None

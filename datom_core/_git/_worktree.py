@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
+import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -51,7 +53,16 @@ class WorkTree:
             return
         log.warning("finishing an interrupted update of the working tree of %s", self.root)
         reader = TreeReader(r.object_store, gi.head(r))
-        self.sync(r, {p: gi.blob_id(reader.read(p.decode())) for p in paths if p})
+        changes: dict[bytes, bytes | None] = {}
+        modes: dict[bytes, int] = {}
+        for path in filter(None, paths):
+            entry = reader.entry(path)
+            if entry is None or stat.S_ISDIR(entry[0]):
+                changes[path] = None
+                continue
+            changes[path] = entry[1]
+            modes[path] = entry[0]  # an executable or a link becomes one again
+        self.sync(r, changes, modes=modes)
 
     def journal(self, paths: Iterable[bytes]) -> None:
         """Record the paths about to change, before the branch moves: a writer killed
@@ -64,9 +75,18 @@ class WorkTree:
             except OSError as e:
                 raise gi.worktree_error(self.root, e, _JOURNAL) from e
 
-    def sync(self, r: Repo, changes: Mapping[bytes, bytes | None], journaled: bool = False) -> None:
+    def sync(
+        self,
+        r: Repo,
+        changes: Mapping[bytes, bytes | None],
+        journaled: bool = False,
+        modes: Mapping[bytes, int] | None = None,
+    ) -> None:
         """Make the working tree and index hold ``path -> blob`` (None: no file);
-        ``journaled``: the caller already listed these paths in the journal."""
+        ``journaled``: the caller already listed these paths in the journal; ``modes``:
+        git's mode of paths that are not plain files, or were (an executable, a symbolic
+        link: written as such, so a later ``git commit`` in the clone keeps them)."""
+        modes = modes or {}
         if not journaled:
             self.journal(changes)
         doing = "the index"
@@ -80,10 +100,14 @@ class WorkTree:
                 data = blob_data(r.object_store, sha)  # the write's own bytes: in memory
                 if data is None:
                     raise GitError(f"{doing} in {self.root} names no blob ({sha!r})")
-                gi.write_worktree_file(target, data)
+                mode = modes.get(path)
+                if mode is None:
+                    gi.write_worktree_file(target, data)
+                else:
+                    _write_with_mode(target, data, mode)
             doing = "the index"
             if changes:
-                gi.update_index(self.index, r, self.root, changes)
+                gi.update_index(self.index, r, self.root, changes, modes)
             self.journal_path.unlink(missing_ok=True)
         except OSError as e:
             raise gi.worktree_error(self.root, e, doing) from e
@@ -97,10 +121,11 @@ class WorkTree:
         old = gi.get_ref(r, branch)
         if old == target:
             return
+        modes: dict[bytes, int] = {}
         if made is not None and made.id == target and made.parent == old:
-            changes: Mapping[bytes, bytes | None] = made.changes
+            changes: Mapping[bytes, bytes | None] = made.changes  # datom's: plain files
         else:
-            changes = changed_paths(r.object_store, old, target)
+            changes = changed_paths(r.object_store, old, target, modes)
         self.journal(changes)
         checkpoint("git:move:journaled")
         if target is None:
@@ -108,4 +133,28 @@ class WorkTree:
         else:
             gi.set_ref(r, branch, target)
         checkpoint("git:move:moved")
-        self.sync(r, changes, journaled=True)
+        self.sync(r, changes, journaled=True, modes=modes)
+
+
+def _write_with_mode(target: Path, data: bytes, mode: int) -> None:
+    """Make ``target`` a symbolic link to ``data`` or a file of ``data`` with git's mode
+    ``mode`` (executable or not, as git checks it out: the umask decides the rest)."""
+    if stat.S_ISLNK(mode):
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        try:
+            os.symlink(data, tmp)
+        except FileNotFoundError:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(data, tmp)
+        try:
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        return
+    if target.is_symlink():
+        target.unlink()
+    gi.write_worktree_file(target, data)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(target, (0o777 if mode & 0o111 else 0o666) & ~umask)

@@ -1,0 +1,83 @@
+"""Files datom makes in a local remote several OS users share (private to the git layer).
+
+A remote made with ``git init --bare --shared=group`` (``core.sharedRepository``) is
+written by a team: git gives every file and folder it creates there the group's
+permissions (and folders the setgid bit, so the group is inherited), whatever each
+person's umask. datom writes loose objects, refs and its lock files there itself, so it
+does the same (:func:`widen`, dulwich's ``adjust_shared_perm``, git's rules). A remote
+folder that is setgid and group-writable without the setting is taken as group-shared
+too: that is how such a folder says it belongs to a team.
+
+Only what this process just created is widened (only a file's owner may change its
+mode); a lock file another user made without group write access is opened read-only,
+which ``flock`` accepts (see :mod:`._lock`).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+from dulwich.file import PERM_GROUP, SharedPerm, adjust_shared_perm
+from dulwich.repo import Repo
+
+__all__ = ["LOCK_FILES", "lock_mode", "object_paths", "ref_paths", "shared_perm", "widen"]
+
+
+def shared_perm(remote: Repo) -> SharedPerm | None:
+    """The permissions files made in ``remote`` get (None: the umask decides)."""
+    perm: SharedPerm | None = getattr(remote.object_store, "shared_perm", None)
+    if perm is not None:
+        return perm
+    try:
+        st = os.stat(remote.controldir())
+    except OSError:
+        return None
+    if st.st_mode & stat.S_ISGID and st.st_mode & stat.S_IWGRP:
+        return PERM_GROUP
+    return None
+
+
+# datom's lock files in a local remote (the writers' turn, and _maintenance's two).
+LOCK_FILES = ("datom-writers.lock", "datom-maintenance.lock", "datom-compact.lock")
+
+
+def lock_mode(remote: Repo) -> int:
+    """The mode a lock file in ``remote`` is created with: one the team of a group-shared
+    remote may open for writing."""
+    perm = shared_perm(remote)
+    return 0o644 if perm is None else (0o644 | perm.tweak) & 0o666
+
+
+def widen(paths: Iterable[str | os.PathLike[str]], perm: SharedPerm | None) -> None:
+    """Give each of ``paths`` (files or folders) the permissions ``perm`` asks for; paths
+    another user owns, or that are gone, are left alone."""
+    if perm is None:
+        return
+    for path in paths:
+        try:
+            if os.stat(path).st_uid == os.geteuid():
+                adjust_shared_perm(path, perm)
+        except (FileNotFoundError, PermissionError):
+            continue
+
+
+def object_paths(objects_dir: str, shas: Iterable[bytes]) -> list[str]:
+    """The fan-out folders and loose files of ``shas`` in ``objects_dir``, folders first."""
+    folders: dict[str, None] = {}
+    files = []
+    for sha in shas:
+        hexsha = sha.decode()
+        folder = os.path.join(objects_dir, hexsha[:2])
+        folders[folder] = None
+        files.append(os.path.join(folder, hexsha[2:]))
+    return [*folders, *files]
+
+
+def ref_paths(root: Path, name: bytes) -> list[str]:
+    """The file of ref ``name`` in the repository ``root`` and the folders above it."""
+    file = root / os.fsdecode(name)
+    folders = [str(p) for p in file.parents if root in p.parents]
+    return [*reversed(folders), str(file)]

@@ -1,0 +1,91 @@
+"""Reading a clone's history: files at a commit, the log, a file's last change (private to
+the git layer; a part of :class:`MetadataRepo`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dulwich.objects import Commit, ObjectID
+from dulwich.repo import Repo
+
+from . import _internals as gi
+from ._history import PathHistory, first_parents, recent_change
+from ._loose import commit_of
+from ._tipview import read_in_tree
+from ._types import CommitInfo, commit_info
+
+__all__ = ["HistoryReads"]
+
+
+class HistoryReads:
+    """The history-reading methods of :class:`MetadataRepo` (its open repository and its
+    path index are the clone's)."""
+
+    _history: PathHistory
+
+    if TYPE_CHECKING:  # the clone's (RepoCore's), found after this class in the MRO
+
+        def _open(self) -> Repo: ...
+
+    def read_at(self, commit: str, relpath: str) -> bytes | None:
+        """The bytes of ``relpath`` in ``commit`` (full hex id), or ``None`` if absent there."""
+        gi.check_relpath(relpath)
+        r = self._open()
+        return read_in_tree(r.object_store, self._commit(r, commit).tree, relpath)
+
+    def _commit(self, r: Repo, commit: str) -> Commit:
+        """The commit of a full hex id, parsed once (a mirror derives a history's commits
+        by reading a file at each of the last few commits)."""
+        if len(commit) == 40 and all(c in "0123456789abcdef" for c in commit):
+            try:
+                found = commit_of(r.object_store, commit.encode())
+            except KeyError:
+                found = None
+            if found is not None:
+                return found
+        return gi.commit_object(r, commit)  # its error, naming the id
+
+    def log(self, relpath: str | None = None, max_entries: int | None = None) -> list[CommitInfo]:
+        """Commits reachable from HEAD, newest first; only those changing ``relpath`` if given.
+
+        A file's commits come from an index kept up to date as HEAD moves (see
+        :mod:`._history`): the cost is what is returned, not the length of the history.
+        """
+        if relpath is not None:
+            gi.check_relpath(relpath)
+        r = self._open()
+        head = gi.head(r)
+        if head is None:
+            return []
+        paths = [relpath.encode()] if relpath is not None else None
+        index = self._history.at(r, head) if paths is not None else None
+        known = index.commits(paths[0]) if index is not None and paths and index.linear else None
+        if known is not None:
+            newest_first = known[::-1][:max_entries]
+            return [commit_info(self._commit(r, c.decode())) for c in newest_first]
+        linear = first_parents(r.object_store, head, max_entries) if paths is None else None
+        if linear is not None:
+            return [commit_info(c) for c in linear]
+        walker = r.get_walker(include=[ObjectID(head)], paths=paths, max_entries=max_entries)
+        return [commit_info(entry.commit) for entry in walker]
+
+    def last_commit_touching(self, relpath: str) -> str | None:
+        """The newest commit reachable from HEAD that changed ``relpath`` (None: never).
+
+        Answered from a map ``path -> newest commit`` built in one pass over the history
+        the first time, then extended by the commits HEAD gained since: a Dagster
+        materialization that changes nothing costs a dictionary lookup, not a log walk. A
+        handle that has not built it yet (a fresh process) first looks back over the last
+        commits (:func:`_history.recent_change`).
+        """
+        gi.check_relpath(relpath)
+        r = self._open()
+        head = gi.head(r)
+        if head is None:
+            return None
+        if self._history.head is None:  # a fresh handle looks at the last commits first
+            recent = recent_change(r.object_store, head, relpath.encode())
+            if recent is not None:
+                return recent.decode()
+        found = self._history.at(r, head).newest(relpath.encode())
+        return found.decode() if found is not None else None

@@ -1,0 +1,141 @@
+"""Repository settings datom honours, or refuses clearly before anything changes (private
+to the git layer).
+
+* ``extensions.*``: dulwich refuses a repository naming an extension it does not know.
+  ``extensions.preciousObjects`` ("never delete an object here") is one datom can honour:
+  such a repository is opened, and datom never compacts it (compaction deletes the loose
+  objects and packs it merged). Any other unknown extension is refused by name.
+* ``extensions.objectFormat``: only SHA-1 repositories are supported; a SHA-256 one is
+  refused by name (writing SHA-1 objects into it would corrupt it).
+* ``core.splitIndex`` in a clone: datom patches ``.git/index`` in place and cannot patch a
+  split one, so a clone using it is refused before a write, naming the commands that
+  turn it off (an index version 4 is fine: dulwich rewrites it).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dulwich.config import Config, ConfigFile
+from dulwich.repo import Repo, UnsupportedExtension
+
+from .._errors import GitError
+
+__all__ = [
+    "check_object_format",
+    "check_split_index",
+    "config_stamp",
+    "open_repo",
+    "precious",
+]
+
+# Extensions dulwich opens itself, and those datom honours on top.
+_DULWICH = {b"worktreeconfig", b"objectformat", b"relativeworktrees", b"refstorage"}
+_HONOURED = {b"preciousobjects", b"noop"}
+
+
+class _Honouring(Repo):
+    """A repository whose extensions are all known to datom: dulwich is shown its config
+    without the ones datom honours itself (see the module docstring)."""
+
+    def get_config(self) -> ConfigFile:
+        config = super().get_config()
+        for name, _ in list(config.items((b"extensions",))):
+            if name.lower() in _HONOURED:
+                config.remove((b"extensions",), name)
+        return config
+
+
+def _extensions(path: Path) -> list[bytes]:
+    for config in (path / "config", path / ".git" / "config"):
+        try:
+            parsed = ConfigFile.from_path(str(config))
+        except FileNotFoundError:
+            continue
+        return [name for name, _ in parsed.items((b"extensions",))]
+    return []
+
+
+def open_repo(path: str | os.PathLike[str], what: str) -> Repo:
+    """Open the repository at ``path`` (``what``: how messages name it), honouring the
+    extensions datom can; :class:`GitError` naming any other."""
+    try:
+        return Repo(os.fspath(path))
+    except UnsupportedExtension:
+        unknown = [
+            e.decode("utf-8", "replace")
+            for e in _extensions(Path(path))
+            if e.lower() not in _DULWICH | _HONOURED
+        ]
+        if unknown:
+            raise GitError(
+                f"{what} uses the git extension(s) {', '.join(unknown)} "
+                f"(extensions.{unknown[0]} in its config), which datom does not support: "
+                "nothing was changed. Use a repository without it."
+            ) from None
+        return _Honouring(os.fspath(path))
+
+
+def config_stamp(controldir: Path) -> tuple[int, int, int] | None:
+    """What tells that ``<controldir>/config`` changed (None: it is not there)."""
+    try:
+        st = os.stat(controldir / "config")
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def precious(r: Repo) -> bool:
+    """Whether ``extensions.preciousObjects`` forbids deleting objects in ``r``."""
+    try:
+        config = ConfigFile.from_path(os.path.join(r.controldir(), "config"))
+        return config.get_boolean((b"extensions",), b"preciousObjects", False) is True
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+def check_object_format(r: Repo, what: str) -> None:
+    """:class:`GitError` unless ``r`` names its objects with SHA-1."""
+    try:
+        value = r.get_config().get((b"extensions",), b"objectFormat")
+    except KeyError:
+        return
+    if value.strip().lower() not in (b"", b"sha1"):
+        raise GitError(
+            f"{what} uses {value.decode('utf-8', 'replace')} object names "
+            "(extensions.objectFormat): datom supports SHA-1 repositories only, and "
+            "nothing was changed. Use a remote made by git init --bare (the default "
+            "--object-format=sha1)."
+        )
+
+
+def check_split_index(r: Repo, clone: Path, config: Config) -> None:
+    """:class:`GitError` when the clone's index is, or git would make it, split
+    (``config``: the clone's configuration). One listing of ``.git`` when it is not."""
+    try:
+        split = config.get_boolean((b"core",), b"splitIndex", False)
+    except (KeyError, ValueError):
+        split = False
+    if not split:
+        split = _links_shared(Path(r.controldir()))
+    if split:
+        raise GitError(
+            f"The clone {clone} uses a split index (core.splitIndex), which datom does not "
+            f"update: nothing was changed. Turn it off (git -C {clone} config "
+            f"core.splitIndex false && git -C {clone} update-index --no-split-index), "
+            "then retry."
+        )
+
+
+def _links_shared(controldir: Path) -> bool:
+    """Whether the index names one of the shared index files beside it (its ``link``
+    extension holds the shared index's id)."""
+    shared = [p.name[len("sharedindex.") :] for p in controldir.glob("sharedindex.*")]
+    if not shared:
+        return False
+    try:
+        data = (controldir / "index").read_bytes()
+    except OSError:
+        return False
+    return b"link" in data and any(bytes.fromhex(h) in data for h in shared if len(h) == 40)

@@ -1,0 +1,192 @@
+"""Repository settings real git users set are honoured, or refused by name before anything
+changes (``_git/_settings``, ``_git/_receive``, ``_git/_repo``): split and version 4
+indexes, SHA-256 remotes, ``extensions.*``, ``git remote set-url``, a local remote's hooks
+and ``receive.denyCurrentBranch``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pytest
+
+import datom_core as dc
+from datom_core._git import MetadataRepo
+from datom_core._git import _maintenance as maint
+from datom_core._git._objects import TreeReader
+from datom_core._git._types import Author
+from tests.core.projects import fingerprint, frame, new_project
+from tests.core.test_gitcli_localwork import git_accepts
+from tests.gitcli import git, needs_git
+
+pytestmark = needs_git
+
+ME = Author("Ada Lovelace", "ada@example.org")
+WHO = ("-c", "user.name=Grace Hopper", "-c", "user.email=grace@example.org")
+
+
+def put(files: dict[str, bytes]) -> Callable[[TreeReader], Mapping[str, bytes]]:
+    return lambda tree: files
+
+
+def test_a_split_index_is_refused_before_anything_changes(tmp_path: Path) -> None:
+    conn = new_project(tmp_path)
+    conn.write("dm", frame())
+    clone = conn.repo.path
+    git(clone, "config", "core.splitIndex", "true")
+    git(clone, "update-index", "--split-index")
+    before = fingerprint(conn)
+    with pytest.raises(dc.GitError, match="split index") as refused:
+        conn.write("dm", frame(8))
+    assert "update-index --no-split-index" in str(refused.value)
+    assert fingerprint(conn) == before
+    assert git(clone, "status", "--porcelain") == ""
+    git(clone, "config", "core.splitIndex", "false")
+    git(clone, "update-index", "--no-split-index")
+    conn.write("dm", frame(8))  # as the message says: the clone works again
+    assert git(clone, "status", "--porcelain") == ""
+    git_accepts(conn.repo.remote_url, tmp_path)
+
+
+def test_a_version_4_index_is_updated(tmp_path: Path) -> None:
+    conn = new_project(tmp_path)
+    conn.write("dm", frame())
+    clone = conn.repo.path
+    git(clone, "update-index", "--index-version", "4")
+    conn.write("dm", frame(8))
+    conn.write("ae", frame(2))
+    assert git(clone, "status", "--porcelain") == ""
+    assert (
+        git(clone, "ls-files").split() == git(clone, "ls-tree", "-r", "--name-only", "HEAD").split()
+    )
+    git_accepts(conn.repo.remote_url, tmp_path)
+
+
+@pytest.mark.parametrize("empty", [True, False])
+def test_a_sha256_remote_is_refused_by_name(tmp_path: Path, empty: bool) -> None:
+    remote = tmp_path / "remote.git"
+    if empty:
+        git(tmp_path, "init", "-q", "--bare", "-b", "main", "--object-format=sha256", str(remote))
+    else:
+        work = tmp_path / "work"
+        git(tmp_path, "init", "-q", "-b", "main", "--object-format=sha256", str(work))
+        (work / "a.txt").write_text("a\n")
+        git(work, "add", "a.txt")
+        git(work, *WHO, "commit", "-qm", "first")
+        git(tmp_path, "clone", "-q", "--bare", str(work), str(remote))
+
+    def contents() -> list[str]:  # datom's lock files aside: nothing git reads
+        return sorted(str(p) for p in remote.rglob("*") if not p.name.startswith("datom-"))
+
+    before = contents()
+    with pytest.raises(dc.GitError, match="(?i)sha-?256"):
+        repo = MetadataRepo.init(tmp_path / "a", remote)
+        repo.commit({"x": b"1"}, "x", ME)
+        repo.push()
+    if not empty:
+        with pytest.raises(dc.GitError, match="(?i)sha-?256"):
+            MetadataRepo.clone(remote, tmp_path / "b")
+    assert contents() == before  # nothing written there
+    git(remote, "fsck", "--strict", "--full")
+
+
+def test_precious_objects_are_honoured_and_other_extensions_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(maint, "REMOTE_CHECK_EVERY", 2)
+    monkeypatch.setattr(maint, "LOOSE_BUDGET", 4)
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    git(remote, "config", "core.repositoryformatversion", "1")
+    git(remote, "config", "extensions.preciousObjects", "true")
+    repo = MetadataRepo.init(tmp_path / "a", remote)
+    seen: set[str] = set()
+    for i in range(12):
+        repo.commit_and_push(put({f"t{i % 3}/m.json": b"%d" % i}), f"c{i}", ME)
+        now = {str(p.relative_to(remote)) for p in (remote / "objects").rglob("*") if p.is_file()}
+        assert seen <= now, f"deleted from a preciousObjects remote: {sorted(seen - now)[:3]}"
+        seen = now
+    assert len(git(remote, "rev-list", "main").split()) == 12
+    git_accepts(remote, tmp_path)
+    other = tmp_path / "other.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(other))
+    git(other, "config", "core.repositoryformatversion", "1")
+    git(other, "config", "extensions.partialClone", "origin")
+    b = MetadataRepo.init(tmp_path / "b", other)
+    with pytest.raises(dc.GitError, match="partialclone|partialClone"):
+        b.commit_and_push(put({"x": b"1"}), "x", ME)
+
+
+def test_remote_set_url_is_followed_by_a_long_lived_handle(tmp_path: Path) -> None:
+    conn = new_project(tmp_path)
+    conn.write("dm", frame())
+    old = Path(conn.repo.remote_url)
+    new = tmp_path / "moved.git"
+    git(tmp_path, "clone", "-q", "--bare", str(old), str(new))
+    git(conn.repo.path, "remote", "set-url", "origin", str(new))
+    result = conn.write("dm", frame(9))
+    assert git(new, "rev-parse", "main").strip() == conn.repo.head()
+    assert git(old, "rev-parse", "main").strip() != conn.repo.head()
+    assert conn.repo.remote_url == str(new)
+    assert result.version in {v.version for v in conn.history("dm")}
+    git_accepts(new, tmp_path)
+
+
+def _hook(remote: Path, name: str, body: str) -> None:
+    path = remote / "hooks" / name
+    path.write_text("#!/bin/sh\n" + body)
+    os.chmod(path, 0o755)
+
+
+def test_a_local_remotes_hooks_run_as_receive_pack_runs_them(tmp_path: Path) -> None:
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    log = tmp_path / "hooks.log"
+    _hook(remote, "pre-receive", f'while read o n r; do echo "pre $o $n $r" >> {log}; done\n')
+    _hook(remote, "update", f'echo "update $1 $2 $3 $GIT_DIR" >> {log}\n')
+    _hook(remote, "post-receive", f'while read o n r; do echo "post $o $n $r" >> {log}; done\n')
+    _hook(remote, "post-update", f'echo "post-update $1" >> {log}\n')
+    repo = MetadataRepo.init(tmp_path / "a", remote)
+    first = repo.commit_and_push(put({"x": b"1"}), "first", ME)
+    second = repo.commit_and_push(put({"x": b"2"}), "second", ME)
+    zero = "0" * 40
+    assert log.read_text().splitlines() == [
+        f"pre {zero} {first} refs/heads/main",
+        f"update refs/heads/main {zero} {first} .",
+        f"post {zero} {first} refs/heads/main",
+        "post-update refs/heads/main",
+        f"pre {first} {second} refs/heads/main",
+        f"update refs/heads/main {first} {second} .",
+        f"post {first} {second} refs/heads/main",
+        "post-update refs/heads/main",
+    ]
+    _hook(remote, "pre-receive", "echo 'main is frozen for the audit' >&2; exit 1\n")
+    with pytest.raises(dc.GitError, match="main is frozen for the audit"):
+        repo.commit_and_push(put({"x": b"3"}), "third", ME)
+    assert git(remote, "rev-parse", "main").strip() == second
+    _hook(remote, "pre-receive", "exit 0\n")
+    _hook(remote, "update", "echo 'no pushes to main' >&2; exit 1\n")
+    with pytest.raises(dc.GitError, match="update hook"):
+        repo.commit_and_push(put({"x": b"4"}), "fourth", ME)
+    assert git(remote, "rev-parse", "main").strip() == second
+    assert repo.head() == second
+    git_accepts(remote, tmp_path)
+
+
+def test_a_non_bare_remotes_checked_out_branch_is_refused(tmp_path: Path) -> None:
+    remote = tmp_path / "work"
+    git(tmp_path, "init", "-q", "-b", "main", str(remote))
+    (remote / "a.txt").write_text("a\n")
+    git(remote, "add", "a.txt")
+    git(remote, *WHO, "commit", "-qm", "first")
+    head = git(remote, "rev-parse", "main").strip()
+    repo = MetadataRepo.clone(remote, tmp_path / "a")
+    with pytest.raises(dc.GitError, match="denyCurrentBranch"):
+        repo.commit_and_push(put({"x": b"1"}), "x", ME)
+    assert git(remote, "rev-parse", "main").strip() == head
+    assert git(remote, "status", "--porcelain") == ""
+    git(remote, "config", "receive.denyCurrentBranch", "warn")
+    pushed = repo.commit_and_push(put({"x": b"1"}), "x", ME)
+    assert git(remote, "rev-parse", "main").strip() == pushed
+    git_accepts(remote / ".git", tmp_path)
