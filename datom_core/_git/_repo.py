@@ -31,7 +31,7 @@ from dulwich.pack import PackFileDisappeared
 from dulwich.repo import Repo
 
 from .._checkpoint import checkpoint
-from .._errors import GitError, PushRejectedError
+from .._errors import GitError, PushRejectedError, mark_push_sent
 from . import _internals as gi
 from . import _maintenance as maint
 from ._copy import add_objects
@@ -263,8 +263,10 @@ class RepoCore:
                         if new is not None:
                             try:
                                 remote.push(r, branch, tip, new.id, new.objects)
-                            except BaseException:
+                            except BaseException as e:
                                 release(new.objects)
+                                if not isinstance(e, PushRejectedError):
+                                    mark_push_sent(e)  # the remote may have applied it
                                 raise
                 if new is None:
                     if tip is not None:

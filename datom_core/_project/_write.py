@@ -50,7 +50,12 @@ from datom_core._project._parquet import BackgroundParquet
 from datom_core._project._parse import parse_metadata
 from datom_core._project._records import Change, WriteResult
 from datom_core._project._tip import TreeReader
-from datom_core._project._upload import known_snapshot, recorded_parquet, store_parquet
+from datom_core._project._upload import (
+    adopt_snapshot,
+    known_snapshot,
+    recorded_parquet,
+    store_parquet,
+)
 from datom_core._version import WRITTEN_BY
 
 __all__ = ["WriteRequest", "write_table"]
@@ -160,6 +165,15 @@ def _record(
         if metadata_bytes is None:
             metadata_bytes = dump(_metadata(ctx, req, table, th, parquet_sha, size))
         metadata = parse_metadata(metadata_bytes, key=L.git_metadata(req.table))
+        # Before the push, so that a writer killed after it leaves a version that reads by id.
+        snapshot_put = ctx.store.put_content_named(
+            L.store_snapshot(req.table, metadata.version), metadata_bytes
+        )
+        if not snapshot_put and not known:  # a failed or concurrent write's of this version
+            adopted = adopt_snapshot(ctx, req.table, metadata, metadata_bytes)
+            if adopted is not None:
+                metadata_bytes = adopted
+                metadata = parse_metadata(metadata_bytes, key=L.git_metadata(req.table))
         author = repo.default_author()
         entry = history_entry(
             metadata,
@@ -168,10 +182,6 @@ def _record(
             extra=req.history_extra,
         )
         update = TableUpdate(ctx.project_name, req.table, metadata_bytes, metadata, entry)
-        # Before the push, so that a writer killed after it leaves a version that reads by id.
-        snapshot_put = ctx.store.put_content_named(
-            L.store_snapshot(req.table, metadata.version), metadata_bytes
-        )
         checkpoint("snapshotted")
     except BaseException as e:
         undo_unpushed(ctx, req.table, Put(th.data_sha if uploaded else None, None), e)
