@@ -153,3 +153,27 @@ def test_a_failed_writes_snapshot_is_adopted_by_the_rerun_not_reported_as_forged
         assert conn.read("dm", version=again.version).equals(frame(seed=2))
     finally:
         git_proxy.close()
+
+
+@pytest.mark.parametrize(
+    "document",
+    [r"/dm/\.metadata/metadata\.json$", r"/dm/\.metadata/version_history\.json$",
+     r"/datom/\.metadata/manifest\.json$"],
+)  # fmt: skip
+def test_a_mirror_put_delivered_late_never_puts_an_older_document_back(
+    tmp_path: Path, s3_bucket: str, s3_proxy: FaultProxy, document: str
+) -> None:
+    options = {"config_kwargs": {"read_timeout": 1}}
+    store = dc.S3Store(s3_bucket, prefix="proj", endpoint_url=s3_proxy.url, **options)
+    conn = dc.init_repo(tmp_path / "repo", "STUDY_001", store)
+    conn.write("dm", frame())
+    held = s3_proxy.inject("hold", method="PUT", path=document)
+    first = conn.write("dm", frame(seed=1))  # its PUT is held; the retry lands
+    assert held.fired == 1 and len(s3_proxy.held) == 1
+    second = conn.write("dm", frame(seed=2))
+    key = document.strip("$").replace("\\", "").rsplit("/datom/", 1)[-1].lstrip("/")
+    current = conn.store.read_bytes(key)
+    assert s3_proxy.deliver_held() == [412]  # the stale PUT lands now, and is refused
+    assert conn.store.read_bytes(key) == current
+    assert conn.read("dm").equals(frame(seed=2)) and second.version != first.version
+    assert conn.validate().ok
