@@ -43,7 +43,7 @@ from ._shared import missing_object, sharing_wanted
 from ._stored import release
 from ._tipview import TipView
 from ._transport import Transport
-from ._types import Author, author_from
+from ._types import Author, author_from, config_stack
 from ._worktree import WorkTree
 
 __all__ = ["Build", "RepoCore"]
@@ -139,7 +139,7 @@ class RepoCore:
 
     def _config_stack(self) -> StackedConfig:
         if self._config is None:
-            self._config = self._open().get_config_stack()
+            self._config = config_stack(self._open())
         return self._config
 
     def lock(self, timeout: float | None = 600) -> RepoLock:

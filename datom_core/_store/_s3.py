@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from datom_core._errors import InvalidNameError, StoreError
 from datom_core._store._base import CHUNK_SIZE, Store, uninitialised_buffer
 from datom_core._store._paths import normalise_prefix, split_source
+from datom_core._store._s3errors import s3_remedy
 
 __all__ = ["S3Store"]
 
@@ -144,30 +145,8 @@ class S3Store(Store):
         )
 
     def _remedy_for(self, error: BaseException) -> str:
-        """The remedy of the failure ``error`` is: throttling, a server error, a timeout, an
-        unreachable endpoint and a missing bucket each have theirs; credentials are named
-        only when they may be the cause."""
         where = f"endpoint_url {self.endpoint_url}" if self.endpoint_url else "AWS S3"
-        code, status = _s3_failure(error)
-        names = {type(c).__name__ for c in _causes(error)}
-        if code in _THROTTLED or status == 503:
-            label = f"{code}, HTTP 503" if code and not code.isdigit() else "HTTP 503"
-            return (
-                f"{where} is throttling requests ({label}, after retries): retry later or "
-                "with fewer concurrent writers (not a credentials problem)"
-            )
-        if status is not None and status >= 500:
-            return f"{where} failed on its side (HTTP {status}, after retries): retry later"
-        if code == "NoSuchBucket":
-            return (
-                f"bucket {self.bucket!r} does not exist at {where}: create it, or fix the "
-                "bucket name / endpoint_url"
-            )
-        if names & _TIMEOUTS:
-            return f"{where} did not answer in time: check the network to it, then retry"
-        if names & _UNREACHABLE and code is None:
-            return f"cannot connect to {where}: check endpoint_url and the network, then retry"
-        return self._remedy()
+        return s3_remedy(error, where, self.bucket) or self._remedy()
 
     def _open_kwargs(self) -> dict[str, Any]:
         return {"block_size": _READ_BLOCK, "cache_type": "readahead"}
@@ -404,40 +383,6 @@ async def _hash_body(body: Any, size: int) -> tuple[memoryview, str]:
         digest.update(chunk)
         filled = end
     return data[:filled].toreadonly(), digest.hexdigest()
-
-
-_THROTTLED = frozenset(
-    {"SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded", "503",
-     "ServiceUnavailable", "TooManyRequestsException", "RequestThrottled"}
-)  # fmt: skip
-_TIMEOUTS = frozenset(
-    {"ReadTimeoutError", "ConnectTimeoutError", "TimeoutError", "ServerTimeoutError",
-     "ConnectionTimeoutError", "SocketTimeoutError"}
-)  # fmt: skip
-_UNREACHABLE = frozenset(
-    {"EndpointConnectionError", "ClientConnectorError", "ConnectionClosedError",
-     "ServerDisconnectedError", "ClientOSError", "ConnectionRefusedError"}
-)  # fmt: skip
-
-
-def _causes(error: BaseException | None) -> list[BaseException]:
-    seen: list[BaseException] = []
-    while error is not None and all(error is not s for s in seen):
-        seen.append(error)
-        error = error.__cause__ or error.__context__
-    return seen
-
-
-def _s3_failure(error: BaseException) -> tuple[str | None, int | None]:
-    """The S3 error code and HTTP status behind an s3fs-translated exception."""
-    for seen in _causes(error):
-        response = getattr(seen, "response", None)
-        if isinstance(response, dict):
-            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            return response.get("Error", {}).get("Code"), status if isinstance(
-                status, int
-            ) else None
-    return None, None
 
 
 def _s3_error_code(error: BaseException) -> str | None:

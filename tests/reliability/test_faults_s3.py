@@ -94,7 +94,7 @@ def test_an_undo_that_fails_keeps_the_push_error_and_validate_removes_the_orphan
 @pytest.mark.parametrize(
     ("mode", "options", "says", "not_says"),
     [
-        ("slowdown", {}, "throttling requests (SlowDown, HTTP 503", "AWS credentials"),
+        ("slowdown", {}, "is throttling requests (", "AWS credentials"),
         ("status", {"status": 503}, "throttling requests (HTTP 503", "AWS credentials"),
         ("status", {"status": 500}, "failed on its side (HTTP 500", "AWS credentials"),
         ("reset", {}, "cannot connect to endpoint_url", "AWS credentials"),
