@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 import datom_core as dc
+from datom_core._project import _layout as L
 from tests.core.projects import frame
 
 
@@ -74,3 +75,25 @@ def test_a_full_disk_says_so_and_the_rerun_converges(
     assert again.change == "full"
     assert conn.read("dm", version=again.version).equals(_big(1))
     assert conn.validate(grace_s=0).ok
+
+
+def test_validate_checks_a_read_only_clone_as_it_is(tmp_path: Path) -> None:
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("a read-only bind mount needs root and mount(8)")
+    conn = dc.init_repo(tmp_path / "repo", "STUDY_001", dc.LocalStore(tmp_path / "store"))
+    written = conn.write("dm", frame())
+    conn.store.delete(L.store_snapshot("dm", written.version))  # something to find
+    ro = tmp_path / "audit"
+    ro.mkdir()
+    subprocess.run(["mount", "--bind", str(tmp_path / "repo"), str(ro)], check=True)
+    try:
+        done = subprocess.run(["mount", "-o", "remount,ro,bind", str(ro)], capture_output=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot make a read-only bind mount: {done.stderr.decode().strip()}")
+        report = dc.connect(ro).validate()
+        assert [p.kind for p in report.problems] == ["missing_snapshot"]
+        assert not report.fetched and "read-only" in report.remote
+        with pytest.raises(dc.DatomError):
+            dc.connect(ro).validate(fix=True)  # a fix needs a writable clone, and says so
+    finally:
+        subprocess.run(["umount", "-l", str(ro)], check=False)
