@@ -33,6 +33,7 @@ from datom_core._errors import DatomError, IntegrityError
 from datom_core._git import MetadataRepo
 from datom_core._identity import prepare_table
 from datom_core._identity._cv1 import TableHash, hash_arrow_table
+from datom_core._interrupt import terminate_as_interrupt
 from datom_core._names import check_no_case_twin, validate_table_name
 from datom_core._project import _layout as L
 from datom_core._project._build import MANIFEST_MOVED, TableUpdate
@@ -96,6 +97,11 @@ def write_table(ctx: ProjectContext | HasContext, request: WriteRequest, data: A
     previous release passed one.
     """
     ctx = ctx if isinstance(ctx, ProjectContext) else ctx.context
+    with terminate_as_interrupt():
+        return _write_table(ctx, request, data)
+
+
+def _write_table(ctx: ProjectContext, request: WriteRequest, data: Any) -> WriteResult:
     validate_table_name(request.table)
     check_custom(request.table, request.custom)
     repo = ctx.require_repo()

@@ -127,3 +127,44 @@ def test_no_home_directory_asks_for_datom_home(monkeypatch: pytest.MonkeyPatch) 
     assert "DATOM_HOME" in str(caught.value)
     with pytest.raises(dc.DatomError):
         dc.LocalStore("~/store")
+
+
+_SIGTERM_SCRIPT = """
+import os, signal, sys, time
+import pandas as pd
+import datom_core as dc
+base = sys.argv[1]
+conn = dc.init_repo(base + "/repo", "STUDY_001", dc.LocalStore(base + "/store"))
+conn.write("dm", pd.DataFrame({"a": [1, 2]}))
+before = sorted(conn.store.list(""))
+put = dc.LocalStore.put_content_named
+
+def terminated(self, key, data):  # the supervisor's SIGTERM lands mid-write
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(2)
+    return put(self, key, data)
+
+dc.LocalStore.put_content_named = terminated
+try:
+    conn.write("dm", pd.DataFrame({"a": [3, 4]}))
+except KeyboardInterrupt:
+    print("interrupted")
+print("unchanged", sorted(conn.store.list("")) == before)
+print("default again", signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+"""
+
+
+def test_sigterm_mid_write_is_handled_like_sigint(tmp_path: Path) -> None:
+    script = tmp_path / "term.py"
+    script.write_text(_SIGTERM_SCRIPT, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": _ROOT},
+        timeout=300,
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert done.stdout.split() == [
+        "interrupted", "unchanged", "True", "default", "again", "True"
+    ], done.stdout  # fmt: skip
