@@ -67,7 +67,7 @@ def test_a_full_disk_says_so_and_the_rerun_converges(
     filler = _fill(small_disk)
     with pytest.raises(dc.DatomError) as caught:
         conn.write("dm", _big(1))
-    assert "full" in str(caught.value) and "path/URL" not in str(caught.value)
+    assert "is full (" in str(caught.value) and "path/URL" not in str(caught.value)
     assert "credentials" not in str(caught.value)
     assert sorted(store.list("")) == before  # nothing half-made is named
     filler.unlink()
