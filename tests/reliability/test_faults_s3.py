@@ -142,8 +142,10 @@ def test_a_failed_writes_snapshot_is_adopted_by_the_rerun_not_reported_as_forged
         conn.write("dm", frame())
         git_proxy.inject("status", method="POST", path="git-receive-pack$", status=403)
         s3_proxy.inject("status", method="DELETE", status=403, times=100)
-        with pytest.raises(dc.GitError):
+        with pytest.raises(dc.GitError) as caught:  # the push's refusal, not the undo's error
             conn.write("dm", frame(seed=2))
+        assert "403" in str(caught.value)
+        assert "undo could not remove" in "\n".join(caught.value.__notes__)
         s3_proxy.clear()
         time.sleep(1.1)  # the re-run's own document would carry another created_at
         again = conn.write("dm", frame(seed=2))
