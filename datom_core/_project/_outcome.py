@@ -120,9 +120,9 @@ def undo_unpushed(ctx: ProjectContext, table: str, put: Put, error: BaseExceptio
 def may_have_been_recorded(what: str, version: str, asked: BaseException | str) -> str:
     """The note of a write whose outcome the remote could not be asked about."""
     return (
-        f"{what}: version {version} may have been recorded: the push's answer was lost and "
-        f"the remote could not say afterwards whether it holds it ({asked}). Nothing was removed from the "
-        "store. Run the same write again once the remote answers: it finds the version "
+        f"{what}: version {version} may have been recorded: the push's answer was lost "
+        f"and the remote could not say afterwards whether it holds it ({asked}). Nothing "
+        "was removed from the store. Run the same write again once the remote answers: it finds the version "
         "recorded (a 'none' write) or records it; validate(fix=True) removes what a write "
         "that was in the end not recorded left, after its grace period."
     )
