@@ -112,3 +112,36 @@ def test_a_set_write_whose_push_answer_is_lost_is_recorded_and_mirrored(
     result = write_set(conn, [member_of(conn, "dm")], tags={"by": "a"})
     assert result.commit == _remote_tip(server)
     assert read(conn).version == result.version  # the store's copy names it
+
+
+def test_a_sync_whose_push_answer_is_lost_reports_the_file_synced(
+    proxied: tuple[GitHTTPServer, FaultProxy], tmp_path: Path
+) -> None:
+    server, proxy = proxied
+    conn = _project(tmp_path, proxy)
+    inbox = conn.path / L.INBOX
+    inbox.mkdir(exist_ok=True)
+    frame(seed=4).to_csv(inbox / "dm.csv", index=False)
+    proxy.inject("lost", method="POST", path=PUSH)
+    (row,) = conn.sync()
+    assert (row.status, row.change) == ("synced", "full"), row
+    assert conn.read("dm", version=row.version, as_="arrow").num_rows == 5
+    assert conn.commit_of("dm", row.version) == _remote_tip(server)
+    assert not [r for r in conn.scan_inbox() if r.status != "unchanged"]
+
+
+def test_a_set_write_with_the_remote_gone_after_its_push_says_it_may_be_recorded(
+    proxied: tuple[GitHTTPServer, FaultProxy], tmp_path: Path
+) -> None:
+    server, proxy = proxied
+    conn = _project(tmp_path, proxy, mode="product", set="adam")
+    conn.write("dm", frame())
+    revoked = Rule("status", status=401, times=10**6)
+    proxy.inject("after", method="POST", path=PUSH, then=revoked)
+    with pytest.raises(dc.GitError) as caught:
+        write_set(conn, [member_of(conn, "dm")], tags={"by": "a"})
+    assert "may have been recorded" in "\n".join(caught.value.__notes__)
+    proxy.clear()
+    again = write_set(conn, [member_of(conn, "dm")], tags={"by": "a"})  # converges
+    assert again.commit is None or again.commit == _remote_tip(server)
+    assert read(conn).version == again.version
