@@ -151,7 +151,7 @@ def _record(
             L.store_parquet(req.table, th.data_sha)
         ):
             recorded_parquet(ctx, req.table, table, th, current.metadata.parquet_sha)
-        return _unchanged(ctx, req.table, th)
+        return _unchanged(ctx, req.table, th, current.metadata)
 
     same_data = current.metadata is not None and current.metadata.data_sha == th.data_sha
     if current.metadata is not None and same_data:
@@ -209,7 +209,7 @@ def _record(
             raise
         commit = _landed(ctx, req.table, metadata.version, landed.commit, e)
     if commit is None:  # the tip already holds this version: a concurrent twin recorded it
-        return _unchanged(ctx, req.table, th)
+        return _unchanged(ctx, req.table, th, metadata)
     checkpoint("committed")
     checkpoint("pushed")
     if update.converted_v1:
@@ -264,17 +264,21 @@ def _replaced(update: TableUpdate) -> TableMetadata | None:
         return None
 
 
-def _unchanged(ctx: ProjectContext, table: str, th: TableHash) -> WriteResult:
-    """A ``none`` write: the clone is on the tip whose current version is this one; the
-    store is brought in step with it and the commit that recorded it is reported."""
+def _unchanged(ctx: ProjectContext, table: str, th: TableHash, md: TableMetadata) -> WriteResult:
+    """A ``none`` write: ``md`` (the version the remote's tip holds for this data) is
+    reported, with the commit that recorded it; the store is brought in step with the
+    clone. The clone may have moved past ``md`` meanwhile (another process sharing it
+    wrote): the commit is then looked up, never taken from the newer version."""
     repo = ctx.require_repo()
     converged = converge_mirror(ctx, table)
-    commit = converged.commit or repo.last_commit_touching(L.git_metadata(table))
     raw = repo.read(L.git_metadata(table))
-    md = parse_metadata(raw, key=L.git_metadata(table)) if raw is not None else None
-    version = md.version if md is not None else ""
-    parquet_sha = (md.parquet_sha if md is not None else None) or ""
-    return WriteResult(table, "none", version, th.data_sha, parquet_sha, commit, False, md)
+    now = parse_metadata(raw, key=L.git_metadata(table)) if raw is not None else None
+    if now is not None and now.version == md.version:
+        commit = converged.commit or repo.last_commit_touching(L.git_metadata(table))
+    else:
+        commit = newest_commit_of(repo, table, md.version)
+    parquet_sha = md.parquet_sha or ""
+    return WriteResult(table, "none", md.version, th.data_sha, parquet_sha, commit, False, md)
 
 
 def _metadata(
