@@ -85,6 +85,7 @@ stress: $(STAMP)
 	$(PY) benchmarks/stress_writers.py --rounds 5 --seed 1
 	$(PY) benchmarks/stress_writers.py --rounds 3 --seed 2 --remote https
 	$(PY) benchmarks/stress_writers.py --rounds 3 --seed 3 --remote https --store s3
+	$(PY) benchmarks/stress_writers.py --rounds 3 --seed 4 --remote https --store s3 --faults
 
 clean:
 	rm -rf $(VENV) .demo .pytest_cache site build dist

@@ -15,7 +15,14 @@ After the rounds it checks, and exits 1 on any miss:
   * every writer's clone validates clean.
 
 ``--remote https`` writes through a smart-HTTP git server on loopback (token auth);
-``--store s3`` through moto's S3 server on loopback. Not part of ``make test`` (the seeded
+``--store s3`` through moto's S3 server on loopback. ``--faults`` puts a fault proxy
+(``tests/faultproxy.py``) in front of each (so it needs ``--remote https`` or
+``--store s3``) and drops one random fault at a time into the writers' traffic (lost
+answers, 5xx, SlowDown, resets, truncated bodies, stalls); its writers run a failed write
+again, as a user would. It checks after every round, with the faults off: every version
+any writer was told of reads by id with its data (its ``data_sha``), ``validate`` is
+clean after ``fix`` (orphaned objects of failed writes removed, none left), and
+``git fsck`` passes on every clone and on the remote. Not part of ``make test`` (the seeded
 kill test in ``tests/core/test_concurrency_clones.py`` is its small, fixed sibling); run it
 after any change to the git layer or the write path:
 
@@ -43,8 +50,16 @@ import datom_core as dc
 from datom_core._git import MetadataRepo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.faultproxy import FaultProxy  # noqa: E402
 from tests.gitserver import GitHTTPServer  # noqa: E402
 from tests.kills import TABLES, kill_round, store_of, told  # noqa: E402
+from tests.reliability.faultrun import (  # noqa: E402
+    GIT_FAULTS,
+    S3_FAULTS,
+    Injector,
+    fault_round,
+    told_with_data,
+)
 
 _TOKEN = "stress-token"
 _BUCKET = "datom-stress"
@@ -89,7 +104,24 @@ class _Servers:
             self.conn = dc.init_repo(origin, "STRESS", store_of(self.spec))
             self.url = str(MetadataRepo.embedded_remote_path(origin))
 
+        # What the writers use: the same, or (with faults) through the fault proxies.
+        self.proxies: list[tuple[FaultProxy, list[Any]]] = []
+        self.writer_url, self.writer_spec = self.url, dict(self.spec)
+
+    def add_faults(self) -> None:
+        """Put a fault proxy in front of the git server and of S3 (those in use)."""
+        if self.http is not None:
+            git = FaultProxy(f"http://127.0.0.1:{self.http.port}")
+            self.proxies.append((git, GIT_FAULTS))
+            self.writer_url = git.url_for("proj")
+        if self.moto is not None:
+            s3 = FaultProxy(self.spec["endpoint"])
+            self.proxies.append((s3, S3_FAULTS))
+            self.writer_spec = {**self.spec, "endpoint": s3.url}
+
     def stop(self) -> None:
+        for proxy, _ in self.proxies:
+            proxy.close()
         if self.http is not None:
             self.http.stop()
         if self.moto is not None:
@@ -104,6 +136,19 @@ def _round(
         codes = kill_round(rng, clones, spec, writes, logs, longest_pause=1.5)
     except TimeoutError as e:
         return [str(e)]
+    return [f"writer exit codes {codes}"] if any(c not in (0, -9) for c in codes) else []
+
+
+def _fault_round(
+    rng: random.Random, servers: _Servers, clones: list[Path], writes: int, logs: list[Path]
+) -> list[str]:
+    """One round of tolerant writers with faults injected into their traffic."""
+    with Injector(random.Random(rng.random()), servers.proxies) as injector:
+        try:
+            codes = fault_round(rng, clones, servers.writer_spec, writes, logs, 1.5)
+        except TimeoutError as e:
+            return [str(e)]
+    print(f"  faults injected: {injector.injected}")
     return [f"writer exit codes {codes}"] if any(c not in (0, -9) for c in codes) else []
 
 
@@ -151,6 +196,46 @@ def _check(servers: _Servers, tmp: Path, clones: list[Path], logs: list[Path]) -
     return problems
 
 
+def _check_faults(servers: _Servers, tmp: Path, clones: list[Path], logs: list[Path]) -> list[str]:
+    """The fault mode's checks after a round (the faults off); what failed."""
+    problems: list[str] = []
+    path = tmp / "fault-checker"
+    if path.exists():
+        checker = dc.connect(path, store=store_of(servers.spec))
+    else:
+        checker = dc.clone(servers.url, path, store_of(servers.spec))
+    fixed = checker.validate(fix=True, grace_s=0)
+    kinds = sorted({p.kind for p in fixed.problems})
+    orphans = sum(p.kind == "orphaned_object" for p in fixed.problems)
+    print(f"  validate(fix=True): {len(fixed.problems)} repaired {kinds}, {orphans} orphans")
+    after = checker.validate(grace_s=0)
+    if not after.ok:
+        problems.append(f"validate after fix=True: {after}")
+    landed, errors = told_with_data(logs)
+    reader = dc.connect(store=store_of(servers.spec), project_name="STRESS")
+    histories = {t: {v.version for v in checker.history(t)} for t in TABLES}
+    for table, version, data_sha in landed:
+        if version not in histories[table]:
+            problems.append(f"{table} {version}: told of, not recorded")
+            continue
+        try:
+            data = reader.read(table, version=version, as_="arrow")
+        except dc.DatomError as e:
+            problems.append(f"{table} {version}: told of, does not read by id: {e}")
+            continue
+        if dc.hash_table(data).data_sha != data_sha:
+            problems.append(f"{table} {version}: reads other data than written")
+    print(f"  versions told of: {len(landed)} (all read by id with their data unless listed); "
+          f"errors the writers were told of: {errors}")  # fmt: skip
+    repos = [*set(clones), path]
+    repos.append(servers.http.root / "proj" if servers.http is not None else Path(servers.url))
+    for repo in repos:
+        out = subprocess.run(["git", "-C", str(repo), "fsck", "--strict"], capture_output=True)
+        if out.returncode:
+            problems.append(f"git fsck {repo}: {out.stderr.decode()[-400:]}")
+    return problems
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--remote", choices=["local", "https"], default="local")
@@ -160,7 +245,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writes", type=int, default=15, help="per writer and round")
     parser.add_argument("--clones", type=int, default=4, help="own clones (plus 2 sharing one)")
     parser.add_argument("--keep", action="store_true", help="keep the project folder")
+    parser.add_argument("--faults", action="store_true", help="inject infrastructure faults")
     args = parser.parse_args(argv)
+    if args.faults and args.remote == "local" and args.store == "local":
+        print("--faults needs --remote https or --store s3 (the faults are in their traffic)")
+        return 2
     if shutil.which("git") is None:
         print("needs the git command line (for git fsck)")
         return 2
@@ -169,16 +258,24 @@ def main(argv: list[str] | None = None) -> int:
     servers = _Servers(tmp, args.remote, args.store)
     started, problems = time.monotonic(), []
     try:
+        if args.faults:
+            servers.add_faults()
         clones = [tmp / f"c{w}" for w in range(args.clones)] + [tmp / "shared"] * 2
         for clone in set(clones):
-            dc.clone(servers.url, clone, store_of(servers.spec))
+            dc.clone(servers.writer_url, clone, store_of(servers.writer_spec))
         logs: list[Path] = []
         for round_ in range(args.rounds):
             mine = [tmp / f"log{round_}-{w}" for w in range(len(clones))]
-            problems += _round(rng, clones, servers.spec, args.writes, mine)
-            logs += mine
+            if args.faults:
+                problems += _fault_round(rng, servers, clones, args.writes, mine)
+                logs += mine
+                problems += _check_faults(servers, tmp, clones, logs)
+            else:
+                problems += _round(rng, clones, servers.spec, args.writes, mine)
+                logs += mine
             print(f"round {round_ + 1}/{args.rounds} done", flush=True)
-        problems += _check(servers, tmp, clones, logs)
+        if not args.faults:  # (the fault mode checked each round)
+            problems += _check(servers, tmp, clones, logs)
     finally:
         servers.stop()
         if not args.keep:

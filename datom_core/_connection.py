@@ -304,7 +304,10 @@ class Connection(SetMethods):
         Tables and sets alike: a set's payload, current snapshot and mirrors are checked
         against git (its members' data is :meth:`verify_set`'s to check).
         ``verify_data``: ``"bytes"`` (or True), ``"content"`` (re-hash each table) or False.
-        Killed writers' temp objects older than ``grace_s`` seconds are reported (and fixed).
+        Killed writers' temp objects, and parquets and snapshots no recorded version names
+        (left by failed or killed writes: ``orphaned_object``), older than ``grace_s``
+        seconds are reported (and removed by the fix; a younger one may be a write in
+        flight). Without ``fix`` a read-only clone is checked as it is (not fetched).
         """
         report = validate(self._ctx, fix=fix, verify_data=verify_data, grace_s=grace_s)
         sets = validate_sets(self._ctx, fix=fix)

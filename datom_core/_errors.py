@@ -77,6 +77,28 @@ __all__ = [
 ]
 
 
+_PUSH_SENT = "_datom_push_sent"
+
+
+def mark_push_sent(error: BaseException) -> None:
+    """Record on ``error`` that it interrupted a push already on its way to the remote:
+    the remote may have applied it (its answer is what was lost)."""
+    try:
+        setattr(error, _PUSH_SENT, True)
+    except (AttributeError, TypeError):  # an exception type without a __dict__
+        pass
+
+
+def push_was_sent(error: BaseException) -> bool:
+    """Whether :func:`mark_push_sent` marked ``error`` (or an error it was raised from)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if getattr(seen, _PUSH_SENT, False):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 class DatomError(Exception):
     """Base class of every error raised by datom."""
 

@@ -60,7 +60,14 @@ class DatomProject(Protocol):
 def datom_home(home: str | None = None) -> Path:
     """``home``, else ``$DATOM_HOME``, else :data:`DEFAULT_HOME`; absolute, user expanded."""
     chosen = home or os.environ.get("DATOM_HOME") or DEFAULT_HOME
-    return Path(chosen).expanduser().absolute()
+    try:
+        return Path(chosen).expanduser().absolute()
+    except RuntimeError as e:  # no HOME and no password entry (containers, daemons)
+        raise dc.ProjectConfigError(
+            f"cannot place the datom home {chosen!r}: this process has no home directory "
+            "(HOME is unset and the user has no entry in the password database). Set "
+            "DATOM_HOME (or the resource's home=) to a writable folder"
+        ) from e
 
 
 class DatomResource(ConfigurableResource):

@@ -163,6 +163,7 @@ class FaultProxy:
             head = f"HTTP/1.1 {rule.status} Injected\r\nContent-Length: {len(body)}\r\n"
             if rule.status == 401:
                 head += 'WWW-Authenticate: Basic realm="git"\r\n'
+            body = b"" if request.method == "HEAD" else body  # a HEAD answer has no body
             client.sendall(head.encode() + b"Connection: close\r\n\r\n" + body)
             return False
         if mode == "slowdown":
@@ -170,7 +171,7 @@ class FaultProxy:
                 "HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\n"
                 f"Content-Length: {len(_SLOWDOWN)}\r\nConnection: close\r\n\r\n"
             )
-            client.sendall(head.encode() + _SLOWDOWN)
+            client.sendall(head.encode() + (b"" if request.method == "HEAD" else _SLOWDOWN))
             return False
         if mode == "reset":
             _reset(client)

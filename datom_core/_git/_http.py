@@ -3,6 +3,7 @@ and the HTTP(S) transport through dulwich's client, with its errors translated."
 
 from __future__ import annotations
 
+import errno
 import random
 import re
 import time
@@ -152,6 +153,11 @@ def remote_errors(
             )
         raise fail(f"Cannot {where}: {detail}. Check the remote and your access to it.") from e
     except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise fail(
+                f"Cannot {where}: the disk holding it is full ({e.strerror}). Free space "
+                "there, then retry; nothing was recorded by this attempt."
+            ) from e
         raise fail(f"Cannot {where}: {e.strerror or e}. Check the remote path/URL.") from e
     except FileLocked as e:
         raise fail(f"Cannot {where}: a ref is locked by another git process; retry.") from e

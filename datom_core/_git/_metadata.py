@@ -43,7 +43,7 @@ from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, normalize_remote
 from ._repo import RepoCore, _now
 from ._send import objects_to_send
 from ._shared import share_objects, sharing_wanted
-from ._types import Author
+from ._types import Author, config_stack
 
 __all__ = ["MetadataRepo"]
 
@@ -105,7 +105,7 @@ class MetadataRepo(HistoryReads, RepoCore):
         clone.mkdir(parents=True, exist_ok=True)
         with closing(Repo.init(str(clone), default_branch=branch.encode())) as r:
             gi.configure(r, url, branch)
-            if remote is None and sharing_wanted(r.get_config_stack()):
+            if remote is None and sharing_wanted(config_stack(r)):
                 with closing(Repo(url)) as bare_repo:  # read in place from the start
                     share_objects(r.object_store, bare_repo.object_store)
         return cls(clone, token_env=token_env, credentials=credentials or url_creds)

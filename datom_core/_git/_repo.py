@@ -31,7 +31,7 @@ from dulwich.pack import PackFileDisappeared
 from dulwich.repo import Repo
 
 from .._checkpoint import checkpoint
-from .._errors import GitError, PushRejectedError
+from .._errors import GitError, PushRejectedError, mark_push_sent
 from . import _internals as gi
 from . import _maintenance as maint
 from ._copy import add_objects
@@ -45,7 +45,7 @@ from ._shared import missing_object, sharing_wanted
 from ._stored import release
 from ._tipview import TipView
 from ._transport import Transport
-from ._types import Author, author_from
+from ._types import Author, author_from, config_stack
 from ._worktree import WorkTree
 
 __all__ = ["Build", "RepoCore"]
@@ -156,7 +156,7 @@ class RepoCore:
 
     def _config_stack(self) -> StackedConfig:
         if self._config is None:
-            self._config = self._open().get_config_stack()
+            self._config = config_stack(self._open())
         return self._config
 
     def lock(self, timeout: float | None = 600) -> RepoLock:
@@ -294,8 +294,10 @@ class RepoCore:
                         if new is not None:
                             try:
                                 remote.push(r, branch, tip, new.id, new.objects)
-                            except BaseException:
+                            except BaseException as e:
                                 release(new.objects)
+                                if not isinstance(e, PushRejectedError):
+                                    mark_push_sent(e)  # the remote may have applied it
                                 raise
                 if new is None:
                     if tip is not None:

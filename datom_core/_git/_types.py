@@ -3,17 +3,56 @@
 from __future__ import annotations
 
 import getpass
+import logging
 import os
 import socket
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from dulwich.config import Config, StackedConfig
+from dulwich.config import Config, ConfigFile, StackedConfig, get_xdg_config_home_path
 from dulwich.objects import Commit
+from dulwich.repo import Repo
 
 from .._errors import InvalidNameError
 
-__all__ = ["Author", "CommitInfo", "author_from", "commit_info"]
+__all__ = ["Author", "CommitInfo", "author_from", "commit_info", "config_stack", "user_config"]
+
+logger = logging.getLogger("datom_core.git")
+_WARNED: set[str] = set()
+
+
+def user_config() -> StackedConfig:
+    """The user's and the system's git configuration, as dulwich reads it, but a file that
+    cannot be read (an unreadable HOME, a directory in its place) is skipped with a
+    warning, as git does, instead of failing every operation."""
+    try:
+        return StackedConfig(StackedConfig.default_backends())
+    except OSError:
+        pass
+    paths = [os.environ["GIT_CONFIG_GLOBAL"]] if "GIT_CONFIG_GLOBAL" in os.environ else [
+        os.path.expanduser("~/.gitconfig"), get_xdg_config_home_path("git", "config")
+    ]  # fmt: skip
+    if "GIT_CONFIG_SYSTEM" in os.environ:
+        paths.append(os.environ["GIT_CONFIG_SYSTEM"])
+    elif "GIT_CONFIG_NOSYSTEM" not in os.environ:
+        paths.append("/etc/gitconfig")
+    backends = []
+    for path in paths:
+        try:
+            backends.append(ConfigFile.from_path(path))
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as e:
+            if path not in _WARNED:  # once per process and file
+                _WARNED.add(path)
+                logger.warning("git configuration %s is not readable (%s): ignored", path, e)
+    return StackedConfig(backends)
+
+
+def config_stack(r: Repo) -> StackedConfig:
+    """``r.get_config_stack()`` with :func:`user_config`'s tolerance of unreadable files."""
+    own = r.get_config()
+    return StackedConfig([own, *user_config().backends], writable=own)
 
 
 @dataclass(frozen=True)
@@ -40,7 +79,7 @@ class Author:
     def default(cls) -> Author:
         """``DATOM_AUTHOR_NAME``/``DATOM_AUTHOR_EMAIL``, else git's ``user.name``/``user.email``,
         else ``<login>@<hostname>``."""
-        return author_from(StackedConfig.default())
+        return author_from(user_config())
 
 
 @dataclass(frozen=True)
@@ -54,14 +93,30 @@ class CommitInfo:
 
 
 def author_from(config: Config) -> Author:
-    name = os.environ.get("DATOM_AUTHOR_NAME") or _config_value(config, b"name")
-    email = os.environ.get("DATOM_AUTHOR_EMAIL") or _config_value(config, b"email")
+    name = _env("DATOM_AUTHOR_NAME") or _config_value(config, b"name")
+    email = _env("DATOM_AUTHOR_EMAIL") or _config_value(config, b"email")
     if not name or not email:
-        login = _login()
+        login = _utf8(_login())
         host = socket.gethostname() or "localhost"
         name = name or login
         email = email or f"{login}@{host}"
     return Author(name=name, email=email)
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name)
+    return _utf8(value) if value else None
+
+
+def _utf8(text: str) -> str:
+    """``text`` as UTF-8 can record it: under a locale that is not UTF-8 (LANG=C) Python
+    decodes the environment's UTF-8 bytes into surrogates, which git's UTF-8 commits
+    cannot hold; the original bytes are read as UTF-8 again."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(text).decode("utf-8", "replace")
+    return text
 
 
 def _config_value(config: Config, key: bytes) -> str | None:

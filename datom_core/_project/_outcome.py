@@ -23,12 +23,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from datom_core._errors import DatomError, PushRejectedError
+from datom_core._errors import DatomError, PushRejectedError, push_was_sent
 from datom_core._git import MetadataRepo, TipView
 from datom_core._project import _layout as L
 from datom_core._project._context import ProjectContext
 from datom_core._project._history_text import history_text
 from datom_core._project._model import HistoryEntry
+from datom_core._project._tip import TreeReader
 
 __all__ = [
     "Put",
@@ -59,18 +60,23 @@ def after_failed_push(
     says the version may have been recorded).
     """
     repo = ctx.require_repo()
+    tip: TipView | None = None
     try:
         tip = repo.remote_tip()
     except DatomError as asked:
-        error.add_note(may_have_been_recorded(f"table {table!r}", version, asked))
-        return None
-    entries = entries_on(tip, table)
+        if push_was_sent(error):
+            error.add_note(may_have_been_recorded(f"table {table!r}", version, asked))
+            return None
+        # The push never left (the remote was out of reach before): judged by the clone.
+    entries = entries_on(tip if tip is not None else repo, table)
     if entries is None:  # git's history of the table does not parse: it cannot say
         error.add_note(may_have_been_recorded(f"table {table!r}", version, "unreadable history"))
         return None
-    if not isinstance(error, PushRejectedError) and any(h.version == version for h in entries):
-        return tip
-    _move_to(repo, tip)
+    if tip is not None:
+        recorded = any(h.version == version for h in entries)
+        if recorded and not isinstance(error, PushRejectedError):
+            return tip
+        _move_to(repo, tip)
     keys = []
     if put.version is not None and all(h.version != put.version for h in entries):
         keys.append(L.store_snapshot(table, put.version))
@@ -114,9 +120,9 @@ def undo_unpushed(ctx: ProjectContext, table: str, put: Put, error: BaseExceptio
 def may_have_been_recorded(what: str, version: str, asked: BaseException | str) -> str:
     """The note of a write whose outcome the remote could not be asked about."""
     return (
-        f"{what}: version {version} may have been recorded: the push's answer was lost and "
-        f"the remote could not say afterwards whether it holds it ({asked}). Nothing was removed from the "
-        "store. Run the same write again once the remote answers: it finds the version "
+        f"{what}: version {version} may have been recorded: the push's answer was lost "
+        f"and the remote could not say afterwards whether it holds it ({asked}). Nothing "
+        "was removed from the store. Run the same write again once the remote answers: it finds the version "
         "recorded (a 'none' write) or records it; validate(fix=True) removes what a write "
         "that was in the end not recorded left, after its grace period."
     )
@@ -136,7 +142,7 @@ def remove_unnamed(ctx: ProjectContext, keys: Iterable[str], error: BaseExceptio
             )
 
 
-def entries_on(tip: TipView, table: str) -> Sequence[HistoryEntry] | None:
+def entries_on(tip: TreeReader, table: str) -> Sequence[HistoryEntry] | None:
     """The history entries of ``table`` on ``tip`` (None: a history that does not parse)."""
     raw = tip.read(L.git_history(table))
     if raw is None:

@@ -152,7 +152,9 @@ class Problem:
 
     # missing_parquet, parquet_mismatch, content_mismatch, missing_mirror, stale_mirror,
     # missing_snapshot, altered_snapshot, forged_snapshot, corrupt_git_document,
-    # manifest_drift, temp_object; for a set also missing_payload, payload_mismatch
+    # manifest_drift, temp_object, orphaned_object (a parquet or snapshot no recorded
+    # version names, older than the grace period); for a set also missing_payload,
+    # payload_mismatch
     kind: str
     table: str | None
     key: str

@@ -12,10 +12,11 @@ from datom_core._identity._cv1 import TableHash, hash_arrow_table
 from datom_core._project import _layout as L
 from datom_core._project._context import ProjectContext
 from datom_core._project._history_text import HistoryText
+from datom_core._project._model import TableMetadata
 from datom_core._project._parquet import BackgroundParquet, read_verified, serialized
 from datom_core._project._parse import parse_metadata
 
-__all__ = ["known_snapshot", "recorded_parquet", "store_parquet"]
+__all__ = ["adopt_snapshot", "known_snapshot", "recorded_parquet", "store_parquet"]
 
 
 def store_parquet(
@@ -84,3 +85,30 @@ def recorded_parquet(
         expected=parquet_sha,
         actual="no object",
     )
+
+
+def adopt_snapshot(
+    ctx: ProjectContext, table: str, metadata: TableMetadata, ours: bytes
+) -> bytes | None:
+    """The bytes this write records for a version whose snapshot is in the store already
+    though no recorded version names it (a failed write's, kept for its remote's word; or
+    a concurrent twin's): that snapshot's, when it is the same version of the same
+    parquet (only a stamp differs), so that git and the store agree on the document;
+    otherwise the snapshot is replaced by this write's (None: keep ``ours``)."""
+    key = L.store_snapshot(table, metadata.version)
+    try:
+        stored = ctx.store.read_bytes(key)
+        theirs = parse_metadata(stored, key=key)
+    except DatomError:
+        theirs = None
+    if theirs is not None and stored == ours:
+        return None
+    if (
+        theirs is not None
+        and theirs.version == metadata.version
+        and theirs.parquet_sha == metadata.parquet_sha
+        and theirs.size_bytes == metadata.size_bytes
+    ):
+        return stored
+    ctx.store.write_bytes(key, ours)  # an unrecorded object of other bytes: ours replaces it
+    return None

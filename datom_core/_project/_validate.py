@@ -14,7 +14,9 @@ from git; those problems stay unfixed and are reported.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from contextlib import nullcontext
 from typing import Any
 
 from datom_core._errors import DatomError, GitError
@@ -53,8 +55,11 @@ def validate(
         if verify_data
         else None
     )
-    with repo.lock():
-        fetched, remote = _catch_up(ctx, fix)
+    # A check needs nothing written: a read-only clone (an auditor's mount) is checked
+    # as it is, without the clone's lock or a fetch (neither can be written there).
+    writable = fix or os.access(repo.path / ".git", os.W_OK)
+    with repo.lock() if writable else nullcontext():
+        fetched, remote = _catch_up(ctx, fix) if writable else _READ_ONLY
         if fix:
             check_write_door(repo, None)
         problems: list[Problem] = []
@@ -74,6 +79,9 @@ def validate(
         histories = {table: history for table, (_m, history) in docs.items()}
         problems += check_orphans(ctx, histories, _unjudged(ctx, docs), grace_s, fix)
     return ValidationReport(tuple(problems), fetched, remote)
+
+
+_READ_ONLY = (False, "compared with the clone as it is: it is read-only, so it was not fetched")
 
 
 def _unjudged(ctx: ProjectContext, docs: _Docs) -> set[str]:

@@ -33,6 +33,7 @@ from datom_core._errors import DatomError, IntegrityError
 from datom_core._git import MetadataRepo
 from datom_core._identity import prepare_table
 from datom_core._identity._cv1 import TableHash, hash_arrow_table
+from datom_core._interrupt import terminate_as_interrupt
 from datom_core._names import check_no_case_twin, validate_table_name
 from datom_core._project import _layout as L
 from datom_core._project._build import MANIFEST_MOVED, TableUpdate
@@ -51,7 +52,12 @@ from datom_core._project._parse import parse_metadata
 from datom_core._project._records import Change, WriteResult
 from datom_core._project._stale import refuse_stale_revert
 from datom_core._project._tip import TreeReader
-from datom_core._project._upload import known_snapshot, recorded_parquet, store_parquet
+from datom_core._project._upload import (
+    adopt_snapshot,
+    known_snapshot,
+    recorded_parquet,
+    store_parquet,
+)
 from datom_core._version import WRITTEN_BY
 
 __all__ = ["WriteRequest", "write_table"]
@@ -95,6 +101,11 @@ def write_table(ctx: ProjectContext | HasContext, request: WriteRequest, data: A
     previous release passed one.
     """
     ctx = ctx if isinstance(ctx, ProjectContext) else ctx.context
+    with terminate_as_interrupt():
+        return _write_table(ctx, request, data)
+
+
+def _write_table(ctx: ProjectContext, request: WriteRequest, data: Any) -> WriteResult:
     validate_table_name(request.table)
     check_custom(request.table, request.custom)
     repo = ctx.require_repo()
@@ -144,7 +155,7 @@ def _record(
             L.store_parquet(req.table, th.data_sha)
         ):
             recorded_parquet(ctx, req.table, table, th, current.metadata.parquet_sha)
-        return _unchanged(ctx, req.table, th)
+        return _unchanged(ctx, req.table, th, current.metadata)
 
     if draft.version in current.versions:  # an earlier version made current again
         refuse_stale_revert(tip, req.table, draft.version, req.file_modified)
@@ -166,6 +177,15 @@ def _record(
         if metadata_bytes is None:
             metadata_bytes = dump(_metadata(ctx, req, table, th, parquet_sha, size))
         metadata = parse_metadata(metadata_bytes, key=L.git_metadata(req.table))
+        # Before the push, so that a writer killed after it leaves a version that reads by id.
+        snapshot_put = ctx.store.put_content_named(
+            L.store_snapshot(req.table, metadata.version), metadata_bytes
+        )
+        if not snapshot_put and not known:  # a failed or concurrent write's of this version
+            adopted = adopt_snapshot(ctx, req.table, metadata, metadata_bytes)
+            if adopted is not None:
+                metadata_bytes = adopted
+                metadata = parse_metadata(metadata_bytes, key=L.git_metadata(req.table))
         author = repo.default_author()
         entry = history_entry(
             metadata,
@@ -174,10 +194,6 @@ def _record(
             extra=req.history_extra,
         )
         update = TableUpdate(ctx.project_name, req.table, metadata_bytes, metadata, entry)
-        # Before the push, so that a writer killed after it leaves a version that reads by id.
-        snapshot_put = ctx.store.put_content_named(
-            L.store_snapshot(req.table, metadata.version), metadata_bytes
-        )
         checkpoint("snapshotted")
     except BaseException as e:
         undo_unpushed(ctx, req.table, Put(th.data_sha if uploaded else None, None), e)
@@ -199,7 +215,7 @@ def _record(
             raise
         commit = _landed(ctx, req.table, metadata.version, landed.commit, e)
     if commit is None:  # the tip already holds this version: a concurrent twin recorded it
-        return _unchanged(ctx, req.table, th)
+        return _unchanged(ctx, req.table, th, metadata)
     checkpoint("committed")
     checkpoint("pushed")
     if update.converted_v1:
@@ -254,17 +270,21 @@ def _replaced(update: TableUpdate) -> TableMetadata | None:
         return None
 
 
-def _unchanged(ctx: ProjectContext, table: str, th: TableHash) -> WriteResult:
-    """A ``none`` write: the clone is on the tip whose current version is this one; the
-    store is brought in step with it and the commit that recorded it is reported."""
+def _unchanged(ctx: ProjectContext, table: str, th: TableHash, md: TableMetadata) -> WriteResult:
+    """A ``none`` write: ``md`` (the version the remote's tip holds for this data) is
+    reported, with the commit that recorded it; the store is brought in step with the
+    clone. The clone may have moved past ``md`` meanwhile (another process sharing it
+    wrote): the commit is then looked up, never taken from the newer version."""
     repo = ctx.require_repo()
     converged = converge_mirror(ctx, table)
-    commit = converged.commit or repo.last_commit_touching(L.git_metadata(table))
     raw = repo.read(L.git_metadata(table))
-    md = parse_metadata(raw, key=L.git_metadata(table)) if raw is not None else None
-    version = md.version if md is not None else ""
-    parquet_sha = (md.parquet_sha if md is not None else None) or ""
-    return WriteResult(table, "none", version, th.data_sha, parquet_sha, commit, False, md)
+    now = parse_metadata(raw, key=L.git_metadata(table)) if raw is not None else None
+    if now is not None and now.version == md.version:
+        commit = converged.commit or repo.last_commit_touching(L.git_metadata(table))
+    else:
+        commit = newest_commit_of(repo, table, md.version)
+    parquet_sha = md.parquet_sha or ""
+    return WriteResult(table, "none", md.version, th.data_sha, parquet_sha, commit, False, md)
 
 
 def _metadata(

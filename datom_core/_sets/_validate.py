@@ -13,7 +13,9 @@ not looked at here (``verify_set`` does that, project by project).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from contextlib import nullcontext
 from typing import Any
 
 from datom_core._errors import DatomError
@@ -35,7 +37,8 @@ def validate_sets(ctx: ProjectContext, *, fix: bool) -> list[Problem]:
     """The problems of every set the clone records (each marked fixed once repaired)."""
     repo = ctx.require_repo()
     problems: list[Problem] = []
-    with repo.lock():
+    writable = fix or os.access(repo.path / ".git", os.W_OK)  # a check of a read-only mount
+    with repo.lock() if writable else nullcontext():
         for name in _set_names(repo):
             plan = _plan_from_git(repo, name, problems)
             if plan is not None:

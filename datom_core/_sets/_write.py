@@ -30,6 +30,7 @@ from datom_core._errors import (
     SetNameMismatchError,
 )
 from datom_core._git import MetadataRepo
+from datom_core._interrupt import terminate_as_interrupt
 from datom_core._project._build import MANIFEST_MOVED
 from datom_core._project._outcome import may_have_been_recorded
 from datom_core._sets import _manifest as M
@@ -82,6 +83,18 @@ def write_set(
     back (its tags are kept unless ``tags`` is given; its name and project must be this
     repo's). ``tags``: set-level labels. ``message``: default ``Update <name>``.
     """
+    with terminate_as_interrupt():
+        return _write_set(ctx, members, tags, message, name, datom_version)
+
+
+def _write_set(
+    ctx: SetContext,
+    members: Sequence[Any] | SetVersion,
+    tags: Mapping[str, Any] | None,
+    message: str | None,
+    name: str | None,
+    datom_version: str,
+) -> SetWriteResult:
     if isinstance(members, SetVersion):
         members, tags, name = _unpack(ctx, members, tags, name)
     repo = ctx.repo

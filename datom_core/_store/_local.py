@@ -16,7 +16,12 @@ from typing import Any, BinaryIO
 
 from datom_core._errors import StoreError
 from datom_core._store._base import CHUNK_SIZE, Document, Staged, Store, uninitialised_buffer
-from datom_core._store._paths import TEMP_MARKER, check_source, normalise_prefix
+from datom_core._store._paths import (
+    TEMP_MARKER,
+    check_encodable,
+    check_source,
+    normalise_prefix,
+)
 
 __all__ = ["LocalStore"]
 
@@ -41,7 +46,14 @@ class LocalStore(Store):
     """
 
     def __init__(self, root: str | os.PathLike[str], prefix: str | None = None) -> None:
-        base = Path(os.fspath(root)).expanduser().absolute()
+        check_encodable(root, "store folder")
+        try:
+            base = Path(os.fspath(root)).expanduser().absolute()
+        except RuntimeError as e:  # "~" with no HOME and no password entry
+            raise StoreError(
+                f"store folder {os.fspath(root)!r} names a home directory this process does "
+                "not have (HOME is unset): give an absolute path"
+            ) from e
         self.root = str(base)
         self.prefix = normalise_prefix(prefix)
         datom_root = (base / self.prefix if self.prefix else base) / "datom"

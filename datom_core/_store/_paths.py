@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from urllib.parse import urlsplit
 
 from datom_core._errors import InvalidNameError, NotFoundError, StoreError
@@ -21,6 +22,7 @@ __all__ = [
     "normalise_prefix",
     "refuse_userinfo",
     "validate_key",
+    "check_encodable",
 ]
 
 # Local writes go through a temp file next to the target; a crash can leave one behind,
@@ -106,3 +108,20 @@ def split_source(data: bytes | str | os.PathLike[str], key: str) -> tuple[str | 
     if isinstance(data, str | os.PathLike):
         return check_source(data, key), b""
     return None, bytes(data)
+
+
+def check_encodable(path: str | os.PathLike[str], what: str) -> None:
+    """Refuse a path this process cannot name to the operating system: under a locale
+    that is not UTF-8 (LANG=C) Python's filesystem encoding is ASCII, and a non-ASCII
+    folder name cannot be passed to any system call."""
+    try:
+        os.fsencode(os.fspath(path))
+    except UnicodeEncodeError as e:
+        locale_vars = ", ".join(
+            f"{k}={os.environ[k]}" for k in ("LC_ALL", "LC_CTYPE", "LANG") if k in os.environ
+        )
+        raise InvalidNameError(
+            f"{what} {os.fspath(path)!a} cannot be named in this process's filesystem "
+            f"encoding ({sys.getfilesystemencoding()}; {locale_vars or 'no locale set'}): "
+            "run with a UTF-8 locale (LANG=C.UTF-8) or PYTHONUTF8=1, or use an ASCII path"
+        ) from e

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import random
 import secrets
 import time
 from typing import Any
@@ -13,6 +14,7 @@ from urllib.parse import urlsplit
 from datom_core._errors import InvalidNameError, StoreError
 from datom_core._store._base import CHUNK_SIZE, Store, uninitialised_buffer
 from datom_core._store._paths import normalise_prefix, split_source
+from datom_core._store._s3errors import s3_remedy
 
 __all__ = ["S3Store"]
 
@@ -27,6 +29,13 @@ _S3FS_RETRIES = 2
 _READ_BLOCK = 8 << 20
 # How long put_if_absent waits for a concurrent conditional write of the same key.
 _CONFLICT_WAIT_S = 10.0
+# Conditional replacements of a document tried before giving up, and the S3 codes of a
+# condition that no longer holds (another write came between the look and the PUT).
+_SWAP_TRIES = 8
+_RACED = frozenset(
+    {"PreconditionFailed", "412", "NoSuchKey", "404", "ConditionalRequestConflict", "409"}
+)
+_UNSEEN: Any = object()
 # User metadata naming the conditional PUT that stored an object (x-amz-meta-datom-put).
 _PUT_MARK = "datom-put"
 
@@ -68,6 +77,8 @@ class S3Store(Store):
         self._token = token
         self._anon = anon
         self._options = s3fs_options
+        # The ETag each document had when this store last saw it (write_bytes).
+        self._etags: dict[str, str | None] = {}
         root = f"{self.bucket}/{self.prefix}/datom" if self.prefix else f"{self.bucket}/datom"
         super().__init__(url=f"s3://{root}", root=root)
 
@@ -134,30 +145,8 @@ class S3Store(Store):
         )
 
     def _remedy_for(self, error: BaseException) -> str:
-        """The remedy of the failure ``error`` is: throttling, a server error, a timeout, an
-        unreachable endpoint and a missing bucket each have theirs; credentials are named
-        only when they may be the cause."""
         where = f"endpoint_url {self.endpoint_url}" if self.endpoint_url else "AWS S3"
-        code, status = _s3_failure(error)
-        names = {type(c).__name__ for c in _causes(error)}
-        if code in _THROTTLED or status == 503:
-            label = f"{code}, HTTP 503" if code and not code.isdigit() else "HTTP 503"
-            return (
-                f"{where} is throttling requests ({label}, after retries): retry later or "
-                "with fewer concurrent writers (not a credentials problem)"
-            )
-        if status is not None and status >= 500:
-            return f"{where} failed on its side (HTTP {status}, after retries): retry later"
-        if code == "NoSuchBucket":
-            return (
-                f"bucket {self.bucket!r} does not exist at {where}: create it, or fix the "
-                "bucket name / endpoint_url"
-            )
-        if names & _TIMEOUTS:
-            return f"{where} did not answer in time: check the network to it, then retry"
-        if names & _UNREACHABLE and code is None:
-            return f"cannot connect to {where}: check endpoint_url and the network, then retry"
-        return self._remedy()
+        return s3_remedy(error, where, self.bucket) or self._remedy()
 
     def _open_kwargs(self) -> dict[str, Any]:
         return {"block_size": _READ_BLOCK, "cache_type": "readahead"}
@@ -209,6 +198,53 @@ class S3Store(Store):
             finally:
                 body.close()
         raise AssertionError("unreachable")
+
+    def write_bytes(self, key: str, data: bytes) -> None:
+        """Store ``data`` at ``key``, replacing the object there, conditionally.
+
+        Each PUT names the object it replaces (``If-Match`` on the ETag this store last
+        saw there, or ``If-None-Match: *`` where it saw none), so that a PUT delivered late
+        (held in the network past its timeout while its retry landed, then the next write
+        of the document) is refused instead of putting an older document back: readers
+        never see a document go backwards. A refusal means another write came between
+        this store's look and its PUT: it looks again (one HEAD) and puts again.
+        """
+        bucket, name, _ = self._fs.split_path(self._path(key))
+        with self._translated("write", key):
+            for attempt in range(_SWAP_TRIES):
+                seen = self._etags.get(key, _UNSEEN)
+                if seen is _UNSEEN:
+                    seen = self._etag(bucket, name)
+                condition = {"IfMatch": seen} if seen else {"IfNoneMatch": "*"}
+                try:
+                    put = self._fs.call_s3(
+                        "put_object", Bucket=bucket, Key=name, Body=bytes(data), **condition
+                    )
+                except OSError as e:
+                    code = _s3_error_code(e)
+                    if code == "NotImplemented":  # an endpoint without conditional writes
+                        self._fs.pipe_file(self._path(key), bytes(data))
+                        return
+                    if code not in _RACED:
+                        raise
+                    self._etags.pop(key, None)
+                    time.sleep(random.uniform(0, 0.01 * 2**attempt))
+                    continue
+                self._etags[key] = put.get("ETag")
+                return
+        raise StoreError(
+            f"could not write {key!r} in store {self.url}: other writers kept replacing it "
+            f"between each look and PUT ({_SWAP_TRIES} tries); retry"
+        )
+
+    def _etag(self, bucket: str, name: str) -> str | None:
+        """The ETag of the object ``name`` (None: there is none)."""
+        try:
+            head = self._fs.call_s3("head_object", Bucket=bucket, Key=name)
+        except FileNotFoundError:
+            return None
+        etag = head.get("ETag")
+        return str(etag) if etag else None
 
     def put_if_absent(self, key: str, data: bytes | str | os.PathLike[str]) -> bool:
         """Store ``data`` (bytes or a local file path) at ``key`` unless an object is there.
@@ -347,40 +383,6 @@ async def _hash_body(body: Any, size: int) -> tuple[memoryview, str]:
         digest.update(chunk)
         filled = end
     return data[:filled].toreadonly(), digest.hexdigest()
-
-
-_THROTTLED = frozenset(
-    {"SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded", "503",
-     "ServiceUnavailable", "TooManyRequestsException", "RequestThrottled"}
-)  # fmt: skip
-_TIMEOUTS = frozenset(
-    {"ReadTimeoutError", "ConnectTimeoutError", "TimeoutError", "ServerTimeoutError",
-     "ConnectionTimeoutError", "SocketTimeoutError"}
-)  # fmt: skip
-_UNREACHABLE = frozenset(
-    {"EndpointConnectionError", "ClientConnectorError", "ConnectionClosedError",
-     "ServerDisconnectedError", "ClientOSError", "ConnectionRefusedError"}
-)  # fmt: skip
-
-
-def _causes(error: BaseException | None) -> list[BaseException]:
-    seen: list[BaseException] = []
-    while error is not None and all(error is not s for s in seen):
-        seen.append(error)
-        error = error.__cause__ or error.__context__
-    return seen
-
-
-def _s3_failure(error: BaseException) -> tuple[str | None, int | None]:
-    """The S3 error code and HTTP status behind an s3fs-translated exception."""
-    for seen in _causes(error):
-        response = getattr(seen, "response", None)
-        if isinstance(response, dict):
-            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            return response.get("Error", {}).get("Code"), status if isinstance(
-                status, int
-            ) else None
-    return None, None
 
 
 def _s3_error_code(error: BaseException) -> str | None:

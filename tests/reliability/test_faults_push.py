@@ -112,3 +112,27 @@ def test_a_set_write_whose_push_answer_is_lost_is_recorded_and_mirrored(
     result = write_set(conn, [member_of(conn, "dm")], tags={"by": "a"})
     assert result.commit == _remote_tip(server)
     assert read(conn).version == result.version  # the store's copy names it
+
+
+def test_a_none_write_reports_its_own_version_when_a_process_sharing_the_clone_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A re-run after a lost answer is mostly a ``none`` write; the version it reports is
+    the one holding its data, even when another process moved the shared clone on."""
+    from datom_core._project import _write
+
+    conn = dc.init_repo(tmp_path / "repo", "STUDY_001", dc.LocalStore(tmp_path / "store"))
+    first = conn.write("dm", frame(seed=1))
+    other = dc.connect(conn.path)
+    real = _write.converge_mirror
+
+    def meanwhile(ctx: object, table: str) -> object:
+        monkeypatch.setattr(_write, "converge_mirror", real)
+        other.write("dm", frame(seed=2))  # through the same clone, between the steps
+        return real(ctx, table)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_write, "converge_mirror", meanwhile)
+    again = conn.write("dm", frame(seed=1))
+    assert again.change == "none"
+    assert (again.version, again.commit) == (first.version, first.commit)
+    assert again.data_sha == dc.hash_table(frame(seed=1)).data_sha

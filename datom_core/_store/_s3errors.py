@@ -1,0 +1,63 @@
+"""What an S3 failure is: throttling, a server error, a timeout, an unreachable endpoint,
+a missing bucket or (only then) credentials, each with its own remedy."""
+
+from __future__ import annotations
+
+__all__ = ["s3_remedy"]
+
+_THROTTLED = frozenset(
+    {"SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded", "503",
+     "ServiceUnavailable", "TooManyRequestsException", "RequestThrottled"}
+)  # fmt: skip
+_TIMEOUTS = frozenset(
+    {"ReadTimeoutError", "ConnectTimeoutError", "TimeoutError", "ServerTimeoutError",
+     "ConnectionTimeoutError", "SocketTimeoutError"}
+)  # fmt: skip
+_UNREACHABLE = frozenset(
+    {"EndpointConnectionError", "ClientConnectorError", "ConnectionClosedError",
+     "ServerDisconnectedError", "ClientOSError", "ConnectionRefusedError"}
+)  # fmt: skip
+
+
+def _causes(error: BaseException | None) -> list[BaseException]:
+    seen: list[BaseException] = []
+    while error is not None and all(error is not s for s in seen):
+        seen.append(error)
+        error = error.__cause__ or error.__context__
+    return seen
+
+
+def _s3_failure(error: BaseException) -> tuple[str | None, int | None]:
+    """The S3 error code and HTTP status behind an s3fs-translated exception."""
+    for seen in _causes(error):
+        response = getattr(seen, "response", None)
+        if isinstance(response, dict):
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            return response.get("Error", {}).get("Code"), status if isinstance(
+                status, int
+            ) else None
+    return None, None
+
+
+def s3_remedy(error: BaseException, where: str, bucket: str) -> str | None:
+    """The remedy of ``error`` when its cause is told apart (None: the generic one)."""
+    code, status = _s3_failure(error)
+    names = {type(c).__name__ for c in _causes(error)}
+    if code in _THROTTLED or status == 503:
+        label = f"{code}, HTTP 503" if code and not code.isdigit() else "HTTP 503"
+        return (
+            f"{where} is throttling requests ({label}, after retries): retry later or "
+            "with fewer concurrent writers (not a credentials problem)"
+        )
+    if status is not None and status >= 500:
+        return f"{where} failed on its side (HTTP {status}, after retries): retry later"
+    if code == "NoSuchBucket":
+        return (
+            f"bucket {bucket!r} does not exist at {where}: create it, or fix the "
+            "bucket name / endpoint_url"
+        )
+    if names & _TIMEOUTS:
+        return f"{where} did not answer in time: check the network to it, then retry"
+    if names & _UNREACHABLE and code is None:
+        return f"cannot connect to {where}: check endpoint_url and the network, then retry"
+    return None
