@@ -65,13 +65,13 @@ def store_of(spec: dict[str, Any]) -> Any:
 @contextmanager
 def wan_world(rtt: float, git_backend: bool = False) -> Iterator[World]:
     """Start moto S3 and a git HTTP server, each behind a ``rtt`` latency proxy."""
+    import logging
+
     import boto3
     from moto.server import ThreadedMotoServer
 
     from tests.gitbackend import GitBackendServer
     from tests.gitserver import GitHTTPServer
-
-    import logging
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's request log
     for name in _CLEAR:
