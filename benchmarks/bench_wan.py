@@ -11,7 +11,10 @@ git's and S3's separately. Prints:
    distinct tables then to one shared table: failures (target 0), p90 and max latency,
    git requests per write, and throughput over one writer's (target: 16 writers >= 1).
 
-``--quick``: 1 and 4 writers, 2 writes each. ``--rtt`` in ms. ``--git-backend`` serves git
+Each phase starts writes for ``--budget`` seconds (default 12; a writer makes up to
+``--writes``, default 3) and cuts off writes still running at twice that, so the default
+run stays near 3 minutes even where writers queue for minutes; cut-off writers are
+printed. ``--quick``: 1 and 4 writers, 2 writes each. ``--rtt`` in ms. ``--git-backend`` serves git
 with ``git http-backend`` (threaded) instead of dulwich's single-threaded server.
 """
 
@@ -73,7 +76,9 @@ def single_writer(world: World, rtt: float, writes: int) -> None:
 
 
 def _writer(spec: dict[str, Any], remote: str, name: str, table: str, writes: int, start: Any,
-            out: Any) -> None:  # fmt: skip
+            out: Any, budget: float) -> None:  # fmt: skip
+    """Clone, wait for the others, then write until ``writes`` are done or ``budget``
+    seconds have passed; each outcome is reported as it happens."""
     import datom_core as dc
 
     try:
@@ -81,23 +86,31 @@ def _writer(spec: dict[str, Any], remote: str, name: str, table: str, writes: in
         _table(name, -1)
     except Exception as e:
         start.wait()
-        out.put((name, [], [f"clone: {type(e).__name__}: {e}"[:300]]))
+        out.put(("fail", f"clone: {type(e).__name__}: {e}"[:300]))
+        out.put(("done", None))
         return
     start.wait()
-    latencies: list[float] = []
-    failures: list[str] = []
+    began = time.perf_counter()
     for i in range(writes):
+        if time.perf_counter() - began > budget:
+            break  # no new write after the phase's budget
         t0 = time.perf_counter()
         try:
             conn.write(table, _table(name, i))
-            latencies.append(time.perf_counter() - t0)
+            out.put(("ok", time.perf_counter() - t0))
         except Exception as e:  # a failure is what this benchmark counts
-            failures.append(f"{type(e).__name__}: {e}"[:300])
+            out.put(("fail", f"{type(e).__name__}: {e}"[:300]))
             traceback.print_exc()
-    out.put((name, latencies, failures))
+    out.put(("done", None))
 
 
-def many_writers(world: World, ctx: Any, n: int, shared: bool, writes: int) -> float:
+def many_writers(world: World, ctx: Any, n: int, shared: bool, writes: int, budget: float) -> float:
+    """One phase: ``n`` writer processes; aggregate writes/s. Writes still running
+    ``2 x budget`` seconds after the start are cut off (their processes ended) and
+    reported as unfinished: on code whose writers queue behind each other a single
+    write can take minutes."""
+    import queue
+
     import datom_core as dc
 
     repo = f"many-{n}-{'shared' if shared else 'distinct'}"
@@ -108,7 +121,8 @@ def many_writers(world: World, ctx: Any, n: int, shared: bool, writes: int) -> f
     procs = []
     for w in range(n):
         table = "shared" if shared else f"w{w}"
-        args = (world.spec(repo), world.remote(repo), f"{repo}-{w}", table, writes, start, out)
+        args = (world.spec(repo), world.remote(repo), f"{repo}-{w}", table, writes, start, out,
+                budget)  # fmt: skip
         procs.append(ctx.Process(target=_writer, args=args))
     for p in procs:
         p.start()
@@ -116,20 +130,35 @@ def many_writers(world: World, ctx: Any, n: int, shared: bool, writes: int) -> f
     world.git_proxy.reset_counts()
     world.s3_proxy.reset_counts()
     t0 = time.perf_counter()
-    results = [out.get() for _ in procs]
+    latencies: list[float] = []
+    failures: list[str] = []
+    done = 0
+    while done < n:
+        try:
+            kind, value = out.get(timeout=max(0.0, t0 + 2 * budget - time.perf_counter()))
+        except queue.Empty:
+            break
+        if kind == "ok":
+            latencies.append(value)
+        elif kind == "fail":
+            failures.append(value)
+        else:
+            done += 1
     elapsed = time.perf_counter() - t0
     for p in procs:
+        if p.is_alive():
+            p.terminate()  # only the benchmark's own writer processes
         p.join()
     git, s3 = _counts(world)
-    latencies = sorted(x for _, lat, _ in results for x in lat)
-    failures = [f for _, _, fs in results for f in fs]
+    latencies.sort()
     ok = len(latencies)
     rate = ok / elapsed
     p90 = latencies[int(0.9 * (ok - 1))] if ok else float("nan")
+    cut = f", {n - done} writer(s) cut off at {2 * budget:.0f} s" if done < n else ""
     print(
         f"  {n:2d} writers {'shared  ' if shared else 'distinct'}: {rate:5.2f} writes/s, "
-        f"{len(failures)} failed, p90 {p90:5.2f} s, max {max(latencies, default=0):5.2f} s, "
-        f"git req/write {git / max(ok, 1):4.1f}, S3 req/write {s3 / max(ok, 1):4.1f}"
+        f"{ok} done, {len(failures)} failed, p90 {p90:5.2f} s, max {max(latencies, default=0):5.2f} s, "
+        f"git req/write {git / max(ok, 1):4.1f}, S3 req/write {s3 / max(ok, 1):4.1f}{cut}"
     )
     for f in failures[:5]:
         print(f"      failure: {f}")
@@ -143,6 +172,8 @@ def main() -> None:
     parser.add_argument("--writes", type=int, default=3, help="writes per writer process")
     parser.add_argument("--single", type=int, default=6, help="one writer's measured writes")
     parser.add_argument("--writers", default="1,4,8,16", help="writer counts")
+    parser.add_argument("--budget", type=float, default=12.0,
+                        help="seconds a phase starts writes for (cut off at twice that)")  # fmt: skip
     parser.add_argument("--git-backend", action="store_true", help="git http-backend server")
     args = parser.parse_args()
     counts = [1, 4] if args.quick else [int(x) for x in args.writers.split(",")]
@@ -157,7 +188,7 @@ def main() -> None:
         for shared in (False, True):
             base = None
             for n in counts:
-                rate = many_writers(world, ctx, n, shared, writes)
+                rate = many_writers(world, ctx, n, shared, writes, args.budget)
                 base = base or rate
                 if n > 1:
                     print(f"      {n} writers / 1 writer = {rate / base:4.2f}  (target >= 1)")
