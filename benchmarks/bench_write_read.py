@@ -7,15 +7,24 @@ Prints, for a 1,000,000-row mixed table on the local store:
   read  / pyarrow.parquet.read_table                         target <= 1.3
   none re-write / (hash_table + reading current metadata)    target ~<= 1 (plus a git fetch)
 and the number of store reads needed to list 200 tables (target: 1).
+
+Then, beside the table formats (each measured in this run, interleaved with plain pyarrow):
+  write / pyarrow.parquet.write_table   datom (target <= 1.25), deltalake, pyiceberg
+  read  / pyarrow.parquet.read_table    datom (target <= 1.15), deltalake, pyiceberg
+deltalake and pyiceberg (a SqlCatalog on sqlite in a temporary folder) are optional:
+"not installed" is printed for a missing one. ``--peers-only`` prints only these lines.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -40,7 +49,105 @@ class CountingStore(dc.LocalStore):
 def main() -> None:
     print("1,000,000-row mixed table, local store; ratios measured in this run, interleaved")
     with tempfile.TemporaryDirectory(prefix="datom-bench-") as tmp:
-        measure(Path(tmp))
+        if "--peers-only" not in sys.argv:
+            measure(Path(tmp))
+        beside_peers(Path(tmp) / "peers")
+
+
+def _fresh_tables(table: pa.Table, count: int) -> Iterator[pa.Table]:
+    """``count`` tables differing from each other in one column, made before the clock
+    starts (sharing the other columns' buffers): each write is data no version recorded
+    (a full write: encode and upload), and making it is not timed."""
+    values = pd.Series(table.column(0).to_numpy())
+    made = [table.set_column(0, "value", pa.array(values + i)) for i in range(1, count + 1)]
+    return iter(made)
+
+
+def beside_peers(tmp: Path) -> None:
+    """write / pq.write_table and read / pq.read_table for datom and the table formats."""
+    tmp.mkdir(parents=True)
+    table = mixed_table()
+    tables = _fresh_tables(table, 40)
+    plain = tmp / "plain.parquet"
+    pq.write_table(table, plain)
+
+    def plain_write() -> None:
+        pq.write_table(table, plain)
+
+    def plain_read() -> None:
+        pq.read_table(plain)
+
+    conn = dc.init_repo(tmp / "repo", "PEERS", dc.LocalStore(tmp / "store"))
+    conn.write("t", next(tables))
+    writers: dict[str, Any] = {
+        "datom": lambda: conn.write("t", next(tables)),
+        "datom DATOM_PLAIN=1": _plain(lambda: conn.write("t", next(tables))),
+    }
+    readers: dict[str, Any] = {
+        "datom": lambda: conn.read("t", as_="arrow"),
+        "datom DATOM_PLAIN=1": _plain(lambda: conn.read("t", as_="arrow")),
+    }
+    for name, make in (("deltalake", _delta), ("pyiceberg", _iceberg)):
+        try:
+            writers[name], readers[name] = make(tmp / name, table)
+        except ImportError:
+            writers[name] = readers[name] = None
+    print("beside the table formats (ratios to plain pyarrow, this run):")
+    for name, write in writers.items():
+        if write is None:
+            print(f"  {name:19s} not installed")
+            continue
+        write()  # warm-up
+        w = ratio_of(write, plain_write)
+        r = ratio_of(readers[name], plain_read, repeat=9)
+        targets = "  (targets <= 1.25, <= 1.15)" if name == "datom" else ""
+        print(
+            f"  {name:10s} write / pq.write_table = {w:4.2f}   read / pq.read_table = {r:4.2f}{targets}"
+        )
+
+
+def _plain(fn: Any) -> Any:
+    """``fn`` run with ``DATOM_PLAIN=1``: datom's plain paths, its accelerators off."""
+
+    def run() -> Any:
+        os.environ["DATOM_PLAIN"] = "1"
+        try:
+            return fn()
+        finally:
+            del os.environ["DATOM_PLAIN"]
+
+    return run
+
+
+def _delta(folder: Path, table: pa.Table) -> tuple[Any, Any]:
+    import deltalake
+
+    def write() -> None:
+        deltalake.write_deltalake(str(folder), table, mode="overwrite")
+
+    def read() -> None:
+        deltalake.DeltaTable(str(folder)).to_pyarrow_table()
+
+    return write, read
+
+
+def _iceberg(folder: Path, table: pa.Table) -> tuple[Any, Any]:
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    folder.mkdir()
+    catalog = SqlCatalog(
+        "bench", uri=f"sqlite:///{folder}/catalog.db", warehouse=f"file://{folder}/warehouse"
+    )
+    catalog.create_namespace("bench")
+    iceberg = catalog.create_table("bench.t", schema=table.schema)
+
+    def write() -> None:
+        iceberg.overwrite(table)
+
+    def read() -> None:
+        catalog.load_table("bench.t").scan().to_arrow()
+
+    return write, read
 
 
 def measure(tmp: Path) -> None:

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from datom_core._errors import IntegrityError, NotFoundError
 from datom_core._identity._cv1 import ColumnHash
 from datom_core._labels import with_r_metadata
+from datom_core._project._fast import encode_hashing
 from datom_core._store import Store
 from datom_core._worker import ProcessWorker
 
@@ -89,8 +90,8 @@ def serialized(table: pa.Table, digests: Digests = None) -> Iterator[SerializedP
     os.close(fd)
     path = Path(name)
     try:
-        _encoded(path, table, digests)
-        yield SerializedParquet(path, _file_sha(path), path.stat().st_size)
+        sha = encode_hashing(path, lambda sink: _encoded(sink, table, digests))
+        yield SerializedParquet(path, sha, path.stat().st_size)
     finally:
         path.unlink(missing_ok=True)
 
@@ -152,11 +153,6 @@ class BackgroundParquet:
 
 
 _WORKER = ProcessWorker("datom-parquet")
-
-
-def _file_sha(path: Path) -> str:
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def read_verified(

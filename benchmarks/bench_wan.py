@@ -1,0 +1,199 @@
+"""Writes across a WAN: the git remote (smart HTTP) and S3 (moto) behind a latency proxy.
+
+Both servers run on loopback behind :class:`_latency.LatencyProxy`, which delays every
+chunk by RTT/2 each way (default RTT 50 ms) and counts the HTTP requests it forwards,
+git's and S3's separately. Prints:
+
+1. one writer's small writes: per-write latency (median, in ms and in RTTs) and requests
+   per write (git, S3), plus one write's request sequence, so each round trip is named
+   (targets: git <= 2 round trips; the whole small write <= 6 RTT);
+2. aggregate writes/s for 1, 4, 8, 16 writer processes, each its own clone, first to
+   distinct tables then to one shared table: failures (target 0), p90 and max latency,
+   git requests per write, and throughput over one writer's (target: 16 writers >= 1).
+
+Each phase starts writes for ``--budget`` seconds (default 12; a writer makes up to
+``--writes``, default 3) and cuts off writes still running at twice that, so the default
+run stays near 3 minutes even where writers queue for minutes; cut-off writers are
+printed. ``--quick``: 1 and 4 writers, 2 writes each. ``--rtt`` in ms. ``--git-backend`` serves git
+with ``git http-backend`` (threaded) instead of dulwich's single-threaded server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _wan_setup import World, store_of, wan_world  # noqa: E402
+
+
+def _table(tag: str, i: int) -> pa.Table:
+    return pa.table({"USUBJID": [f"{tag}-{i}-{k}" for k in range(5)], "AVAL": [1.0 * i] * 5})
+
+
+def _counts(world: World) -> tuple[int, int]:
+    return world.git_proxy.counts()[0], world.s3_proxy.counts()[0]
+
+
+def single_writer(world: World, rtt: float, writes: int) -> None:
+    import datom_core as dc
+
+    world.git_server.create_bare("single")
+    conn = dc.init_repo(world.tmp / "single", "WAN", world.store("single"), world.remote("single"))
+    conn.write("warm", _table("warm", 0))  # first-write costs (imports, directories)
+    rows: list[tuple[float, int, int]] = []
+    sequence: list[str] = []
+    for i in range(writes):
+        world.git_proxy.reset_counts()
+        world.s3_proxy.reset_counts()
+        t0 = time.perf_counter()
+        conn.write("small", _table("small", i))
+        took = time.perf_counter() - t0
+        git, s3 = _counts(world)
+        rows.append((took, git, s3))
+        if i == writes - 1:  # a later write: the steady state, not the table's creation
+            sequence = [f"git {p}" for p in world.git_proxy.paths] + [
+                f"s3  {p}" for p in world.s3_proxy.paths
+            ]
+    took = statistics.median(r[0] for r in rows)
+    git = statistics.median(r[1] for r in rows)
+    s3 = statistics.median(r[2] for r in rows)
+    print(f"one writer, {writes} small writes, RTT {rtt * 1000:.0f} ms (medians):")
+    print(f"  latency        {took * 1000:7.0f} ms = {took / rtt:5.1f} RTT   (target <= 6 RTT)")
+    print(f"  git requests   {git:7.0f} per write           (target <= 2)")
+    print(f"  S3 requests    {s3:7.0f} per write")
+    print("  one write's requests (git and S3 each in order; they may interleave):")
+    for line in sequence:
+        print(f"    {line[:120]}")
+
+
+def _writer(spec: dict[str, Any], remote: str, name: str, table: str, writes: int, start: Any,
+            out: Any, budget: float) -> None:  # fmt: skip
+    """Clone, wait for the others, then write until ``writes`` are done or ``budget``
+    seconds have passed; each outcome is reported as it happens."""
+    import datom_core as dc
+
+    try:
+        conn = dc.clone(remote, Path(spec["tmp"]) / "clones" / name, store_of(spec))
+        _table(name, -1)
+    except Exception as e:
+        start.wait()
+        out.put(("fail", f"clone: {type(e).__name__}: {e}"[:300]))
+        out.put(("done", None))
+        return
+    start.wait()
+    began = time.perf_counter()
+    for i in range(writes):
+        if time.perf_counter() - began > budget:
+            break  # no new write after the phase's budget
+        t0 = time.perf_counter()
+        try:
+            conn.write(table, _table(name, i))
+            out.put(("ok", time.perf_counter() - t0))
+        except Exception as e:  # a failure is what this benchmark counts
+            out.put(("fail", f"{type(e).__name__}: {e}"[:300]))
+            traceback.print_exc()
+    out.put(("done", None))
+
+
+def many_writers(world: World, ctx: Any, n: int, shared: bool, writes: int, budget: float) -> float:
+    """One phase: ``n`` writer processes; aggregate writes/s. Writes still running
+    ``2 x budget`` seconds after the start are cut off (their processes ended) and
+    reported as unfinished: on code whose writers queue behind each other a single
+    write can take minutes."""
+    import queue
+
+    import datom_core as dc
+
+    repo = f"many-{n}-{'shared' if shared else 'distinct'}"
+    world.git_server.create_bare(repo)
+    dc.init_repo(world.tmp / repo, "WAN", world.store(repo), world.remote(repo))
+    start = ctx.Barrier(n + 1)
+    out = ctx.Queue()
+    procs = []
+    for w in range(n):
+        table = "shared" if shared else f"w{w}"
+        args = (world.spec(repo), world.remote(repo), f"{repo}-{w}", table, writes, start, out,
+                budget)  # fmt: skip
+        procs.append(ctx.Process(target=_writer, args=args))
+    for p in procs:
+        p.start()
+    start.wait()
+    world.git_proxy.reset_counts()
+    world.s3_proxy.reset_counts()
+    t0 = time.perf_counter()
+    latencies: list[float] = []
+    failures: list[str] = []
+    done = 0
+    while done < n:
+        try:
+            kind, value = out.get(timeout=max(0.0, t0 + 2 * budget - time.perf_counter()))
+        except queue.Empty:
+            break
+        if kind == "ok":
+            latencies.append(value)
+        elif kind == "fail":
+            failures.append(value)
+        else:
+            done += 1
+    elapsed = time.perf_counter() - t0
+    for p in procs:
+        if p.is_alive():
+            p.terminate()  # only the benchmark's own writer processes
+        p.join()
+    git, s3 = _counts(world)
+    latencies.sort()
+    ok = len(latencies)
+    rate = ok / elapsed
+    p90 = latencies[int(0.9 * (ok - 1))] if ok else float("nan")
+    cut = f", {n - done} writer(s) cut off at {2 * budget:.0f} s" if done < n else ""
+    print(
+        f"  {n:2d} writers {'shared  ' if shared else 'distinct'}: {rate:5.2f} writes/s, "
+        f"{ok} done, {len(failures)} failed, p90 {p90:5.2f} s, max {max(latencies, default=0):5.2f} s, "
+        f"git req/write {git / max(ok, 1):4.1f}, S3 req/write {s3 / max(ok, 1):4.1f}{cut}"
+    )
+    for f in failures[:5]:
+        print(f"      failure: {f}")
+    return rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rtt", type=float, default=50.0, help="round-trip time, ms")
+    parser.add_argument("--quick", action="store_true", help="1 and 4 writers, 2 writes each")
+    parser.add_argument("--writes", type=int, default=3, help="writes per writer process")
+    parser.add_argument("--single", type=int, default=6, help="one writer's measured writes")
+    parser.add_argument("--writers", default="1,4,8,16", help="writer counts")
+    parser.add_argument("--budget", type=float, default=12.0,
+                        help="seconds a phase starts writes for (cut off at twice that)")  # fmt: skip
+    parser.add_argument("--git-backend", action="store_true", help="git http-backend server")
+    args = parser.parse_args()
+    counts = [1, 4] if args.quick else [int(x) for x in args.writers.split(",")]
+    writes = 2 if args.quick else args.writes
+    rtt = args.rtt / 1000
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["datom_core", "pyarrow", "pandas", "s3fs"])
+    began = time.perf_counter()
+    with wan_world(rtt, git_backend=args.git_backend) as world:
+        single_writer(world, rtt, 3 if args.quick else args.single)
+        print(f"aggregate writes/s, each writer its own clone, {writes} writes each:")
+        for shared in (False, True):
+            base = None
+            for n in counts:
+                rate = many_writers(world, ctx, n, shared, writes, args.budget)
+                base = base or rate
+                if n > 1:
+                    print(f"      {n} writers / 1 writer = {rate / base:4.2f}  (target >= 1)")
+    print(f"(benchmark took {time.perf_counter() - began:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
