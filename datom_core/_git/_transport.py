@@ -13,10 +13,9 @@ Every transport does these, each O(what changed):
 * ``turn()``: where the remote is on this machine, datom writers queue (a ``flock``) from
   ``view`` to ``push`` instead of racing and redoing rejected work.
 
-A local remote is opened once per handle and written like git does (objects first, then
-the ref under its ``.lock``); its loose objects and packs are kept few by :mod:`_maintenance`.
-Every datom push to it holds the writers' turn, so a ref lock met there that outlives a
-short grace was left by a killed pusher and is removed (:func:`_unstale_remote`).
+A local remote is opened once per handle and written like git does (objects, then the ref
+under its ``.lock``; few loose objects and packs: :mod:`_maintenance`). Every datom push to it
+holds the writers' turn: a ref lock outliving a short grace is a killed pusher's, removed.
 """
 
 from __future__ import annotations
