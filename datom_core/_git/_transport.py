@@ -7,9 +7,8 @@ Every transport does these, each O(what changed):
 * ``fetch_branch()`` / ``fetch_commit()``: bring one tip and only the objects it adds;
 * ``view()``: a tip and an object store holding it, for a commit to be built on;
   ``tip_view()``: the tip as a read-only view, the clone left where it is;
-* ``push()``: send the objects of new commits (given, never searched for) and move the
-  branch by compare-and-swap from the tip the commits were built on; ``receive()``: then
-  bring the clone the commits it lacked and its own;
+* ``push()``: send the new commits' objects (given, never searched for), move the branch by
+  compare-and-swap from their base tip; ``receive()``: then bring the clone what it lacked;
 * ``turn()``: where the remote is on this machine, datom writers queue (a ``flock``) from
   ``view`` to ``push`` instead of racing and redoing rejected work.
 
