@@ -14,6 +14,7 @@ import os
 import random
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -51,13 +52,17 @@ def kill_round(
     writes: int,
     logs: list[Path],
     longest_pause: float,
+    writer: Callable[[str, dict[str, str], int, int, str], None] | None = None,
+    join_s: float = 900,
 ) -> list[int | None]:
-    """Start one writer per clone (``logs[i]`` is writer ``i``'s), SIGKILL two of them up
-    to ``longest_pause`` seconds after all are ready, wait for the rest; the exit codes.
+    """Start one writer per clone (``logs[i]`` is writer ``i``'s; ``writer`` defaults to
+    :func:`killable_writer`), SIGKILL two of them up to ``longest_pause`` seconds after all
+    are ready, wait for the rest (each up to ``join_s``); the exit codes.
     :class:`TimeoutError` if the writers are not ready within two minutes."""
     ctx = multiprocessing.get_context("spawn")
+    target = writer or killable_writer
     procs = [
-        ctx.Process(target=killable_writer, args=(str(c), spec, w, writes, str(log)))
+        ctx.Process(target=target, args=(str(c), spec, w, writes, str(log)))
         for w, (c, log) in enumerate(zip(clones, logs, strict=True))
     ]
     for p in procs:
@@ -74,7 +79,7 @@ def kill_round(
         if victim.pid is not None:
             os.kill(victim.pid, signal.SIGKILL)
     for p in procs:
-        p.join(timeout=900)
+        p.join(timeout=join_s)
     return [p.exitcode for p in procs]
 
 

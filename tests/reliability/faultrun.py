@@ -10,10 +10,7 @@ version it is told of is logged with its ``data_sha``, to be read back by id.
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import random
-import signal
 import threading
 import time
 from pathlib import Path
@@ -22,7 +19,7 @@ import pyarrow as pa
 
 import datom_core as dc
 from tests.faultproxy import FaultProxy
-from tests.kills import TABLES, store_of
+from tests.kills import TABLES, kill_round, store_of
 
 __all__ = ["GIT_FAULTS", "S3_FAULTS", "Injector", "fault_round", "told_with_data"]
 
@@ -106,27 +103,9 @@ def fault_round(
 ) -> list[int | None]:
     """Start one tolerant writer per clone, SIGKILL two of them a random moment after all
     are ready, wait for the rest; their exit codes."""
-    ctx = multiprocessing.get_context("spawn")
-    procs = [
-        ctx.Process(target=tolerant_writer, args=(str(c), spec, w, writes, str(log)))
-        for w, (c, log) in enumerate(zip(clones, logs, strict=True))
-    ]
-    for p in procs:
-        p.start()
-    deadline = time.monotonic() + 120
-    while not all(log.exists() and log.read_text() for log in logs):
-        if time.monotonic() > deadline:
-            for p in procs:
-                p.kill()
-            raise TimeoutError("the writers did not start within 120 s")
-        time.sleep(0.01)
-    time.sleep(rng.uniform(0.05, longest_pause))
-    for victim in rng.sample(procs, 2):
-        if victim.pid is not None:
-            os.kill(victim.pid, signal.SIGKILL)
-    for p in procs:
-        p.join(timeout=1800)
-    return [p.exitcode for p in procs]
+    return kill_round(
+        rng, clones, spec, writes, logs, longest_pause, writer=tolerant_writer, join_s=1800
+    )
 
 
 def told_with_data(logs: list[Path]) -> tuple[list[tuple[str, str, str]], int]:
