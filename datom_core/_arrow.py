@@ -57,7 +57,7 @@ class ConvertedTable:
         Column labels in an Arrow input's field metadata are kept (they are not identity);
         any other field or schema metadata is left behind.
         """
-        arrays = [c.array for c in self.columns]
+        arrays = [_no_null_dictionary(c.array) for c in self.columns]
         names = [str(c.name) for c in self.columns]
         if not any(c.labels for c in self.columns):
             return pa.Table.from_arrays(arrays, names=names)
@@ -66,6 +66,15 @@ class ConvertedTable:
             for name, a, c in zip(names, arrays, self.columns, strict=True)
         ]
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _no_null_dictionary(array: pa.ChunkedArray | None) -> pa.ChunkedArray | None:
+    # A dictionary of the null type (an empty categorical, an all-missing dictionary column)
+    # hashes as the null column it is, but Parquet cannot store it: store that null column.
+    t = array.type if array is not None else None
+    if array is None or not (pa.types.is_dictionary(t) and pa.types.is_null(t.value_type)):
+        return array
+    return pa.chunked_array([pa.nulls(len(array))])
 
 
 def to_arrow(data: Any) -> ConvertedTable:
