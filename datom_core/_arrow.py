@@ -71,8 +71,9 @@ class ConvertedTable:
 def _no_null_dictionary(array: pa.ChunkedArray | None) -> pa.ChunkedArray | None:
     # A dictionary of the null type (an empty categorical, an all-missing dictionary column)
     # hashes as the null column it is, but Parquet cannot store it: store that null column.
-    t = array.type if array is not None else None
-    if array is None or not (pa.types.is_dictionary(t) and pa.types.is_null(t.value_type)):
+    if array is None or not pa.types.is_dictionary(array.type):
+        return array
+    if not pa.types.is_null(array.type.value_type):
         return array
     return pa.chunked_array([pa.nulls(len(array))])
 
