@@ -165,7 +165,7 @@ def _settle(ctx: ProjectContext, docs: TableDocuments, history: bytes, head: str
     for rounds in range(1, _MAX_ROUNDS + 1):
         if repo.remote_head() == head:  # a look without the clone's lock
             return  # the remote did not move: its documents are the ones written
-        view = repo.remote_tip()  # a look that moves nothing
+        view = repo.remote_tip(recent=True)  # remote_head's look: it moves nothing
         if view.commit == head:
             return
         head = view.commit
