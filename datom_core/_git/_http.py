@@ -45,6 +45,7 @@ _HEX = re.compile(r"[0-9a-f]+")
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 _FETCH_BACKOFF, _FETCH_BACKOFF_MAX = 0.02, 1.0  # seconds: first and longest (random) wait
 _RECEIVE = b"git-receive-pack"
+_WHOLE_HISTORY = 0x7FFFFFFF  # git's "infinite" depth (what --unshallow asks for)
 
 
 class _HttpClient(Urllib3HttpGitClient):
@@ -286,7 +287,11 @@ class HttpTransport(Transport):
         self._client.memo.forget()  # type: ignore[attr-defined]
         return super().forget()
 
-    def fetch_branch(self, r: Repo, branch: bytes) -> bytes | None:
+    def fetch_branch(self, r: Repo, branch: bytes, depth: int | None = None) -> bytes | None:
+        if depth is None and r.get_shallow():
+            # A shallow clone stays one: what is new, down to the new tip's commit (a
+            # shallow request without a depth is also one dulwich's server cannot read).
+            depth = 1
         advertised: list[bytes | None] = [None]
 
         def wants(refs: Any, depth: int | None = None) -> list[bytes]:
@@ -306,6 +311,7 @@ class HttpTransport(Transport):
                         r,
                         determine_wants=wants,  # type: ignore[arg-type]
                         protocol_version=0,
+                        depth=depth,
                     )
             except GitError as e:
                 # A stateless server re-reads its refs for the pack request: a tip that moved
@@ -322,6 +328,17 @@ class HttpTransport(Transport):
                     raise GitError(f"fetch from {self.url} kept racing concurrent pushes; retry")
             time.sleep(random.uniform(0, delay))
             delay = min(2 * delay, _FETCH_BACKOFF_MAX)
+
+    def deepen(self, r: Repo, branch: bytes) -> None:
+        """git's ``--unshallow``: the tip wanted again with the deepest ``deepen``; the
+        server sends the commits behind the clone's shallow ones."""
+
+        def wants(refs: Any, depth: int | None = None) -> list[bytes]:
+            return [refs[branch]] if refs.get(branch) is not None else []
+
+        with self.errors("fetch from"):
+            fetch: Any = self._client.fetch
+            fetch(b"", r, determine_wants=wants, protocol_version=0, depth=_WHOLE_HISTORY)
 
     def push(
         self, r: Repo, branch: bytes, old: bytes | None, new: bytes, objects: Sequence[ShaFile]

@@ -88,7 +88,9 @@ class Transport:
     ) -> tuple[dict[bytes, bytes], bytes | None]:
         raise NotImplementedError
 
-    def fetch_branch(self, r: Repo, branch: bytes) -> bytes | None:
+    def fetch_branch(self, r: Repo, branch: bytes, depth: int | None = None) -> bytes | None:
+        """Bring the branch tip and the objects it adds (``depth``: of that many commits
+        only, where the transport can; see :meth:`MetadataRepo.clone`'s ``shallow``)."""
         raise NotImplementedError
 
     def branch_tip(self, branch: bytes) -> bytes | None:
@@ -124,6 +126,10 @@ class Transport:
         """Drop a kept look at the remote (the next view asks it); returns :attr:`kept`."""
         kept, self.kept = self.kept, False
         return kept
+
+    def deepen(self, r: Repo, branch: bytes) -> None:
+        """Fetch the whole history of ``branch`` into a shallow clone (a local remote's
+        clones are never shallow)."""
 
     def fetch_commit(self, r: Repo, sha: bytes, branch: bytes) -> None:
         """Make ``sha`` (a commit the remote has) and its objects present in the clone."""
@@ -281,7 +287,9 @@ class LocalTransport(Transport):
                 remote.object_store, r.object_store, [o.id for o in objects]
             )
 
-    def fetch_branch(self, r: Repo, branch: bytes) -> bytes | None:
+    def fetch_branch(self, r: Repo, branch: bytes, depth: int | None = None) -> bytes | None:
+        """Whole history (``depth`` ignored): a clone of a local remote reads its objects
+        in place where sharing is on, and copies them cheaply where it is not."""
         with self._using("fetch from") as remote:
             tip = self._read_ref(branch)
             if tip is None:
