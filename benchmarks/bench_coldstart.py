@@ -12,6 +12,8 @@ server's would be. Then, with the git server (dulwich smart HTTP) behind a laten
 
 Printed per history length: cold and warm seconds, cold / warm (target <= 2, flat in
 history length), and the bytes the cold worker fetched. ``--quick``: 300 and 1,000 commits.
+``--mode``: the fresh worker clones whole, shallow (``dc.clone(shallow=True)``) or both;
+``--git-backend``: git's own ``git http-backend`` serves git instead of dulwich's server.
 """
 
 from __future__ import annotations
@@ -149,11 +151,12 @@ def main() -> None:
     parser.add_argument("--tables", type=int, default=20, help="tables the history spans")
     parser.add_argument("--mode", choices=["both", "shallow", "full"], default="both",
                         help="how the fresh worker clones")  # fmt: skip
+    parser.add_argument("--git-backend", action="store_true", help="git http-backend server")
     args = parser.parse_args()
     modes = {"both": [False, True], "shallow": [True], "full": [False]}[args.mode]
     sizes = [300, 1000] if args.quick else [int(x) for x in args.commits.split(",")]
     print(f"fresh worker's first write / warm write, git over HTTP at RTT {args.rtt:.0f} ms")
-    with wan_world(args.rtt / 1000) as world:
+    with wan_world(args.rtt / 1000, git_backend=args.git_backend) as world:
         for commits, shallow in [(c, s) for c in sizes for s in modes]:
             t0 = time.perf_counter()
             cold, cloned, warm, fetched, requests = measure(world, commits, args.tables, shallow)

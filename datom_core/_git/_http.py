@@ -236,7 +236,7 @@ class HttpTransport(Transport):
         self, action: str = "read the branches of"
     ) -> tuple[dict[bytes, bytes], bytes | None]:
         with self.errors(action):
-            result = self._client.get_refs(b"")
+            result = self._client.get_refs(b"", protocol_version=0)  # v2: a request more
         refs = {bytes(n): bytes(s) for n, s in result.refs.items() if n.startswith(_HEADS) and s}
         symrefs = {bytes(k): bytes(v) for k, v in (result.symrefs or {}).items()}
         return refs, symrefs.get(b"HEAD")

@@ -145,3 +145,17 @@ def test_a_write_recording_nothing_decides_on_a_new_look(
     assert again.change != "none" and again.version == mine.version
     assert a.repo.remote_head() == again.commit != theirs.commit
     assert a.read("t")["k"].tolist() == [1]
+
+
+def test_a_clone_is_three_requests(
+    two_clones: tuple[GitHTTPServer, MetadataRepo, MetadataRepo], tmp_path: Path
+) -> None:
+    """The branches (protocol v0: git's server answers v2 ref listings with a request
+    of their own), then one fetch; the remote's HEAD is still followed."""
+    server, a, _ = two_clones
+    seen = _count(server)
+    c = MetadataRepo.clone(
+        server.url_for("proj"), tmp_path / "c", credentials=GitCredentials(server.token)
+    )
+    assert seen == [_GET_FETCH, _GET_FETCH, _FETCH]
+    assert c.head() == a.head() and c.branch == "main"
