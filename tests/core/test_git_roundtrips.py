@@ -159,3 +159,29 @@ def test_a_clone_is_three_requests(
     )
     assert seen == [_GET_FETCH, _GET_FETCH, _FETCH]
     assert c.head() == a.head() and c.branch == "main"
+
+
+def test_recording_nothing_on_a_kept_look_is_decided_again_on_a_new_one(
+    two_clones: tuple[GitHTTPServer, MetadataRepo, MetadataRepo],
+) -> None:
+    """``a``'s kept look holds ``x = 0``; ``b`` changes it to 1. ``a`` committing
+    ``x = 0`` must not answer "already there" from the kept look: it looks again and
+    records its bytes on top of ``b``'s."""
+    server, a, b = two_clones
+    a.remote_tip()  # the kept look
+    b.commit_and_push(lambda tree: {"t/x.json": b"1\n"}, "b's", ME)
+    made = a.commit_and_push(lambda tree: {"t/x.json": b"0\n"}, "a's", ME)
+    assert made is not None and a.remote_head() == made
+    assert a.tree().read("t/x.json") == b"0\n"
+
+
+def test_a_token_refused_push_advertisements_still_reads_the_tip(
+    two_clones: tuple[GitHTTPServer, MetadataRepo, MetadataRepo],
+) -> None:
+    """A read-only token (the server refuses receive-pack to it) reads the tip from a
+    fetch advertisement instead."""
+    server, a, b = two_clones
+    head = a.head()
+    server.deny_push("proj")
+    assert b.remote_head() == head
+    assert b.remote_tip().commit == head
