@@ -63,3 +63,10 @@ def test_fresh_home_steps_of_an_ephemeral_resource_clone_the_tip_only(
     assert conn.read("reading_count")["n"].tolist() == [3]
     assert meta(latest(fresh_instance, "reading_count"), "datom/version")
     assert conn.validate().ok
+
+
+def test_the_component_passes_ephemeral_to_its_resource():
+    from datom_dagster import DatomComponent
+
+    assert DatomComponent(project="EPH", ephemeral=True).resource().ephemeral is True
+    assert DatomComponent(project="EPH").resource().ephemeral is False
