@@ -12,6 +12,8 @@ server's would be. Then, with the git server (dulwich smart HTTP) behind a laten
 
 Printed per history length: cold and warm seconds, cold / warm (target <= 2, flat in
 history length), and the bytes the cold worker fetched. ``--quick``: 300 and 1,000 commits.
+``--mode``: the fresh worker clones whole, shallow (``dc.clone(shallow=True)``) or both;
+``--git-backend``: git's own ``git http-backend`` serves git instead of dulwich's server.
 """
 
 from __future__ import annotations
@@ -111,12 +113,14 @@ def _table(tag: str) -> pa.Table:
     return pa.table({"USUBJID": [f"{tag}-{k}" for k in range(5)], "AVAL": [1.0] * 5})
 
 
-def measure(world: Any, commits: int, n_tables: int) -> tuple[float, float, float, int, int]:
+def measure(
+    world: Any, commits: int, n_tables: int, shallow: bool = False
+) -> tuple[float, float, float, int, int]:
     """(cold seconds, of which the clone, warm seconds, bytes and git requests of the
-    cold write)."""
+    cold write); ``shallow``: the fresh worker clones the tip only (``dc.clone(shallow=)``)."""
     import datom_core as dc
 
-    name = f"hist{commits}"
+    name = f"hist{commits}{'s' if shallow else ''}"
     bare = world.git_server.create_bare(name)
     store = dc.LocalStore(world.tmp / f"store-{name}")
     conn = dc.init_repo(world.tmp / f"builder-{name}", "COLD", store, remote=bare)
@@ -126,7 +130,9 @@ def measure(world: Any, commits: int, n_tables: int) -> tuple[float, float, floa
     synthesize(bare, max(commits - n_tables - 1, 0), tables)
     world.git_proxy.reset_counts()
     t0 = time.perf_counter()
-    fresh = dc.clone(world.remote(name), world.tmp / f"fresh-{name}" / "repo", store)
+    fresh = dc.clone(
+        world.remote(name), world.tmp / f"fresh-{name}" / "repo", store, shallow=shallow
+    )
     cloned = time.perf_counter() - t0
     fresh.write("probe", _table("cold"))
     cold = time.perf_counter() - t0
@@ -143,15 +149,19 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="300 and 1,000 commits")
     parser.add_argument("--commits", default="300,3000,10000", help="history lengths")
     parser.add_argument("--tables", type=int, default=20, help="tables the history spans")
+    parser.add_argument("--mode", choices=["both", "shallow", "full"], default="both",
+                        help="how the fresh worker clones")  # fmt: skip
+    parser.add_argument("--git-backend", action="store_true", help="git http-backend server")
     args = parser.parse_args()
+    modes = {"both": [False, True], "shallow": [True], "full": [False]}[args.mode]
     sizes = [300, 1000] if args.quick else [int(x) for x in args.commits.split(",")]
     print(f"fresh worker's first write / warm write, git over HTTP at RTT {args.rtt:.0f} ms")
-    with wan_world(args.rtt / 1000) as world:
-        for commits in sizes:
+    with wan_world(args.rtt / 1000, git_backend=args.git_backend) as world:
+        for commits, shallow in [(c, s) for c in sizes for s in modes]:
             t0 = time.perf_counter()
-            cold, cloned, warm, fetched, requests = measure(world, commits, args.tables)
+            cold, cloned, warm, fetched, requests = measure(world, commits, args.tables, shallow)
             print(
-                f"  {commits:6d} commits: cold {cold:6.2f} s (clone {cloned:6.2f} s), "
+                f"  {'shallow' if shallow else 'full   '} {commits:6d} commits: cold {cold:6.2f} s (clone {cloned:6.2f} s), "
                 f"warm {warm:5.2f} s, cold / warm {cold / warm:6.1f}  (target <= 2), "
                 f"fetched {fetched / 1e6:6.1f} MB in {requests} git requests "
                 f"(history built in {time.perf_counter() - t0 - cold - warm:.0f} s)"

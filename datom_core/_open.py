@@ -113,9 +113,19 @@ def clone(
     store: Store | None = None,
     *,
     token_env: str = "DATOM_GIT_TOKEN",
+    shallow: bool = False,
     **credentials: Any,
 ) -> Connection:
-    """Join a project as a second developer: clone its metadata remote into ``path``."""
+    """Join a project as a second developer: clone its metadata remote into ``path``.
+
+    ``shallow=True``: for an ephemeral worker (a fresh container per step) that writes
+    and reads but does not walk the history: over HTTP(S) only the tip commit is fetched,
+    so the first write costs the same whatever the history's length. What needs older
+    commits (``log``, ``diff`` of old versions, repairs that derive a store history from
+    git) deepens the clone first, fetching the rest once.
+    """
     check_encodable(path, "clone folder")
-    ctx = clone_project(remote, path, store, token_env=token_env, credentials=credentials)
+    ctx = clone_project(
+        remote, path, store, token_env=token_env, credentials=credentials, shallow=shallow
+    )
     return Connection._of(ctx)

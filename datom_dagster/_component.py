@@ -205,6 +205,13 @@ class DatomComponent(dg.Component, dg.Model, dg.Resolvable):
             "$DATOM_GIT_TOKEN; omitted: an embedded bare repository in the datom home)."
         ),
     ] = None
+    ephemeral: Annotated[
+        bool,
+        dg.Resolver.default(
+            description="Workers start with an empty home (a container per step): the "
+            "clone of an HTTPS remote fetches the tip commit only (a shallow clone)."
+        ),
+    ] = False
     inbox: Annotated[
         InboxModel | None,
         dg.Resolver.default(description="File drops to onboard as raw tables, and their sensor."),
@@ -233,6 +240,7 @@ class DatomComponent(dg.Component, dg.Model, dg.Resolvable):
             clone_path=self.clone_path,
             storage=storage,
             remote=self.remote,
+            ephemeral=self.ephemeral,
         )
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:

@@ -109,6 +109,12 @@ class DatomResource(ConfigurableResource):
         default="DATOM_GIT_TOKEN",
         description="Name of the environment variable holding the git HTTPS token.",
     )
+    ephemeral: bool = Field(
+        default=False,
+        description="Workers that start with an empty home (a container per step): a "
+        "missing clone of an HTTPS remote is cloned shallow (the tip commit only), so "
+        "the first write costs the same whatever the length of the history.",
+    )
 
     _connection: dc.Connection | None = PrivateAttr(default=None)
     _connection_pid: int | None = PrivateAttr(default=None)
@@ -193,7 +199,9 @@ class DatomResource(ConfigurableResource):
                 clone, self.project_name, store, self.remote, token_env=self.git_token_env
             )
         # The store already holds the project: join it through its remote.
-        return dc.clone(remote, clone, store=store, token_env=self.git_token_env)
+        return dc.clone(
+            remote, clone, store=store, token_env=self.git_token_env, shallow=self.ephemeral
+        )
 
 
 def _is_clone(path: Path) -> bool:

@@ -7,7 +7,7 @@ import errno
 import random
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from typing import Any
@@ -18,11 +18,14 @@ from dulwich.config import Config
 from dulwich.errors import GitProtocolError, NotGitRepository
 from dulwich.file import FileLocked
 from dulwich.graph import can_fast_forward
+from dulwich.object_store import BaseObjectStore
 from dulwich.objects import ObjectID, ShaFile
 from dulwich.pack import pack_objects_to_data
 from dulwich.repo import Repo
 
 from .._errors import DatomError, GitError, PushRejectedError
+from ._advert import RefsMemo, honours_old_value
+from ._refstatus import SAID_MAX, check_ref_status
 from ._remote import (
     USERNAME_ENV,
     GitCredentials,
@@ -31,42 +34,55 @@ from ._remote import (
     resolve_credentials,
     scrub,
 )
+from ._tipview import TipView
 from ._transport import FETCH_PATIENCE, Errors, LocalTransport, Transport, rejected
 
 __all__ = ["HttpTransport", "check_ref_status", "open_transport", "remote_errors"]
 
 HTTP_TIMEOUT = 120.0
 _HEADS = b"refs/heads/"
-# The status a server gives a ref whose compare-and-swap lost to a concurrent push, old and
-# new: git's receive-pack said "failed to lock" / "failed to write" (before 2.2), "failed
-# to update ref" (2.2 to 2.49, the cause on stderr: "cannot lock ref '<ref>': is at <x> but
-# expected <y>", or "... File exists" for a concurrent push's lock), "atomic transaction
-# failed" / "atomic push failure" (an --atomic push), and from 2.50 the transaction's own
-# words ("incorrect old value provided", "reference already exists", "reference does not
-# exist", "failed to update refs"); dulwich's server says "failed to write"; a client or a
-# hosting service "non-fast-forward", "fetch first", "stale info".
-_RACE_STATUSES = ("non-fast-forward", "fetch first", "stale info", "atomic push failed",
-                  "atomic push failure", "atomic transaction failed", "unable to set",
-                  "incorrect old value", "reference already exists",
-                  "reference does not exist")  # fmt: skip
-# Wordings that also cover a lasting fault (a ref folder the server may not write, a full
-# disk): a race only if the ref moved meanwhile or the server's messages say another push
-# held or moved it.
-_MAYBE_RACE_STATUSES = ("failed to update ref", "failed to lock", "failed to write",
-                        "cannot lock ref", "transaction failed to start", "unknown failure")  # fmt: skip
-_CONTENTION = ("but expected", "file exists", "reference already exists", "incorrect old value")
-_SAID_MAX = 2000  # characters of the server's messages kept for an error
 _HEX = re.compile(r"[0-9a-f]+")
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 _FETCH_BACKOFF, _FETCH_BACKOFF_MAX = 0.02, 1.0  # seconds: first and longest (random) wait
+_RECEIVE = b"git-receive-pack"
+_WHOLE_HISTORY = 0x7FFFFFFF  # git's "infinite" depth (what --unshallow asks for)
 
 
 class _HttpClient(Urllib3HttpGitClient):
     """dulwich's HTTP client, closing the response of a failed request before raising.
 
     dulwich raises on 401/403/404 without closing the (unread, streamed) response, which
-    leaks the connection's socket; its own status mapping is reproduced here.
+    leaks the connection's socket; its own status mapping is reproduced here. A push's ref
+    advertisement is answered from ``memo`` when it holds fresh refs (:mod:`._advert`):
+    the push is then one request.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.memo = RefsMemo()
+
+    def _discover_references(
+        self,
+        service: bytes,
+        base_url: str,
+        protocol_version: int | None = None,
+        ref_prefix: Sequence[bytes] | None = None,
+    ) -> Any:
+        if service == _RECEIVE:
+            primed = self.memo.take_for_push()
+            if primed is not None:
+                self.protocol_version = 0  # what a push speaks (dulwich sets it so too)
+                return primed
+        found = super()._discover_references(service, base_url, protocol_version, ref_prefix)
+        self.memo.saw(service, found)
+        return found
+
+    def look(self) -> dict[bytes, bytes]:
+        """The branches and tags of a new push advertisement (one request, the server
+        asked whatever ``memo`` holds); kept in ``memo`` for the push that follows."""
+        found = super()._discover_references(_RECEIVE, self._get_url(b""))
+        self.memo.saw(_RECEIVE, found)
+        return {bytes(k): bytes(v) for k, v in found[0].items() if v is not None}
 
     def _http_request(
         self,
@@ -195,40 +211,11 @@ def _transient(cause: BaseException | None) -> bool:
     return status is None or status.group(1).startswith("5")
 
 
-def check_ref_status(
-    ref_status: Mapping[bytes, str | None],
-    url: str,
-    moved: Callable[[], bool] = lambda: False,
-    said: str = "",
-) -> None:
-    """Raise for every ref the remote refused to update: :class:`PushRejectedError` for a
-    push that lost a race (redo the write), :class:`GitError` for a refusal. ``moved()``
-    tells whether the remote's branch left the commit the push expected; ``said`` is what
-    the server printed (receive-pack's reasons)."""
-    for ref, status in ref_status.items():
-        if status is None:
-            continue
-        if _lost_race(status, said, moved):
-            raise PushRejectedError(
-                f"Push to {url} rejected for {ref.decode()} ({status}): another writer moved "
-                "it. Call fetch_and_reset(), redo the write, and push again."
-            )
-        detail = " ".join(said.split())[-_SAID_MAX:]
-        raise GitError(
-            f"The remote {url} refused the push of {ref.decode()}: {status}"
-            + (f" (the server said: {detail})" if detail else "")
-            + ". A server-side rule (hook, branch protection) or fault declined it; ask the "
-            "repository's owner."
-        )
-
-
-def _lost_race(status: str, said: str, moved: Callable[[], bool]) -> bool:
-    lowered, heard = status.lower(), said.lower()
-    if any(s in lowered for s in _RACE_STATUSES):
+def _refused(cause: BaseException | None) -> bool:
+    """Whether a request failed because the server refuses it to this token (401, 403)."""
+    if isinstance(cause, HTTPUnauthorized):
         return True
-    if not any(lowered.startswith(s) for s in _MAYBE_RACE_STATUSES):
-        return False
-    return any(c in heard for c in _CONTENTION) or moved()
+    return isinstance(cause, GitProtocolError) and "http resp 403" in str(cause)
 
 
 class HttpTransport(Transport):
@@ -241,17 +228,70 @@ class HttpTransport(Transport):
         self.credentials = credentials
         self._client = client
         self.errors = errors
+        # The server refuses push advertisements to this token (a read-only one): tips are
+        # read from fetch advertisements instead.
+        self._read_only = False
 
     def heads(
         self, action: str = "read the branches of"
     ) -> tuple[dict[bytes, bytes], bytes | None]:
         with self.errors(action):
-            result = self._client.get_refs(b"")
+            result = self._client.get_refs(b"", protocol_version=0)  # v2: a request more
         refs = {bytes(n): bytes(s) for n, s in result.refs.items() if n.startswith(_HEADS) and s}
         symrefs = {bytes(k): bytes(v) for k, v in (result.symrefs or {}).items()}
         return refs, symrefs.get(b"HEAD")
 
-    def fetch_branch(self, r: Repo, branch: bytes) -> bytes | None:
+    def branch_tip(self, branch: bytes) -> bytes | None:
+        """A new look at the remote: one request (a push advertisement), kept for a few
+        seconds as the tip the next write builds on and pushes from (:mod:`._advert`)."""
+        if not self._read_only:
+            try:
+                with self.errors("read from"):
+                    return self._client.look().get(branch)  # type: ignore[attr-defined]
+            except GitError as e:
+                if not _refused(e.__cause__):
+                    raise
+                self._read_only = True
+        return self.heads("read from")[0].get(branch)
+
+    def _tip(self, r: Repo, branch: bytes, recent: bool = True) -> bytes | None:
+        """The tip to build on: the last advertisement's when it is fresh (and ``recent``
+        allows it), else a new look; its objects fetched when the clone lacks them."""
+        memo: RefsMemo = self._client.memo  # type: ignore[attr-defined]
+        known, tip = memo.tip(branch) if recent else (False, None)
+        self.kept = known
+        if not known and memo.can_push():
+            # A fetch's advertisement serves the push too (the capabilities are known):
+            # one request when the clone has the tip, two when it must fetch its objects.
+            return self.fetch_branch(r, branch)
+        if not known:
+            tip = self.branch_tip(branch)
+        if tip is not None and ObjectID(tip) not in r.object_store:
+            tip = self.fetch_branch(r, branch)
+        return tip
+
+    @contextmanager
+    def view(self, r: Repo, branch: bytes) -> Iterator[tuple[bytes | None, BaseObjectStore]]:
+        """The tip read at most once per write: a push built on a tip that moved since is
+        refused by the server, and the retry looks again."""
+        yield self._tip(r, branch), r.object_store
+
+    def tip_view(self, r: Repo, branch: bytes, recent: bool = False) -> TipView:
+        """A new look, or with ``recent`` as :meth:`view`: a tip up to ``FRESH_FOR``
+        seconds old (:mod:`._advert`)."""
+        view = TipView(r.object_store, self._tip(r, branch, recent))
+        view.kept = self.kept
+        return view
+
+    def forget(self) -> bool:
+        self._client.memo.forget()  # type: ignore[attr-defined]
+        return super().forget()
+
+    def fetch_branch(self, r: Repo, branch: bytes, depth: int | None = None) -> bytes | None:
+        if depth is None and r.get_shallow():
+            # A shallow clone stays one: what is new, down to the new tip's commit (a
+            # shallow request without a depth is also one dulwich's server cannot read).
+            depth = 1
         advertised: list[bytes | None] = [None]
 
         def wants(refs: Any, depth: int | None = None) -> list[bytes]:
@@ -264,7 +304,15 @@ class HttpTransport(Transport):
         while True:
             try:
                 with self.errors("fetch from"):
-                    self._client.fetch(b"", r, determine_wants=wants)  # type: ignore[arg-type]
+                    # Protocol v0: the refs come with the advertisement (v2 asks for
+                    # them in a request of their own, one more round trip).
+                    self._client.fetch(
+                        b"",
+                        r,
+                        determine_wants=wants,  # type: ignore[arg-type]
+                        protocol_version=0,
+                        depth=depth,
+                    )
             except GitError as e:
                 # A stateless server re-reads its refs for the pack request: a tip that moved
                 # since the advertisement is "invalid" there (dulwich's server answers 500;
@@ -281,6 +329,17 @@ class HttpTransport(Transport):
             time.sleep(random.uniform(0, delay))
             delay = min(2 * delay, _FETCH_BACKOFF_MAX)
 
+    def deepen(self, r: Repo, branch: bytes) -> None:
+        """git's ``--unshallow``: the tip wanted again with the deepest ``deepen``; the
+        server sends the commits behind the clone's shallow ones."""
+
+        def wants(refs: Any, depth: int | None = None) -> list[bytes]:
+            return [refs[branch]] if refs.get(branch) is not None else []
+
+        with self.errors("fetch from"):
+            fetch: Any = self._client.fetch
+            fetch(b"", r, determine_wants=wants, protocol_version=0, depth=_WHOLE_HISTORY)
+
     def push(
         self, r: Repo, branch: bytes, old: bytes | None, new: bytes, objects: Sequence[ShaFile]
     ) -> None:
@@ -293,22 +352,31 @@ class HttpTransport(Transport):
             return pack_objects_to_data([(o, None) for o in objects])
 
         said: list[bytes] = []  # receive-pack's messages: why a ref was not updated
-        with self.errors("push to"):
-            result = self._client.send_pack(
-                b"",
-                update_refs,  # type: ignore[arg-type]
-                generate,
-                progress=said.append,
-            )
+        memo: RefsMemo = self._client.memo  # type: ignore[attr-defined]
+        try:
+            with self.errors("push to"):
+                result = self._client.send_pack(
+                    b"",
+                    update_refs,  # type: ignore[arg-type]
+                    generate,
+                    progress=said.append,
+                )
+        finally:
+            # Refs seen before a push are not the remote's after it, whatever its outcome
+            # (a lost answer is decided by a new look, see _project/_outcome).
+            memo.forget()
         token = self.credentials.token if self.credentials else None
         check_ref_status(
             result.ref_status or {},
             self.url,
             moved=lambda: self.heads("read the branches of")[0].get(branch) != old,
-            said=scrub(b"".join(said).decode("utf-8", "replace")[-_SAID_MAX:], token),
+            said=scrub(b"".join(said).decode("utf-8", "replace")[-SAID_MAX:], token),
         )
+        if honours_old_value(result.agent):
+            return  # its "ok" is a compare-and-swap that held
         # A server may answer "ok" though a concurrent push won the ref (dulwich's does).
         landed = self.heads()[0].get(branch)
+        memo.forget()
         if landed != new and not self._built_on(r, branch, new):
             raise PushRejectedError(
                 f"Push to {self.url} lost a race: the remote reported success but a concurrent "

@@ -8,11 +8,16 @@ from typing import TYPE_CHECKING
 from dulwich.objects import Commit, ObjectID
 from dulwich.repo import Repo
 
+from .._errors import GitError
 from . import _internals as gi
 from ._history import PathHistory, first_parents, recent_change
 from ._loose import commit_of
 from ._tipview import read_in_tree
 from ._types import CommitInfo, commit_info
+
+if TYPE_CHECKING:
+    from ._lock import RepoLock
+    from ._transport import Transport
 
 __all__ = ["HistoryReads"]
 
@@ -27,11 +32,30 @@ class HistoryReads:
 
         def _open(self) -> Repo: ...
 
+        def _remote(self) -> Transport: ...
+
+        def lock(self, timeout: float | None = 600) -> RepoLock: ...
+
+    def _whole(self, r: Repo) -> None:
+        """Before a walk of the history: a shallow clone (``clone(shallow=True)``) fetches
+        the commits it lacks, once (a clone that has them reads one absent file)."""
+        if r.get_shallow():
+            with self.lock():
+                if r.get_shallow():
+                    self._remote().deepen(r, gi.branch_ref(r))
+
     def read_at(self, commit: str, relpath: str) -> bytes | None:
         """The bytes of ``relpath`` in ``commit`` (full hex id), or ``None`` if absent there."""
         gi.check_relpath(relpath)
         r = self._open()
-        return read_in_tree(r.object_store, self._commit(r, commit).tree, relpath)
+        try:
+            found = self._commit(r, commit)
+        except GitError:
+            if not r.get_shallow():
+                raise
+            self._whole(r)  # an older commit than a shallow clone holds
+            found = self._commit(r, commit)
+        return read_in_tree(r.object_store, found.tree, relpath)
 
     def _commit(self, r: Repo, commit: str) -> Commit:
         """The commit of a full hex id, parsed once (a mirror derives a history's commits
@@ -54,6 +78,7 @@ class HistoryReads:
         if relpath is not None:
             gi.check_relpath(relpath)
         r = self._open()
+        self._whole(r)
         head = gi.head(r)
         if head is None:
             return []
@@ -80,6 +105,7 @@ class HistoryReads:
         """
         gi.check_relpath(relpath)
         r = self._open()
+        self._whole(r)
         head = gi.head(r)
         if head is None:
             return None

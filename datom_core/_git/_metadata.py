@@ -118,11 +118,15 @@ class MetadataRepo(HistoryReads, RepoCore):
         *,
         token_env: str = DEFAULT_TOKEN_ENV,
         credentials: GitCredentials | None = None,
+        shallow: bool = False,
     ) -> MetadataRepo:
         """Clone ``remote`` into ``path`` (absent or an empty directory).
 
         The local branch is the one the remote's ``HEAD`` names (an empty remote gives it
-        unborn). On failure nothing is left at ``path``.
+        unborn). On failure nothing is left at ``path``. ``shallow``: over HTTP(S), fetch
+        the tip commit only (git's ``--depth 1``), for a worker that writes and does not
+        walk the history; later fetches bring what is new, and what walks the history
+        deepens the clone first (:meth:`deepen`). A local remote is cloned whole.
         """
         clone = Path(path).absolute()
         if clone.exists() and (not clone.is_dir() or any(clone.iterdir())):
@@ -134,7 +138,7 @@ class MetadataRepo(HistoryReads, RepoCore):
             with closing(Repo.init(str(clone), default_branch=b"main")) as r:
                 gi.configure(r, url, "main")
             repo = cls(clone, token_env=token_env, credentials=credentials or url_creds)
-            repo._checkout_remote_default()
+            repo._checkout_remote_default(1 if shallow else None)
         except BaseException:
             shutil.rmtree(clone, ignore_errors=True)
             if existed:
@@ -317,7 +321,7 @@ class MetadataRepo(HistoryReads, RepoCore):
             gi.require_clean(r)
             self._worktree.move_to(r, branch, theirs)
 
-    def _checkout_remote_default(self) -> None:
+    def _checkout_remote_default(self, depth: int | None = None) -> None:
         with self.lock():
             r = self._open()
             remote = self._remote()
@@ -330,7 +334,7 @@ class MetadataRepo(HistoryReads, RepoCore):
                     branch = named
             target = None
             for name in heads:
-                sha = remote.fetch_branch(r, name)
+                sha = remote.fetch_branch(r, name, depth)
                 if sha is not None:
                     gi.set_tracking(r, name, sha)
                     target = sha if name == branch else target

@@ -9,16 +9,23 @@ parsed is a :class:`GitError` naming the file, its owner and mode, and the remed
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
-from .._errors import GitError
+from dulwich.file import FileLocked
 
-__all__ = ["lock_age", "read_branch", "read_branches"]
+from .._errors import GitError, PushRejectedError
+
+__all__ = ["lock_age", "read_branch", "read_branches", "unstale_remote"]
+
+log = logging.getLogger("datom_core.git")
+T = TypeVar("T")
 
 _HEADS = b"refs/heads/"
 _SHA1 = re.compile(rb"[0-9a-f]{40}")
@@ -138,3 +145,30 @@ def lock_age(path: Path) -> float | None:
         os.close(fd)
         probe.unlink(missing_ok=True)
     return now - then
+
+
+def unstale_remote(update: Callable[[], T], grace: float, wait: float) -> T:
+    """Run a ref update in a local remote while holding its writers' turn.
+
+    A ref lock in the way that outlives ``grace`` seconds was left by a killed pusher
+    (every datom pusher holds the turn; any other git client holds a ref lock for
+    milliseconds): it is removed and the update made again. A younger one is waited for,
+    up to ``wait`` seconds in all.
+    """
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return update()
+        except FileLocked as e:
+            if time.monotonic() > deadline:
+                raise PushRejectedError(
+                    f"Cannot update {os.fsdecode(e.filename)}: it is being updated by a "
+                    "concurrent push (another git process keeps locking it). Retry the write."
+                ) from e
+            lock = Path(os.fsdecode(e.lockfilename))
+            age = lock_age(lock)
+            if age is not None and age < grace:
+                time.sleep(min(grace - age, 0.05) + 0.001)
+            elif age is not None:
+                log.warning("removing the stale ref lock %s (left by a killed push)", lock)
+                lock.unlink(missing_ok=True)

@@ -67,17 +67,14 @@ class RepoCore:
     def __init__(
         self, path: Path, token_env: str = DEFAULT_TOKEN_ENV, credentials: GitCredentials | None = None
     ) -> None:  # fmt: skip
-        self.path = path
-        self.token_env = token_env
-        self.credentials = credentials
+        self.path, self.token_env, self.credentials = path, token_env, credentials
         self._r: Repo | None = None
         self._pid = -1
         self._transport: Transport | None = None
         self._url: str | None = None
         self._config: StackedConfig | None = None
         self._config_stamp: tuple[int, int, int] | None = None
-        self._added = 0
-        self._loose = 0  # loose objects this handle wrote since it last compacted the clone
+        self._added, self._loose = 0, 0  # _loose: objects written since it last compacted
         r = self._open()
         if r.bare:
             raise GitError(f"{self.path} is a bare repository; datom needs a clone.")
@@ -300,6 +297,8 @@ class RepoCore:
                                     mark_push_sent(e)  # the remote may have applied it
                                 raise
                 if new is None:
+                    if remote.forget():  # a kept look: recording nothing needs a new one
+                        continue
                     if tip is not None:
                         remote.fetch_commit(r, tip, branch)
                         gi.set_tracking(r, branch, tip)
@@ -339,9 +338,10 @@ class RepoCore:
         except (OSError, GitError, PackFileDisappeared) as e:  # the last: a foreign gc
             log.warning(_UNFOLLOWED, new.id.decode()[:12], self.path, e)
 
-    def remote_tip(self) -> TipView:
+    def remote_tip(self, recent: bool = False) -> TipView:
         """A read-only view of ``origin``'s tip of this clone's branch; the clone's branch,
         index and working tree stay where they are (``commit`` None: an empty remote).
+        ``recent``: over HTTP(S) a look a few seconds old may stand in (``view.kept``).
 
         A local remote is read in place; an HTTP(S) remote's new objects are fetched into
         the clone's store. What a write classifies on: the clone moves once, to the commit
@@ -351,7 +351,7 @@ class RepoCore:
             r = self._open()
             self._ready(r)
             branch = gi.branch_ref(r)
-            view = self._remote().tip_view(r, branch)
+            view = self._remote().tip_view(r, branch, recent)
             tip = view.commit.encode() if view.commit is not None else None
             self._keep_local_work(r, branch, tip, "write")
             return view

@@ -27,8 +27,11 @@ class TipView(TreeReader):
     """A read-only view of one commit in ``store`` (``commit`` None: an empty remote).
 
     Every read holds ``guard`` (a local remote's shared maintenance lock, so that a
-    compaction never removes a loose object between finding and reading it).
+    compaction never removes a loose object between finding and reading it). ``kept``:
+    the tip is a look kept from a few seconds ago, not a new one (HTTP, see ``_advert``).
     """
+
+    kept = False
 
     def __init__(
         self, store: BaseObjectStore, commit: bytes | None, guard: Guard = nullcontext

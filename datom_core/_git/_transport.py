@@ -21,13 +21,11 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 
-from dulwich.file import FileLocked
 from dulwich.object_store import BaseObjectStore
 from dulwich.objects import ObjectID, ShaFile
 from dulwich.pack import PackFileDisappeared
@@ -44,7 +42,7 @@ from ._loose import copy_objects
 from ._read import has
 from ._receive import check_current_branch, post_receive, pre_receive
 from ._remote import GitCredentials
-from ._remoterefs import lock_age, read_branch, read_branches
+from ._remoterefs import read_branch, read_branches, unstale_remote
 from ._settings import check_object_format, open_repo, precious
 from ._shared import share_objects
 from ._tipview import TipView
@@ -88,7 +86,9 @@ class Transport:
     ) -> tuple[dict[bytes, bytes], bytes | None]:
         raise NotImplementedError
 
-    def fetch_branch(self, r: Repo, branch: bytes) -> bytes | None:
+    def fetch_branch(self, r: Repo, branch: bytes, depth: int | None = None) -> bytes | None:
+        """Bring the branch tip and the objects it adds (``depth``: of that many commits
+        only, where the transport can; see :meth:`MetadataRepo.clone`'s ``shallow``)."""
         raise NotImplementedError
 
     def branch_tip(self, branch: bytes) -> bytes | None:
@@ -110,9 +110,24 @@ class Transport:
         """``(tip, store)``: the branch tip and an object store holding it, to build on."""
         yield self.fetch_branch(r, branch), r.object_store
 
-    def tip_view(self, r: Repo, branch: bytes) -> TipView:
-        """The branch tip as a read-only view, the clone's branch left where it is."""
+    def tip_view(self, r: Repo, branch: bytes, recent: bool = False) -> TipView:
+        """The branch tip as a read-only view, the clone's branch left where it is;
+        ``recent``: a look a few seconds old may stand in for a new one (see ``kept``)."""
         return TipView(r.object_store, self.fetch_branch(r, branch))
+
+    # Whether the tip the last view or tip_view gave came from a look kept from an
+    # earlier operation (HTTP, see _advert) rather than a new one: a decision to record
+    # nothing is then made again on a new look.
+    kept = False
+
+    def forget(self) -> bool:
+        """Drop a kept look at the remote (the next view asks it); returns :attr:`kept`."""
+        kept, self.kept = self.kept, False
+        return kept
+
+    def deepen(self, r: Repo, branch: bytes) -> None:
+        """Fetch the whole history of ``branch`` into a shallow clone (a local remote's
+        clones are never shallow)."""
 
     def fetch_commit(self, r: Repo, sha: bytes, branch: bytes) -> None:
         """Make ``sha`` (a commit the remote has) and its objects present in the clone."""
@@ -239,7 +254,7 @@ class LocalTransport(Transport):
         with self._using("fetch from") as remote:
             yield self._read_ref(branch), remote.object_store
 
-    def tip_view(self, r: Repo, branch: bytes) -> TipView:
+    def tip_view(self, r: Repo, branch: bytes, recent: bool = False) -> TipView:
         """Read in the remote's own store: nothing is copied into the clone."""
         with self._using("fetch from") as remote:
             return TipView(remote.object_store, self._read_ref(branch), self._reading)
@@ -270,7 +285,9 @@ class LocalTransport(Transport):
                 remote.object_store, r.object_store, [o.id for o in objects]
             )
 
-    def fetch_branch(self, r: Repo, branch: bytes) -> bytes | None:
+    def fetch_branch(self, r: Repo, branch: bytes, depth: int | None = None) -> bytes | None:
+        """Whole history (``depth`` ignored): a clone of a local remote reads its objects
+        in place where sharing is on, and copies them cheaply where it is not."""
         with self._using("fetch from") as remote:
             tip = self._read_ref(branch)
             if tip is None:
@@ -375,26 +392,5 @@ class LocalTransport(Transport):
 
 
 def _unstale_remote(update: Callable[[], T]) -> T:
-    """Run a ref update in a local remote while holding its writers' turn.
-
-    A ref lock in the way that outlives :data:`_LOCK_GRACE` was left by a killed pusher
-    (every datom pusher holds the turn; any other git client holds a ref lock for
-    milliseconds): it is removed and the update made again. A younger one is waited for.
-    """
-    deadline = time.monotonic() + _LOCK_WAIT
-    while True:
-        try:
-            return update()
-        except FileLocked as e:
-            if time.monotonic() > deadline:
-                raise PushRejectedError(
-                    f"Cannot update {os.fsdecode(e.filename)}: it is being updated by a "
-                    "concurrent push (another git process keeps locking it). Retry the write."
-                ) from e
-            lock = Path(os.fsdecode(e.lockfilename))
-            age = lock_age(lock)
-            if age is not None and age < _LOCK_GRACE:
-                time.sleep(min(_LOCK_GRACE - age, 0.05) + 0.001)
-            elif age is not None:
-                log.warning("removing the stale ref lock %s (left by a killed push)", lock)
-                lock.unlink(missing_ok=True)
+    """:func:`unstale_remote` with this module's grace and wait (tests shorten them)."""
+    return unstale_remote(update, _LOCK_GRACE, _LOCK_WAIT)

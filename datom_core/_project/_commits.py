@@ -19,6 +19,7 @@ import datetime as dt
 import time
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from types import EllipsisType
 from typing import Any
 
 from datom_core._errors import DatomError
@@ -126,11 +127,16 @@ def store_history(
 
 
 def store_history_without_git(
-    ctx: ProjectContext, table: str, git_history: bytes, new: tuple[str, str]
+    ctx: ProjectContext,
+    table: str,
+    git_history: bytes,
+    new: tuple[str, str],
+    kept: bytes | None | EllipsisType = ...,
 ) -> bytes | None:
     """:func:`store_history` when no commit has to be looked up in the clone (which may
-    be moving meanwhile); None when one would be."""
-    return _store_history(ctx, table, git_history, new, derive=False)
+    be moving meanwhile); None when one would be. ``kept``: the store's copy, read
+    already (a copy older than the store's now lacks a commit: None, as above)."""
+    return _store_history(ctx, table, git_history, new, derive=False, kept=kept)
 
 
 def _store_history(
@@ -140,10 +146,12 @@ def _store_history(
     new: tuple[str, str] | None,
     *,
     derive: bool,
+    kept: bytes | None | EllipsisType = ...,
 ) -> bytes | None:
     key = L.store_history(table)
     git = history_text(git_history, key=L.git_history(table))
-    kept = ctx.store.read_if_present(key)
+    if isinstance(kept, EllipsisType):  # not read yet
+        kept = ctx.store.read_if_present(key)
     absent = _ABSENT.get((str(ctx.require_repo().path), table), set())
     spliced = spliced_store_copy(git, kept, new, absent, key=key)
     if spliced is not None:

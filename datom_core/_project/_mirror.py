@@ -101,6 +101,10 @@ class BackgroundMirror:
     def __init__(self, ctx: ProjectContext, table: str, metadata: bytes, version: str) -> None:
         self._ctx, self._table, self._metadata, self._version = ctx, table, metadata, version
         self._job: tuple[TableDocuments, str, Future[_Prepared | None]] | None = None
+        # The store's history copy, read while the commit is pushed (no ordering holds
+        # this read back: a copy another writer replaced meanwhile lacks its commit, and
+        # the history is then derived from the clone's log, in finish()).
+        self._kept = _WORKER.executor().submit(ctx.store.read_if_present, L.store_history(table))
 
     @property
     def started(self) -> bool:
@@ -114,7 +118,8 @@ class BackgroundMirror:
 
     def _write(self, docs: TableDocuments, commit: str) -> _Prepared | None:
         new = (self._version, commit)
-        history = store_history_without_git(self._ctx, docs.table, docs.history, new)
+        kept = self._kept.result()
+        history = store_history_without_git(self._ctx, docs.table, docs.history, new, kept)
         if history is None:  # commits of other writers are looked up, in finish()
             return None
         return history, self._ctx.store.stage_in_order(_documents(docs, history)[1:])
@@ -139,6 +144,7 @@ class BackgroundMirror:
     def abandon(self) -> None:
         """Drop a started mirror unnamed (the write failed after its push; the next write
         of the table, or ``validate(fix=True)``, mirrors it)."""
+        wait([self._kept])  # the worker's read, whatever it met (the failure is the write's)
         if self._job is not None:
             wait([self._job[2]])
             try:
@@ -165,7 +171,7 @@ def _settle(ctx: ProjectContext, docs: TableDocuments, history: bytes, head: str
     for rounds in range(1, _MAX_ROUNDS + 1):
         if repo.remote_head() == head:  # a look without the clone's lock
             return  # the remote did not move: its documents are the ones written
-        view = repo.remote_tip()  # a look that moves nothing
+        view = repo.remote_tip(recent=True)  # remote_head's look: it moves nothing
         if view.commit == head:
             return
         head = view.commit

@@ -145,7 +145,8 @@ def clone_project(
     *,
     token_env: str,
     credentials: Mapping[str, Any],
+    shallow: bool = False,
 ) -> ProjectContext:
-    """Join a project: clone its metadata remote into ``path``."""
-    repo = MetadataRepo.clone(remote, path, token_env=token_env)
+    """Join a project: clone its metadata remote into ``path`` (``shallow``: the tip only)."""
+    repo = MetadataRepo.clone(remote, path, token_env=token_env, shallow=shallow)
     return open_developer(repo, store, credentials)

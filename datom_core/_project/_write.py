@@ -134,19 +134,32 @@ def _record(
     table: pa.Table,
     th: TableHash,
     early: BackgroundParquet | None,
+    recent: bool = True,
 ) -> WriteResult:
     """Steps 2 to 5: classify on the remote's tip, upload once, commit and push, mirror."""
     repo = ctx.require_repo()
     # The one look at the remote, read in place: the clone moves once, to the commit it
-    # pushes (a rejected push rebuilds on the new tip).
-    tip = repo.remote_tip()
-    learn_manifest(tip.read(L.MANIFEST))  # another writer's, grown from one kept here
-    check_write_door(tip, [req.table])
-    current = _read_current(tip, req.table)
-    if current.metadata is None:  # a new table: one folder per name on every filesystem
-        names = {p.name for p in repo.path.iterdir() if p.is_dir()}
-        check_no_case_twin(req.table, names.union(tip.directories()))
-    draft = parse_metadata(_metadata(ctx, req, table, th, None, None), key="draft")
+    # pushes (a rejected push rebuilds on the new tip). Over HTTP(S) the look the last
+    # push or settling made, a few seconds old, may stand in (``recent``): the push's
+    # compare-and-swap checks it; a write refused or recording nothing looks again.
+    tip = repo.remote_tip(recent=recent)
+    try:
+        learn_manifest(tip.read(L.MANIFEST))  # another writer's, grown from one kept here
+        check_write_door(tip, [req.table])
+        current = _read_current(tip, req.table)
+        if current.metadata is None:  # a new table: one folder per name on every filesystem
+            names = {p.name for p in repo.path.iterdir() if p.is_dir()}
+            check_no_case_twin(req.table, names.union(tip.directories()))
+        draft = parse_metadata(_metadata(ctx, req, table, th, None, None), key="draft")
+        unchanged = current.metadata is not None and current.metadata.version == draft.version
+        if draft.version in current.versions and not unchanged:  # made current again
+            refuse_stale_revert(tip, req.table, draft.version, req.file_modified)
+    except DatomError:
+        if tip.kept:
+            return _record(ctx, req, table, th, early, recent=False)
+        raise
+    if unchanged and tip.kept:
+        return _record(ctx, req, table, th, early, recent=False)
     if current.metadata is not None and current.metadata.version == draft.version:
         repo.catch_up(tip.commit)  # nothing when the clone is there already
         # A recorded version whose parquet a failed write's undo removed (before its
@@ -157,8 +170,6 @@ def _record(
             recorded_parquet(ctx, req.table, table, th, current.metadata.parquet_sha)
         return _unchanged(ctx, req.table, th, current.metadata)
 
-    if draft.version in current.versions:  # an earlier version made current again
-        refuse_stale_revert(tip, req.table, draft.version, req.file_modified)
     same_data = current.metadata is not None and current.metadata.data_sha == th.data_sha
     if current.metadata is not None and same_data:
         parquet_sha, size, uploaded = (

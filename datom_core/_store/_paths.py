@@ -18,6 +18,7 @@ __all__ = [
     "TEMP_MARKER",
     "TEMP_NAME",
     "check_source",
+    "source_size",
     "split_source",
     "normalise_prefix",
     "refuse_userinfo",
@@ -108,6 +109,16 @@ def split_source(data: bytes | str | os.PathLike[str], key: str) -> tuple[str | 
     if isinstance(data, str | os.PathLike):
         return check_source(data, key), b""
     return None, bytes(data)
+
+
+def source_size(data: bytes | str | os.PathLike[str], unknown: int) -> int:
+    """The bytes ``split_source`` input stands for (``unknown``: a file it cannot stat)."""
+    if isinstance(data, str | os.PathLike):
+        try:
+            return os.path.getsize(data)
+        except OSError:
+            return unknown
+    return len(data)
 
 
 def check_encodable(path: str | os.PathLike[str], what: str) -> None:

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from datom_core._errors import InvalidNameError, StoreError
 from datom_core._store._base import CHUNK_SIZE, Store, uninitialised_buffer
-from datom_core._store._paths import normalise_prefix, split_source
+from datom_core._store._paths import normalise_prefix, source_size, split_source
 from datom_core._store._s3errors import s3_remedy
 
 __all__ = ["S3Store"]
@@ -38,6 +38,8 @@ _RACED = frozenset(
 _UNSEEN: Any = object()
 # User metadata naming the conditional PUT that stored an object (x-amz-meta-datom-put).
 _PUT_MARK = "datom-put"
+# Bytes above which put_if_absent looks first (a HEAD spares an upload; below, one PUT).
+_LOOK_FIRST_ABOVE = 1 << 20
 
 
 class S3Store(Store):
@@ -255,7 +257,9 @@ class S3Store(Store):
         leaves a small race window; endpoints that silently ignore the header (some old
         S3-compatible servers) cannot be detected and have that same window.
         """
-        if self.exists(key):  # spares the upload of an object that is there
+        if source_size(data, _LOOK_FIRST_ABOVE + 1) > _LOOK_FIRST_ABOVE and self.exists(
+            key
+        ):  # spares the upload
             return False
         return self._put_new(key, data, own=True)
 

@@ -272,9 +272,9 @@ def test_a_write_whose_remote_did_not_move_settles_without_the_clones_lock(
     looks: list[str] = []
     real = type(conn.repo).remote_tip
 
-    def counted(self: Any) -> Any:
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
         looks.append("locked")
-        return real(self)
+        return real(self, *args, **kwargs)
 
     monkeypatch.setattr(type(conn.repo), "remote_tip", counted)
     conn.write("dm", frame(seed=2))
