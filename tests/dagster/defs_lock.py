@@ -46,9 +46,10 @@ defs = Definitions(
         define_asset_job("cut", selection=[cut]),
     ],
     resources={"io_manager": DatomIOManager()},
-    executor=multiprocess_executor.configured(
-        {"start_method": {"forkserver": {"preload_modules": [__name__]}}}
-    ),
+    # Spawned, not forked from a forkserver: the steps find the project through
+    # $DATOM_HOME, which each test sets, and a forkserver another test of this process
+    # started earlier would hand its children that test's environment.
+    executor=multiprocess_executor.configured({"start_method": {"spawn": {}}}),
 )
 
 
