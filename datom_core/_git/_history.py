@@ -16,8 +16,7 @@ from dulwich.objects import Commit, ObjectID
 from dulwich.repo import Repo
 
 from ._diff import changed_paths
-from ._loose import commit_of
-from ._objects import TreeReader
+from ._objects import TreeReader, commit_of
 from ._send import commits_between
 
 __all__ = ["PathHistory", "first_parents", "recent_change"]

@@ -22,8 +22,6 @@ import struct
 from collections.abc import Mapping
 from pathlib import Path
 
-from ._swap import replace_file
-
 __all__ = ["FastIndex", "UnsupportedIndex"]
 
 log = logging.getLogger("datom_core.git")
@@ -147,7 +145,7 @@ class FastIndex:
                     view = memoryview(part)
                     while view:
                         view = view[f.write(view) :]
-            replace_file(lock, self.path)
+            os.replace(lock, self.path)
         except BaseException:
             lock.unlink(missing_ok=True)
             self._entries = self._body = None  # re-read what is on disk next time

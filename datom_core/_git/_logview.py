@@ -10,7 +10,7 @@ from dulwich.repo import Repo
 
 from . import _internals as gi
 from ._history import PathHistory, first_parents, recent_change
-from ._loose import commit_of
+from ._objects import commit_of
 from ._tipview import read_in_tree
 from ._types import CommitInfo, commit_info
 

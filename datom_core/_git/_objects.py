@@ -29,14 +29,14 @@ from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
 
 from .._memory import KeyedMemory
 from ._index import FILE_MODE
-from ._read import load, load_loose
-from ._stored import release, staged_blob
+from ._read import load, load_raw
 
 __all__ = [
     "NewCommit",
     "TreeReader",
     "blob_data",
     "build_commit",
+    "commit_of",
     "entries_of",
     "made_from",
     "tree_of",
@@ -56,6 +56,8 @@ _PATCHED_FROM = 64  # entries: a smaller tree is re-serialised (as cheap, and si
 # tree id -> (the tree it was made from, the names whose entries may differ between them)
 _MADE_FROM: KeyedMemory[bytes, tuple[bytes, frozenset[bytes]]] = KeyedMemory(256)
 _OID_LEN = 20
+# Parsed commits by id (an id names one content in every store), never mutated.
+_COMMITS: KeyedMemory[bytes, Commit] = KeyedMemory(256)
 
 
 @dataclass(frozen=True)
@@ -77,11 +79,8 @@ def tree_of(store: BaseObjectStore, sha: bytes) -> Tree | None:
     big tree when it is one (see the module docstring), else parsed."""
     tree = _TREES.get(sha)
     if tree is None:
-        raw = load_loose(store, sha)
-        if raw is None:  # packed, or not a disk store: dulwich's
-            obj = load(store, sha)
-            tree = obj if isinstance(obj, Tree) else None
-        elif raw[0] == Tree.type_num:
+        raw = load_raw(store, sha)
+        if raw[0] == Tree.type_num:
             tree = _as_edit(sha, raw[1])
             if tree is None:
                 parsed = ShaFile.from_raw_string(raw[0], raw[1], ObjectID(sha))
@@ -115,6 +114,19 @@ def _as_edit(sha: bytes, text: bytes) -> Tree | None:
         _MADE_FROM.put(sha, (base_id, frozenset(changed)))
         return tree
     return None
+
+
+def commit_of(store: BaseObjectStore, sha: bytes) -> Commit | None:
+    """The commit ``sha`` (None if it is not a commit), parsed once: a clone catching up
+    meets each commit three times (the walk, its own objects, its child's parent)."""
+    found = _COMMITS.get(sha)
+    if found is None:
+        obj = load(store, sha)
+        if not isinstance(obj, Commit):
+            return None
+        _COMMITS.put(sha, obj)
+        found = obj
+    return found
 
 
 def kept_blob(sha: bytes) -> bytes | None:
@@ -280,28 +292,18 @@ def _offsets_in(text: bytes) -> dict[bytes, int]:
     return out
 
 
-def _changed_blobs(
-    store: BaseObjectStore, reader: TreeReader, files: Mapping[str, bytes]
-) -> dict[bytes, Blob]:
+def _changed_blobs(reader: TreeReader, files: Mapping[str, bytes]) -> dict[bytes, Blob]:
     """``path -> blob`` for the ``files`` whose bytes differ from ``reader``'s, one object
-    per content. A large blob's loose file is written into ``store`` while its id is
-    computed (:mod:`._stored`); an unchanged or repeated one's is discarded."""
+    per content."""
     changed: dict[bytes, Blob] = {}
     made: dict[bytes, Blob] = {}
     for relpath, data in files.items():
         raw = bytes(data)
-        blob = staged_blob(store, raw)
-        try:
-            _BLOBS.put(blob.id, raw, len(raw))  # read back by the next write
-            found = reader.entry(relpath)
-        except BaseException:
-            release([blob, *made.values()])
-            raise
-        kept = made.setdefault(blob.id, blob) if found is None or found[1] != blob.id else None
-        if kept is not blob:
-            release([blob])
-        if kept is not None:
-            changed[relpath.encode()] = kept
+        blob = Blob.from_string(raw)
+        _BLOBS.put(blob.id, raw, len(raw))  # read back by the next write
+        found = reader.entry(relpath)
+        if found is None or found[1] != blob.id:
+            changed[relpath.encode()] = made.setdefault(blob.id, blob)
     return changed
 
 
@@ -317,19 +319,15 @@ def build_commit(
 
     Only files whose bytes differ from ``parent``'s are changed (their blob ids are
     compared, nothing is read). Nothing is stored: the caller adds
-    :attr:`NewCommit.objects` where they are needed, then calls :func:`._stored.release`.
+    :attr:`NewCommit.objects` where they are needed.
     """
     reader = TreeReader(store, parent)
-    blobs = _changed_blobs(store, reader, files)
+    blobs = _changed_blobs(reader, files)
     if not blobs:
         return None
     out: list[ShaFile] = list({b.id: b for b in blobs.values()}.values())
     changes: list[_Change] = [(path.split(b"/"), blob.id) for path, blob in blobs.items()]
-    try:
-        tree_id = _apply(store, reader._root, changes, out)
-    except BaseException:
-        release(out)
-        raise
+    tree_id = _apply(store, reader._root, changes, out)
     if tree_id is None:
         empty = Tree()
         out.append(empty)

@@ -25,7 +25,7 @@ from typing import BinaryIO
 
 from dulwich.object_format import DEFAULT_OBJECT_FORMAT
 from dulwich.object_store import DiskObjectStore
-from dulwich.objects import ObjectID, ShaFile
+from dulwich.objects import DEFAULT_LOOSE_OBJECT_SIZE_LIMIT, ObjectID, ShaFile
 from dulwich.pack import (
     OFS_DELTA,
     REF_DELTA,
@@ -34,8 +34,6 @@ from dulwich.pack import (
     pack_object_header,
     write_pack_index,
 )
-
-from ._read import inflate_loose
 
 __all__ = [
     "TMP_PACK",
@@ -49,12 +47,34 @@ __all__ = [
 TMP_PACK = "tmp_pack_"  # a pack being written (git's own prefix, which git gc sweeps)
 LEVEL = 1  # zlib level of new entries (git's pack.compression=1)
 _OID_LEN = 20
+_TYPES: dict[bytes, int] = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
+_HEADER_MAX = 32  # "commit 4294967296\0" and then some
 _DELTA_FROM = 8192  # smaller objects are stored whole
 _DEPTH = 10  # longest delta chain written (a cold read of its last resolves them all)
 _BLOCK = 4096  # compared at once when looking for what a delta may copy
 _FINE = 256
 Entry = tuple[bytes, bytes, int | None]  # binary id, packed bytes (header on), their crc32
 Whole = tuple[bytes, int, bytes]  # binary id, type, content
+
+
+def inflate_loose(path: str) -> tuple[int, bytes, int] | None:
+    """``(type, inflated bytes, where the content starts)`` of the loose object file at
+    ``path`` (the bytes begin with git's header, what the id is the SHA-1 of); None when
+    it is absent or not a whole, well-formed object (zlib checks its own checksum)."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+        inflater = zlib.decompressobj()
+        data = inflater.decompress(raw, DEFAULT_LOOSE_OBJECT_SIZE_LIMIT + _HEADER_MAX)
+    except (OSError, zlib.error):
+        return None
+    nul = data.find(b"\0", 0, _HEADER_MAX)
+    kind, _, size = data[: max(nul, 0)].partition(b" ")
+    type_num = _TYPES.get(kind)
+    whole = inflater.eof and not inflater.unconsumed_tail
+    if nul < 0 or type_num is None or not size.isdigit() or not whole:
+        return None
+    return (type_num, data, nul + 1) if int(size) == len(data) - nul - 1 else None
 
 
 def loose_entry(store: DiskObjectStore, sha: bytes) -> Whole | None:
@@ -251,21 +271,6 @@ def write_objects(store: DiskObjectStore, objects: Sequence[ShaFile]) -> str:
     """Write ``objects`` as one pack with its index into ``store``."""
     given = {o.id: (binascii.unhexlify(o.id), o.type_num, o.as_raw_string()) for o in objects}
     return write_entries(store, pack_entries(list(given.values())))
-
-
-def copy_as_pack(source: DiskObjectStore, target: DiskObjectStore, shas: Sequence[bytes]) -> str:
-    """Copy the objects ``shas`` (each once) from ``source`` into ``target`` as one new pack,
-    none of them parsed: a loose one is inflated and deflated again, a packed one read
-    whole. Not fsynced, like the loose copies it stands for (see ``_loose``): every object
-    in it is a copy of one the source holds."""
-    entries = []
-    for sha in shas:
-        found = loose_entry(source, sha)
-        if found is None:  # packed in the source (or damaged: dulwich's read says so)
-            kind, raw = source.get_raw(ObjectID(sha))
-            found = binascii.unhexlify(sha), kind, raw
-        entries.append(_whole(*found))
-    return write_entries(target, entries, sync=False)
 
 
 def write_entries(
