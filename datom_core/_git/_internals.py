@@ -25,7 +25,8 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from .._errors import GitError, InvalidNameError
-from ._index import FastIndex, UnsupportedIndex
+from .._plain import plain
+from ._fast._index import FastIndex, UnsupportedIndex
 
 log = logging.getLogger("datom_core.git")
 T = TypeVar("T")
@@ -317,10 +318,13 @@ def update_index(
     modes: Mapping[bytes, int] | None = None,
 ) -> None:
     """Make the clone's index hold ``path -> blob`` (None: no entry) for the files just
-    written under ``root`` (``modes``: those not plain files): patched in place, or
-    dulwich's way for an index git wrote in a form :class:`FastIndex` does not patch."""
+    written under ``root`` (``modes``: those not plain files): patched by the accelerator
+    :class:`FastIndex`; dulwich's way (the plain path) for an index git wrote in a form it
+    does not patch, and under ``DATOM_PLAIN=1``."""
     modes = modes or {}
     try:
+        if plain():
+            raise UnsupportedIndex("the plain path")
         fast.update(root, changes, modes)
     except UnsupportedIndex:
         index = r.open_index()

@@ -49,9 +49,7 @@ from dulwich.repo import Repo
 
 from .._errors import DatomError
 from ._access import LOCK_NAME, RemoteAccess, flock
-from ._held import KEEP, drop_stale_files, drop_stale_keeps, git_held_packs, git_lock
-from ._objects import kept_blob
-from ._packs import (
+from ._fast._packs import (
     TMP_PACK,
     loose_entry,
     merge_packs,
@@ -59,6 +57,8 @@ from ._packs import (
     write_entries,
     write_objects,
 )
+from ._held import KEEP, drop_stale_files, drop_stale_keeps, git_held_packs, git_lock
+from ._objects import kept_blob
 
 __all__ = [
     "CLONE_CHECK_EVERY",

@@ -20,7 +20,7 @@ from dulwich.repo import Repo
 from datom_core._git import MetadataRepo
 from datom_core._git import _maintenance as maint
 from datom_core._git._copy import LOCK_STALE, add_object
-from datom_core._git._index import FILE_MODE
+from datom_core._git._fast._index import FILE_MODE
 from datom_core._git._internals import write_file_atomic
 from datom_core._git._shared import SHARE_ENV
 from tests.core.test_git_objects import ME, git, loose_files, needs_git, put
