@@ -29,6 +29,8 @@ from datom_core._memory import KeyedMemory
 from tests.core.trees import differing_files
 from tests.gitcli import git, needs_git
 
+pytestmark = pytest.mark.usefixtures("accelerated")  # tests of an accelerator itself
+
 TABLES = 120  # above the size from which root trees are patched rather than re-serialised
 
 

@@ -33,6 +33,8 @@ from datom_core._project._parse import convert_manifest_v1, parse_history
 from datom_core._project._tip import load_manifest
 from tests.core.trees import differing_files
 
+pytestmark = pytest.mark.usefixtures("accelerated")  # tests of an accelerator itself
+
 NOW = "2030-01-02T03:04:05Z"
 
 
@@ -244,7 +246,7 @@ def test_a_patched_root_tree_is_what_git_would_write() -> None:
                 assert obj.id == _serialised(obj)  # its text is its entries' text
                 parsed = Tree.from_raw_string(Tree.type_num, obj.as_raw_string())
                 assert isinstance(parsed, Tree) and parsed.items() == obj.items()
-                patched += isinstance(obj, O._PatchedTree)
+                patched += isinstance(obj, T._PatchedTree)
         assert changed_paths(store, tip, new.id) == new.changes
         assert set(new.changes) == {p.encode() for p in files}
         assert O.TreeReader(store, new.id).read(path) == data
@@ -274,7 +276,7 @@ def test_a_root_tree_another_tool_wrote_is_patched_at_its_own_offsets(dir_mode: 
     store.add_objects([(root, None), (commit, None)])
     new = O.build_commit(store, commit.id, {"t0042/metadata.json": b"new"}, "w", b"A <a@b>", 0)
     assert new is not None
-    made = next(o for o in new.objects if isinstance(o, O._PatchedTree))
+    made = next(o for o in new.objects if isinstance(o, T._PatchedTree))
     sub42 = next(o for o in new.objects if isinstance(o, Tree) and o is not made)
     at = text.index(b" t0042\0") + len(b" t0042\0")
     assert made.as_raw_string() == text[:at] + binascii.unhexlify(sub42.id) + text[at + 20 :]
