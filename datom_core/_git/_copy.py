@@ -24,6 +24,7 @@ from dulwich.repo import Repo
 
 from .._errors import GitError
 from ._objects import commit_of
+from ._read import load
 from ._send import commit_objects
 
 __all__ = [
@@ -100,7 +101,7 @@ def copy_objects(source: BaseObjectStore, target: BaseObjectStore, shas: Iterabl
     added = 0
     for sha in shas:
         if ObjectID(sha) not in target:
-            add_object(target, source[ObjectID(sha)])
+            add_object(target, load(source, sha))
             added += 1
     return added
 
@@ -117,7 +118,7 @@ def copy_commits(source: Repo, target: Repo, commits: list[bytes]) -> int:
     arrive as one pack, as git keeps a fetched pack past ``transfer.unpackLimit``)."""
     ids = list(dict.fromkeys(commit_object_ids(source.object_store, commits)))  # once each
     if len(ids) >= _UNPACK_LIMIT:
-        return add_objects(target, [source.object_store[ObjectID(sha)] for sha in ids])
+        return add_objects(target, [load(source.object_store, sha) for sha in ids])
     return copy_objects(source.object_store, target.object_store, ids)
 
 
