@@ -8,7 +8,7 @@ STAMP      := $(VENV)/.installed-test
 DEMO_STAMP := $(VENV)/.installed-demo
 DEPS       := pyproject.toml setup.py datom_core/_identity/_chrenc.c
 
-.PHONY: test test-fast test-slow demo docs lint typecheck format bench stress clean rdatom
+.PHONY: test test-fast test-slow test-plain demo docs lint typecheck format bench stress clean rdatom
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,13 +39,26 @@ format: $(STAMP)
 
 test: lint
 	$(PY) -m pytest -n 2 --dist loadgroup -q
+	$(MAKE) test-plain
 
 # Two lanes of the same suite: `test-fast` (everything not marked slow: a few minutes) for
 # the edit-test loop, `test-slow` (the process-level tests: concurrency, kills, celery,
 # the browser, the docs build, the wheel installed into a fresh virtualenv). `make test`
-# runs both.
+# runs both. Both run `test-plain` after them.
 test-fast: lint
 	$(PY) -m pytest -n 2 --dist loadgroup -q -m "not slow"
+	$(MAKE) test-plain
+
+# The fast lane's tests of every accelerator's plain path, under DATOM_PLAIN=1 (see
+# docs/performance.md, "Accelerators"): the git layer (index, trees, packs, path history),
+# the project's writes and reads (manifest and history splices, hash while encoding), and
+# the string hashes (the C encoder) against R's conformance vectors.
+# (Tests of an accelerator itself take the `accelerated` fixture and run as in the lane.)
+PLAIN_TESTS = tests/core/test_git*.py tests/core/test_project_*.py tests/core/test_plain_mode.py \
+	tests/core/test_history_first_entry.py tests/core/test_read_path.py \
+	tests/core/test_identity_strings.py tests/core/test_conformance.py
+test-plain: $(STAMP)
+	DATOM_PLAIN=1 $(PY) -m pytest -n 2 --dist loadgroup -q -m "not slow" $(PLAIN_TESTS)
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadgroup -q -m slow

@@ -11,9 +11,14 @@ Prints:
   a pipeline's run writing each of 100 tables of 333 versions in turn / of 1 version
     (for reference)
 
+Each part runs twice in one run: with the accelerators, then with ``DATOM_PLAIN=1`` (their
+plain paths, see ``docs/performance.md``); each line prints the accelerated figure and,
+after ``plain:``, the plain one. Targets apply to the accelerated figures.
+
 Big projects are seeded fast (documents copied from one real write, committed once); every
 measured write goes through ``Connection.write``. ``--quick`` scales the sizes down (150
-growing writes, 1,000 tables, 300 versions) for a smoke run.
+growing writes, 1,000 tables, 300 versions) for a smoke run; ``--fast-only`` skips the
+plain runs.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import os
 import statistics
 import sys
 import tempfile
@@ -263,15 +269,39 @@ def _alternating(
     return a / b, a, b
 
 
-def _report(label: str, ratio: float, target: float, detail: str) -> bool:
+def _report(label: str, ratio: float, target: float, detail: str, plain: str = "") -> bool:
     ok = ratio <= target
-    print(f"{label:<58} = {ratio:5.2f}  (target <= {target}; {detail}) {'ok' if ok else 'MISSED'}")
+    print(
+        f"{label:<58} = {ratio:5.2f}  (target <= {target}; {detail}) {'ok' if ok else 'MISSED'}"
+        + (f"  plain: {plain}" if plain else "")
+    )
     return ok
+
+
+def _modes(run: Callable[[Path], Any], root: Path, fast_only: bool) -> tuple[Any, Any]:
+    """``run`` in a fresh folder with the accelerators, then with ``DATOM_PLAIN=1``
+    (None for the second with ``fast_only``)."""
+    fast = run(root / "fast")
+    if fast_only:
+        return fast, None
+    os.environ["DATOM_PLAIN"] = "1"
+    try:
+        return fast, run(root / "plain")
+    finally:
+        del os.environ["DATOM_PLAIN"]
+
+
+def _ms(pair: tuple[float, ...] | None, ratio_fmt: str) -> str:
+    if pair is None:
+        return ""
+    r, a, b = pair
+    return ratio_fmt.format(r=r, a=a * 1e3, b=b * 1e3)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    parser.add_argument("--fast-only", action="store_true", help="skip the DATOM_PLAIN=1 runs")
     parser.add_argument("--only", choices=["growing", "wide", "two", "deep"], action="append")
     args = parser.parse_args(argv)
     writes, big, versions, n = (150, 1000, 300, 9) if args.quick else (300, 3000, 1000, 41)
@@ -279,47 +309,70 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     with tempfile.TemporaryDirectory(prefix="datom-bench-scale-") as tmp:
         root = Path(tmp)
+
+        def both(name: str, run: Callable[[Path], Any]) -> tuple[Any, Any]:
+            return _modes(run, root / name, args.fast_only)
+
         if "growing" in parts:
-            start = time.perf_counter()
-            r, early, late = growing(root, writes)
+            (r, early, late), plain = both("growing", lambda p: growing(_mk(p), writes))
             ok &= _report(
-                f"growing (30 tables): writes {writes - 49}-{writes} / 11-60",
-                r,
-                1.2,
-                f"{early * 1e3:.1f} -> {late * 1e3:.1f} ms, {time.perf_counter() - start:.0f} s",
-            )
+                f"growing (30 tables): writes {writes - 49}-{writes} / 11-60", r, 1.2,
+                f"{early * 1e3:.1f} -> {late * 1e3:.1f} ms",
+                _ms(plain, "{r:5.2f} ({a:.1f} -> {b:.1f} ms)"),
+            )  # fmt: skip
         if "wide" in parts:
-            r, ten, many = wide(root, big, n)
+            (r, ten, many), plain = both("wide", lambda p: wide(_mk(p), big, n))
             ok &= _report(
                 f"a write into {big} tables / into 10 tables", r, 1.3,
                 f"{ten * 1e3:.1f} vs {many * 1e3:.1f} ms",
+                _ms(plain, "{r:5.2f} ({a:.1f} vs {b:.1f} ms)"),
             )  # fmt: skip
             print(
                 f"{'small write at 10 tables (ms, aim <= 25, not asserted)':<58} = {ten * 1e3:5.1f}"
+                + (f"  plain: {plain[1] * 1e3:5.1f}" if plain else "")
+            )
+            print(
+                f"{f'small write at {big} tables (ms, not asserted)':<58} = {many * 1e3:5.1f}"
+                + (f"  plain: {plain[2] * 1e3:5.1f}" if plain else "")
             )
         if "two" in parts:
-            r, after_other, after_own = two_processes(root, big, n)
+            (r, after_other, after_own), plain = both(
+                "two", lambda p: two_processes(_mk(p), big, n)
+            )
             print(
                 f"{f'into {big} tables, two processes: after the other / own':<58} = {r:5.2f}"
                 f"  (for reference; {after_other * 1e3:.1f} vs {after_own * 1e3:.1f} ms)"
+                + _ms(plain, "  plain: {r:5.2f} ({a:.1f} vs {b:.1f} ms)")
             )
         if "deep" in parts:
-            r, young, old = deep(root, versions, n)
+            (r, young, old), plain = both("deep", lambda p: deep(_mk(p), versions, n))
             ok &= _report(
                 f"a write to a table with {versions} versions / with 1", r, 1.3,
                 f"{young * 1e3:.1f} vs {old * 1e3:.1f} ms",
+                _ms(plain, "{r:5.2f} ({a:.1f} vs {b:.1f} ms)"),
             )  # fmt: skip
-            r, young, deep_ = pipeline(root, 100, versions // 3)
+            (r, young, deep_), plain = both(
+                "pipeline", lambda p: pipeline(_mk(p), 100, versions // 3)
+            )
             print(
                 f"{f'100 tables of {versions // 3} versions written in turn / of 1':<58} = {r:5.2f}"
                 f"  (for reference; {young * 1e3:.1f} vs {deep_ * 1e3:.1f} ms)"
+                + _ms(plain, "  plain: {r:5.2f} ({a:.1f} vs {b:.1f} ms)")
             )
-            r, after_other, after_own = deep_two_processes(root, versions, n)
+            (r, after_other, after_own), plain = both(
+                "deep-two", lambda p: deep_two_processes(_mk(p), versions, n)
+            )
             print(
                 f"{f'{versions} versions, two processes: after the other / own':<58} = {r:5.2f}"
                 f"  (for reference; {after_other * 1e3:.1f} vs {after_own * 1e3:.1f} ms)"
+                + _ms(plain, "  plain: {r:5.2f} ({a:.1f} vs {b:.1f} ms)")
             )
     return 0 if ok else 1
+
+
+def _mk(path: Path) -> Path:
+    path.mkdir(parents=True)
+    return path
 
 
 if __name__ == "__main__":

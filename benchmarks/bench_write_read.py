@@ -6,7 +6,9 @@ Prints, for a 1,000,000-row mixed table on the local store:
         the bytes are verified before any parser sees them)
   read  / pyarrow.parquet.read_table                         target <= 1.3
   none re-write / (hash_table + reading current metadata)    target ~<= 1 (plus a git fetch)
-and the number of store reads needed to list 200 tables (target: 1).
+and the number of store reads needed to list 200 tables (target: 1), and a small write
+into those 200 tables (median ms) with the accelerators and with ``DATOM_PLAIN=1`` (their
+plain paths), interleaved.
 
 Then, beside the table formats (each measured in this run, interleaved with plain pyarrow):
   write / pyarrow.parquet.write_table   datom (target <= 1.25), deltalake, pyiceberg
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -168,6 +171,7 @@ def measure(tmp: Path) -> None:
     datom_write()  # warm-up: first-write costs (directories, imports) are not the steady state
     print(
         f"write / (hash + parquet write)       = {ratio_of(datom_write, baseline_write):5.2f}  (target <= 1.5)"
+        f"  plain: {ratio_of(_plain(datom_write), baseline_write):5.2f}"
     )
 
     key = dc.LocalStore(tmp / "store").url.removeprefix("file://")
@@ -211,6 +215,27 @@ def measure(tmp: Path) -> None:
         f"tables() over {len(listed)} tables          = {CountingStore.reads} store read(s)  (target 1)"
     )
     print(f"(200 small writes took {build / 200 * 1000:.0f} ms each)")
+    fast_ms, plain_ms = small_writes(small, table.slice(0, 10))
+    print(f"small write at 200 tables (median ms)  = {fast_ms:5.1f}  plain: {plain_ms:5.1f}")
+
+
+def small_writes(conn: dc.Connection, rows: pa.Table, n: int = 41) -> tuple[float, float]:
+    """Median ms of a small write (new data each time) into ``conn``, with the
+    accelerators and with ``DATOM_PLAIN=1``, alternating so machine drift hits both."""
+    counter = iter(range(10**6))
+    times: dict[bool, list[float]] = {False: [], True: []}
+
+    def write() -> None:
+        i = next(counter)
+        conn.write("t000", rows.set_column(0, "value", pd.Series(rows.column(0).to_numpy()) + i))
+
+    for _ in range(n):
+        for is_plain in (False, True):
+            run = _plain(write) if is_plain else write
+            start = time.perf_counter()
+            run()
+            times[is_plain].append(time.perf_counter() - start)
+    return statistics.median(times[False]) * 1e3, statistics.median(times[True]) * 1e3
 
 
 if __name__ == "__main__":

@@ -114,3 +114,10 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
 from tests.gitbackend import any_git_http_server, git_backend_server  # noqa: E402, F401
 from tests.gitserver import git_http_server  # noqa: E402, F401
 from tests.s3util import iam_credentials  # noqa: E402, F401
+
+
+@pytest.fixture
+def accelerated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The accelerators on, whatever ``DATOM_PLAIN`` says: for tests of an accelerator
+    itself (its plain path is checked by ``tests/core/test_plain_mode.py``)."""
+    monkeypatch.setenv("DATOM_PLAIN", "0")

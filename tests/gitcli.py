@@ -21,5 +21,5 @@ def git(repo: Path, *args: str) -> str:
     done = subprocess.run(
         [GIT or "git", "-C", str(repo), *args], capture_output=True, text=True, env=env
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, done.stderr + done.stdout
     return done.stdout

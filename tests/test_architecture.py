@@ -188,6 +188,38 @@ def test_modules_stay_small(path: Path) -> None:
     assert len(path.read_text().splitlines()) <= MAX_LINES
 
 
+# The git layer outside its fenced accelerators (datom_core/_git/_fast/): issue 30 asks
+# for under 3,000 lines. This is the ceiling reached so far, lowered as code goes back to
+# dulwich, never raised.
+GIT_LAYER_MAX = 4600
+GIT_LAYER_TARGET = 3000
+
+
+def _git_layer_lines() -> int:
+    return sum(len(p.read_text().splitlines()) for p in (SRC / "datom_core" / "_git").glob("*.py"))
+
+
+def test_the_git_layer_outside_its_accelerators_stays_within_its_ceiling() -> None:
+    lines = _git_layer_lines()
+    assert lines <= GIT_LAYER_MAX, (
+        f"datom_core/_git/ holds {lines} lines outside _fast/ (ceiling {GIT_LAYER_MAX}, "
+        f"target {GIT_LAYER_TARGET}): hand work back to dulwich, or fence an accelerator"
+    )
+
+
+def test_the_accelerators_are_fenced_and_documented() -> None:
+    """Every module of ``_git/_fast/`` says what it accelerates, its contract, its plain
+    path and the switch."""
+    fast = sorted((SRC / "datom_core" / "_git" / "_fast").glob("_*.py"))
+    assert {p.name for p in fast} >= {"_index.py", "_tree.py", "_packs.py", "_history.py"}
+    for path in fast:
+        if path.name == "__init__.py":
+            continue
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        assert "accelerator" in doc and "DATOM_PLAIN=1" in doc, path
+        assert "Contract" in doc and "Plain path" in doc, path
+
+
 def _function_imports(path: Path) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found = []

@@ -1,62 +1,125 @@
-"""Copying objects between two repositories on this machine (private to the git layer):
-the clone's own new objects, a local remote's commits a clone lacks. Used where a clone
-does not read its remote's objects in place (see :mod:`._shared`), and by every push into
-a local remote."""
+"""Storing objects, and copying them between two repositories on this machine (private to
+the git layer): a write's new objects, a push into a local remote, a local remote's
+commits a clone lacks. dulwich writes them (``add_object``, ``add_objects``); what is
+here is when to ask it for a pack rather than loose files, and what to do about a lock
+file a killed writer left.
+
+dulwich writes a loose object through ``<object>.lock`` (``O_EXCL``): a writer killed
+mid-write leaves that file behind, and every later write of the same object would fail
+with ``FileLocked``. Objects are content-addressed, so any writer's bytes are the right
+ones: a lock older than :data:`LOCK_STALE` seconds (a live writer holds one for
+milliseconds) is removed and the write done again; a younger one is waited for.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import time
+from collections.abc import Iterable, Sequence
 
-from dulwich.object_store import DiskObjectStore
+from dulwich.file import FileLocked
+from dulwich.object_store import BaseObjectStore, DiskObjectStore
 from dulwich.objects import ObjectID, ShaFile
 from dulwich.repo import Repo
 
-from ._loose import commit_object_ids, commit_of, copy_objects, split_large, write_loose
-from ._packs import copy_as_pack
+from .._errors import GitError
+from ._objects import commit_of
+from ._read import load
+from ._send import commit_objects
 
-__all__ = ["add_objects", "copy_commits", "missing_commits"]
+__all__ = [
+    "LOCK_STALE",
+    "add_object",
+    "add_objects",
+    "commit_object_ids",
+    "copy_commits",
+    "copy_objects",
+    "missing_commits",
+]
 
-# More objects than this in one transfer arrive as a pack (a first clone, a long absence);
-# fewer are loose files (see _loose: linked between a clone and a local remote, never
-# deflated twice), which the handles' compaction packs on its budget.
-_LOOSE_MAX = 256
-# Objects from which a transfer between local repositories arrives as a pack (git's
-# transfer.unpackLimit): fewer stay loose, as every pack costs each later lookup until
-# a compaction merges it.
+LOCK_STALE = 2.0  # seconds after which an object's lock file is a killed writer's
+# More objects than this in one transfer arrive as a pack (git's transfer.unpackLimit is
+# 100): fewer stay loose, as every pack costs each later lookup until a compaction merges
+# it, and a pack is a better home for many objects (one file, one fsync).
 _UNPACK_LIMIT = 100
+_WAIT = 0.01  # seconds between looks at a live writer's lock
+_TRIES = 16  # writes into a fan-out folder a concurrent prune-packed keeps removing
+
+
+def add_object(store: BaseObjectStore, obj: ShaFile) -> None:
+    """``store.add_object(obj)``, past a killed writer's lock file (module docstring) and
+    a fan-out folder a concurrent ``git gc`` removed as empty between dulwich's ``mkdir``
+    and its write."""
+    folder_tries, deadline = 0, time.monotonic() + 2 * LOCK_STALE
+    while True:
+        try:
+            store.add_object(obj)
+            return
+        except FileNotFoundError:
+            folder_tries += 1
+            if folder_tries >= _TRIES:
+                raise
+        except FileLocked as e:
+            if not _drop_if_stale(os.fsdecode(e.lockfilename)):
+                if time.monotonic() > deadline:
+                    raise GitError(
+                        f"Could not write the git object {obj.id.decode()}: its lock file "
+                        f"{os.fsdecode(e.lockfilename)} stays held. Remove it if no git "
+                        "process is running on this repository, then try again."
+                    ) from e
+                time.sleep(_WAIT)
+
+
+def _drop_if_stale(lock: str) -> bool:
+    """Remove ``lock`` if a killed writer left it; True when it is gone now."""
+    try:
+        if time.time() - os.stat(lock).st_mtime < LOCK_STALE:
+            return False
+        os.unlink(lock)
+    except FileNotFoundError:
+        pass
+    return True
 
 
 def add_objects(r: Repo, objects: Sequence[ShaFile]) -> int:
     """Store ``objects`` in ``r``: loose when few, as one pack when many; returns how many
-    were written loose. (Loose objects go through temporary files of their own, so a
-    ``.lock`` a killed dulwich writer left beside one is never in the way.)"""
-    if len(objects) > _LOOSE_MAX:
-        missing = [o for o in objects if o.id not in r.object_store]
-        r.object_store.add_objects([(o, None) for o in missing])
+    it stored loose (a compaction's budget counts them)."""
+    store = r.object_store
+    if len(objects) >= _UNPACK_LIMIT and isinstance(store, DiskObjectStore):
+        missing = [(o, None) for o in objects if o.id not in store]
+        if missing:
+            store.add_objects(missing)
         return 0
-    return write_loose(r.object_store, objects)
+    for obj in objects:
+        add_object(store, obj)
+    return len(objects)
+
+
+def copy_objects(source: BaseObjectStore, target: BaseObjectStore, shas: Iterable[bytes]) -> int:
+    """Make every object of ``shas`` present in ``target`` (``source`` holds them all);
+    how many ``target`` gained."""
+    added = 0
+    for sha in shas:
+        if ObjectID(sha) not in target:
+            add_object(target, load(source, sha))
+            added += 1
+    return added
+
+
+def commit_object_ids(store: BaseObjectStore, commits: Iterable[bytes]) -> Iterable[bytes]:
+    """The ids of each commit and of the trees and blobs it adds over its first parent,
+    commit last (blobs are named, never read)."""
+    return (sha for sha, _tree in commit_objects(store, commits))
 
 
 def copy_commits(source: Repo, target: Repo, commits: list[bytes]) -> int:
     """Copy ``commits`` (``missing_commits`` order) with the objects they add from one
-    local repository to another; returns how many loose files ``target`` gained.
-
-    Many objects arrive as one pack of raw copies (git keeps a fetched pack past
-    ``transfer.unpackLimit``); a few are linked loose (see ``_loose``)."""
+    local repository to another; returns how many loose objects ``target`` gained (many
+    arrive as one pack, as git keeps a fetched pack past ``transfer.unpackLimit``)."""
     ids = list(dict.fromkeys(commit_object_ids(source.object_store, commits)))  # once each
-    store = target.object_store
-    if (
-        len(ids) >= _UNPACK_LIMIT
-        and isinstance(source.object_store, DiskObjectStore)
-        and isinstance(store, DiskObjectStore)
-    ):
-        # An object the clone already has (its own, a revert's blob) may be packed again:
-        # git reads an object from whichever pack holds it.
-        small, large = split_large(source.object_store, ids)
-        if small:
-            copy_as_pack(source.object_store, store, small)
-        return copy_objects(source.object_store, store, large)
-    return copy_objects(source.object_store, store, ids)
+    if len(ids) >= _UNPACK_LIMIT:
+        return add_objects(target, [load(source.object_store, sha) for sha in ids])
+    return copy_objects(source.object_store, target.object_store, ids)
 
 
 def missing_commits(source: Repo, target: Repo, tip: bytes) -> list[bytes]:

@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from dulwich.object_store import BaseObjectStore
 from dulwich.objects import Commit, Tree
 
-from ._objects import entries_of, made_from, tree_of
+from ._fast._tree import entries_of, made_from
+from ._objects import tree_of
 from ._read import load
 
 __all__ = ["changed_paths", "names_between"]

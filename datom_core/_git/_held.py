@@ -20,11 +20,18 @@ from contextlib import contextmanager
 
 from dulwich.midx import load_midx
 
-from ._stored import STALE_AFTER
-
-__all__ = ["KEEP", "drop_stale_keeps", "git_held_packs", "git_lock"]
+__all__ = [
+    "KEEP",
+    "STALE_AFTER",
+    "drop_stale_files",
+    "drop_stale_keeps",
+    "git_held_packs",
+    "git_lock",
+]
 
 KEEP = b"datom compaction\n"  # the .keep of a pack whose compaction is running
+STALE_AFTER = 3600.0  # seconds after which a temporary file is a killed writer's
+_PREFIX = "tmp_obj_"  # git's loose objects being written
 
 # A pack with one of these beside it belongs to git: kept (.keep, and .promisor: a partial
 # clone's), cruft (.mtimes: unreachable objects with their ages, for git's pruning), or
@@ -93,3 +100,25 @@ def git_lock(path: str) -> Iterator[bool]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
+
+
+def drop_stale_files(
+    folder: str | os.PathLike[str], now: float | None = None, prefix: str = _PREFIX
+) -> int:
+    """Remove the files named ``prefix``... in ``folder`` older than :data:`STALE_AFTER`
+    (left by killed writers: a loose object's or a pack's temporary file);
+    how many were removed."""
+    cutoff = (time.time() if now is None else now) - STALE_AFTER
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            if entry.name.startswith(prefix) and entry.stat().st_mtime < cutoff:
+                os.unlink(entry.path)
+                removed += 1
+        except OSError:
+            continue  # taken or removed meanwhile, or not ours to remove
+    return removed

@@ -9,13 +9,13 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import stat
 from collections.abc import Callable, Mapping
 from contextlib import closing
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from dulwich import porcelain
+from dulwich.config import ConfigFile
 from dulwich.errors import NotGitRepository
 from dulwich.file import FileLocked
 from dulwich.graph import can_fast_forward
@@ -25,8 +25,8 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from .._errors import GitError, InvalidNameError
-from ._index import FastIndex, UnsupportedIndex
-from ._swap import replace_file
+from .._plain import plain
+from ._fast._index import FastIndex, UnsupportedIndex
 
 log = logging.getLogger("datom_core.git")
 T = TypeVar("T")
@@ -61,11 +61,11 @@ def check_relpath(relpath: str) -> None:
 def write_file_atomic(path: Path, data: bytes) -> None:
     """Replace ``path`` with exactly ``data``; a crash leaves the old or the new file.
 
-    Not fsynced: this is the clone's journal, or a working-tree file
-    :func:`write_worktree_file` does not overwrite in place; they mirror objects git
-    already holds (a power cut may leave a file stale; the next sync rewrites
-    what differs from HEAD), and put in place by :func:`replace_file` (no flush forced by
-    the filesystem either). Folders are made only when the first try finds one missing.
+    Not fsynced: this is the clone's journal, or a working-tree file; they mirror objects
+    git already holds (a power cut may leave a file stale; the next sync rewrites what
+    differs from HEAD). A symbolic link or a hard link at ``path`` is replaced, not
+    followed: the other name keeps its bytes. Folders are made only when the first try
+    finds one missing.
     """
     _replace_with(
         path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"), path, data
@@ -74,36 +74,8 @@ def write_file_atomic(path: Path, data: bytes) -> None:
 
 def write_worktree_file(path: Path, data: bytes) -> None:
     """Make the working-tree file ``path`` hold exactly ``data``, under a journal that lists
-    it (``WorkTree.journal``): a crash midway leaves bytes the next operation replaces.
-
-    An existing regular file with one link is overwritten in place (a write and a
-    truncate: no new file, rename or directory change, about 5x cheaper on tmpfs and ext4,
-    and what a move of many tables pays per file). Not truncated to zero first: ext4
-    flushes a file truncated to zero on close. Anything else (no file yet, a symbolic
-    link, a hard link, a file this process may not write) is replaced whole, as
-    :func:`write_file_atomic` does: the link is not followed, the other name keeps its
-    bytes."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except OSError:
-        write_file_atomic(path, data)
-        return
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
-            os.close(fd)
-            fd = -1
-            write_file_atomic(path, data)
-            return
-        view = memoryview(data)
-        offset = 0
-        while offset < len(view):
-            offset += os.pwrite(fd, view[offset:], offset)
-        if st.st_size > len(data):
-            os.ftruncate(fd, len(data))
-    finally:
-        if fd >= 0:
-            os.close(fd)
+    it (``WorkTree.journal``): a crash midway leaves bytes the next operation replaces."""
+    write_file_atomic(path, data)
 
 
 def blob_id(data: bytes | None) -> bytes | None:
@@ -146,7 +118,7 @@ def _replace_with(tmp: Path, path: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        replace_file(tmp, path)
+        os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -171,7 +143,14 @@ def configure(r: Repo, url: str, branch: str) -> None:
     config.set((b"branch", branch.encode()), b"merge", HEADS + branch.encode())
     # The files are datom's JSON/YAML documents whose bytes are hashed: no EOL conversion.
     config.set((b"core",), b"autocrlf", b"false")
+    _fast_loose_objects(config)
     config.write_to_path()
+
+
+def _fast_loose_objects(config: ConfigFile) -> None:
+    """Loose objects at zlib level 1: they live only until a compaction packs them, and a
+    big project's megabyte manifest is written loose on every write."""
+    config.set((b"core",), b"looseCompression", b"1")
 
 
 def init_bare(bare: Path, branch: str) -> None:
@@ -188,7 +167,10 @@ def init_bare(bare: Path, branch: str) -> None:
             f"clone it instead (MetadataRepo.clone({str(bare)!r}, ...)) or move it away."
         )
     bare.parent.mkdir(parents=True, exist_ok=True)
-    Repo.init_bare(str(bare), mkdir=True, default_branch=branch.encode()).close()
+    with closing(Repo.init_bare(str(bare), mkdir=True, default_branch=branch.encode())) as r:
+        config = r.get_config()
+        _fast_loose_objects(config)
+        config.write_to_path()
 
 
 def remote_url(r: Repo) -> str:
@@ -336,10 +318,13 @@ def update_index(
     modes: Mapping[bytes, int] | None = None,
 ) -> None:
     """Make the clone's index hold ``path -> blob`` (None: no entry) for the files just
-    written under ``root`` (``modes``: those not plain files): patched in place, or
-    dulwich's way for an index git wrote in a form :class:`FastIndex` does not patch."""
+    written under ``root`` (``modes``: those not plain files): patched by the accelerator
+    :class:`FastIndex`; dulwich's way (the plain path) for an index git wrote in a form it
+    does not patch, and under ``DATOM_PLAIN=1``."""
     modes = modes or {}
     try:
+        if plain():
+            raise UnsupportedIndex("the plain path")
         fast.update(root, changes, modes)
     except UnsupportedIndex:
         index = r.open_index()

@@ -9,9 +9,10 @@ from dulwich.objects import Commit, ObjectID
 from dulwich.repo import Repo
 
 from .._errors import GitError
+from .._plain import plain
 from . import _internals as gi
-from ._history import PathHistory, first_parents, recent_change
-from ._loose import commit_of
+from ._fast._history import PathHistory, first_parents, recent_change
+from ._objects import commit_of
 from ._tipview import read_in_tree
 from ._types import CommitInfo, commit_info
 
@@ -83,6 +84,9 @@ class HistoryReads:
         if head is None:
             return []
         paths = [relpath.encode()] if relpath is not None else None
+        if plain():  # dulwich's walk, path-filtered
+            walker = r.get_walker(include=[ObjectID(head)], paths=paths, max_entries=max_entries)
+            return [commit_info(entry.commit) for entry in walker]
         index = self._history.at(r, head) if paths is not None else None
         known = index.commits(paths[0]) if index is not None and paths and index.linear else None
         if known is not None:
@@ -109,6 +113,9 @@ class HistoryReads:
         head = gi.head(r)
         if head is None:
             return None
+        if plain():  # dulwich's walk, path-filtered, newest first
+            walk = r.get_walker(include=[ObjectID(head)], paths=[relpath.encode()], max_entries=1)
+            return next((entry.commit.id.decode() for entry in walk), None)
         if self._history.head is None:  # a fresh handle looks at the last commits first
             recent = recent_change(r.object_store, head, relpath.encode())
             if recent is not None:

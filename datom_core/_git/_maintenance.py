@@ -49,9 +49,7 @@ from dulwich.repo import Repo
 
 from .._errors import DatomError
 from ._access import LOCK_NAME, RemoteAccess, flock
-from ._held import KEEP, drop_stale_keeps, git_held_packs, git_lock
-from ._objects import kept_blob
-from ._packs import (
+from ._fast._packs import (
     TMP_PACK,
     loose_entry,
     merge_packs,
@@ -59,7 +57,8 @@ from ._packs import (
     write_entries,
     write_objects,
 )
-from ._stored import drop_stale_files
+from ._held import KEEP, drop_stale_files, drop_stale_keeps, git_held_packs, git_lock
+from ._objects import kept_blob
 
 __all__ = [
     "CLONE_CHECK_EVERY",
@@ -169,8 +168,7 @@ def _mergeable(store: DiskObjectStore, refresh: bool = True) -> list[Pack]:
 
 
 def drop_stale_temporaries(store: DiskObjectStore, folders: int = SWEPT_FOLDERS) -> int:
-    """Remove what killed writers left in ``store`` an hour ago or more: staged objects,
-    temporary packs, and the temporary files of loose objects in ``folders`` fan-out
+    """Remove what killed writers left in ``store`` an hour ago or more: temporary packs, and the temporary files of loose objects in ``folders`` fan-out
     folders picked at random (all 256 would cost as much as the compaction's own
     listing again; every folder is reached within a few dozen compactions)."""
     removed = drop_stale_files(store.path)

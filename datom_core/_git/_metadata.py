@@ -35,7 +35,7 @@ from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _internals as gi
 from . import _maintenance as maint
-from ._history import PathHistory
+from ._fast._history import PathHistory
 from ._localwork import remember_made
 from ._logview import HistoryReads
 from ._objects import build_commit

@@ -3,42 +3,32 @@
 Nothing here scans the working tree or walks a whole tree: a commit is the parent's tree
 with the changed blobs put in (only the trees on their paths are rewritten), and the
 objects it adds are exactly the ones a remote that has the parent lacks, so a push sends
-those and nothing else.
-
-A root tree holds one entry per table, and every write rewrites it: a big tree whose
-changed entries keep their name and mode is its parent's text with those 20-byte ids
-replaced (what git would write), and remembers its parent and the names that changed, so
-comparing the two costs those names. Another writer's root is, as a rule, such an edit of
-a root this process holds: when its text has the length of a recent big tree's and differs
-from it only inside entry ids (numpy finds where, ~30 µs at 3,000 entries), it is read as
-that edit: no parse (~1 ms), no scan for where its ids lie, and it remembers what it was
-made from like a tree made here. Blobs read or built are kept by id for a while (the
-documents a write builds are read back by the next write).
+those and nothing else. A big tree is patched, and another writer's read as an edit of
+one held here, by the accelerator :mod:`._fast._tree`; the plain path beside it is
+dulwich's (a copy of the base with the entries set; a parse). Blobs read or built are
+kept by id for a while (the documents a write builds are read back by the next write).
 """
 
 from __future__ import annotations
 
-import binascii
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import numpy as np
 from dulwich.object_store import BaseObjectStore
 from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
 
 from .._memory import KeyedMemory
-from ._index import FILE_MODE
-from ._read import load, load_loose
-from ._stored import release, staged_blob
+from ._fast._index import FILE_MODE
+from ._fast._tree import as_edit, patched, remember_made
+from ._read import load, load_raw
 
 __all__ = [
     "NewCommit",
     "TreeReader",
     "blob_data",
     "build_commit",
-    "entries_of",
-    "made_from",
+    "commit_of",
     "tree_of",
 ]
 
@@ -49,27 +39,8 @@ _Entry = tuple[int, bytes]  # mode, hex id
 # Parsed trees by id (a 3,000-entry root takes a millisecond to parse), never mutated.
 _TREES: KeyedMemory[bytes, Tree] = KeyedMemory(64)
 _BLOBS: KeyedMemory[bytes, bytes] = KeyedMemory(256, 64 << 20)  # blob id -> its bytes
-_LAYOUTS: KeyedMemory[bytes, _Layout] = KeyedMemory(64)  # big tree id -> where its ids lie
-_EDIT_BASES = 4  # big trees last laid out here that another's is compared with
-_EDIT_MAX = 256  # ids replaced, at most, in a tree read as an edit (else: parsed)
-_PATCHED_FROM = 64  # entries: a smaller tree is re-serialised (as cheap, and simpler)
-# tree id -> (the tree it was made from, the names whose entries may differ between them)
-_MADE_FROM: KeyedMemory[bytes, tuple[bytes, frozenset[bytes]]] = KeyedMemory(256)
-_OID_LEN = 20
-
-
-@dataclass(frozen=True)
-class _Layout:
-    """Where each entry's 20-byte id starts in a big tree's text (trees made from one
-    another by replacing ids share it)."""
-
-    at: dict[bytes, int]  # name -> where its id starts, in the text's order
-    names: list[bytes]  # the same names, in that order
-    starts: np.ndarray  # the same offsets, ascending
-
-    @classmethod
-    def of(cls, at: dict[bytes, int]) -> _Layout:
-        return cls(at, list(at), np.fromiter(at.values(), dtype=np.int64, count=len(at)))
+# Parsed commits by id (an id names one content in every store), never mutated.
+_COMMITS: KeyedMemory[bytes, Commit] = KeyedMemory(256)
 
 
 def tree_of(store: BaseObjectStore, sha: bytes) -> Tree | None:
@@ -77,12 +48,9 @@ def tree_of(store: BaseObjectStore, sha: bytes) -> Tree | None:
     big tree when it is one (see the module docstring), else parsed."""
     tree = _TREES.get(sha)
     if tree is None:
-        raw = load_loose(store, sha)
-        if raw is None:  # packed, or not a disk store: dulwich's
-            obj = load(store, sha)
-            tree = obj if isinstance(obj, Tree) else None
-        elif raw[0] == Tree.type_num:
-            tree = _as_edit(sha, raw[1])
+        raw = load_raw(store, sha)
+        if raw[0] == Tree.type_num:
+            tree = as_edit(sha, raw[1], _TREES.get)
             if tree is None:
                 parsed = ShaFile.from_raw_string(raw[0], raw[1], ObjectID(sha))
                 tree = parsed if isinstance(parsed, Tree) else None
@@ -91,30 +59,17 @@ def tree_of(store: BaseObjectStore, sha: bytes) -> Tree | None:
     return tree
 
 
-def _as_edit(sha: bytes, text: bytes) -> Tree | None:
-    """The tree ``sha`` of ``text`` as a recent big tree with some ids replaced, or None."""
-    for base_id in _LAYOUTS.newest(_EDIT_BASES):
-        base, layout = _TREES.get(base_id), _LAYOUTS.get(base_id)
-        if base is None or layout is None or _length(base) != len(text):
-            continue
-        old = np.frombuffer(base.as_raw_string(), dtype=np.uint8)
-        where = np.flatnonzero(old != np.frombuffer(text, dtype=np.uint8))
-        if len(where) > _EDIT_MAX * _OID_LEN:
-            continue
-        entry = np.searchsorted(layout.starts, where, side="right") - 1
-        if len(where) and (entry < 0).any():
-            continue  # a byte before the first id differs: names or modes changed
-        if (where - layout.starts[entry] >= _OID_LEN).any():
-            continue
-        changed = {}
-        for i in np.unique(entry).tolist():
-            name, at = layout.names[i], layout.at[layout.names[i]]
-            changed[name] = (base[name][0], binascii.hexlify(text[at : at + _OID_LEN]))
-        tree = _PatchedTree(base, changed, text, sha)
-        _LAYOUTS.put(sha, layout)
-        _MADE_FROM.put(sha, (base_id, frozenset(changed)))
-        return tree
-    return None
+def commit_of(store: BaseObjectStore, sha: bytes) -> Commit | None:
+    """The commit ``sha`` (None if it is not a commit), parsed once: a clone catching up
+    meets each commit three times (the walk, its own objects, its child's parent)."""
+    found = _COMMITS.get(sha)
+    if found is None:
+        obj = load(store, sha)
+        if not isinstance(obj, Commit):
+            return None
+        _COMMITS.put(sha, obj)
+        found = obj
+    return found
 
 
 def kept_blob(sha: bytes) -> bytes | None:
@@ -206,8 +161,7 @@ def _apply(
     changed = {n: e for n, e in updates.items() if e != _entry_in(base, n)}
     if base is not None and not changed:
         return tree_id if len(base) else None
-    big = base is not None and tree_id is not None and len(base) >= _PATCHED_FROM
-    tree = _patched(base, changed) if big and base is not None else None
+    tree = patched(base, changed) if base is not None and tree_id is not None else None
     if tree is None:
         copied = base.copy() if base is not None else Tree()
         tree = copied if isinstance(copied, Tree) else Tree()
@@ -221,87 +175,22 @@ def _apply(
     out.append(tree)
     _TREES.put(tree.id, tree)  # the next commit's parent tree: parsed already
     if base is not None and tree_id is not None:
-        _MADE_FROM.put(tree.id, (tree_id, frozenset(changed)))
+        remember_made(tree.id, tree_id, frozenset(changed))
     return tree.id
 
 
-def _length(tree: Tree) -> int:
-    """The length of a tree's text, from the chunks it keeps (nothing joined)."""
-    return sum(len(chunk) for chunk in tree.as_raw_chunks())
-
-
-class _PatchedTree(Tree):
-    """A tree made from another's text with some ids replaced: its entries are the other's
-    with those ids, so its text is not parsed again (the point at 3,000 entries)."""
-
-    __slots__ = ()
-
-    def __init__(
-        self, base: Tree, changed: Mapping[bytes, _Entry], text: bytes, sha: bytes | None = None
-    ) -> None:
-        super().__init__()
-        self._entries = dict(entries_of(base))
-        self._entries.update((n, (mode, ObjectID(sha))) for n, (mode, sha) in changed.items())
-        self.set_raw_chunks([text], ObjectID(sha) if sha is not None else None)
-
-    def _deserialize(self, chunks: list[bytes]) -> None:
-        pass  # the entries were given
-
-
-def _patched(base: Tree, changed: Mapping[bytes, _Entry | None]) -> Tree | None:
-    """``base`` with new ids for entries that keep their name and mode, made by replacing
-    the ids in its text; None when another change is needed (an entry added, removed or
-    changing mode), which only dulwich's serialiser may order."""
-    given = {n: e for n, e in changed.items() if e is not None and n in base}
-    if len(given) != len(changed) or any(base[n][0] != e[0] for n, e in given.items()):
-        return None
-    text = bytearray(base.as_raw_string())
-    layout = _LAYOUTS.get(base.id)
-    if layout is None:
-        layout = _Layout.of(_offsets_in(bytes(text)))
-        _LAYOUTS.put(base.id, layout)
-    for name, entry in given.items():
-        at, oid = layout.at.get(name, 0), binascii.unhexlify(entry[1])
-        if len(oid) != _OID_LEN or text[at - len(name) - 1 : at] != name + b"\0":
-            return None
-        text[at : at + _OID_LEN] = oid
-    made = _PatchedTree(base, given, bytes(text))
-    _LAYOUTS.put(made.id, layout)
-    return made
-
-
-def _offsets_in(text: bytes) -> dict[bytes, int]:
-    """``name -> where its id starts`` in a tree's text (wrong offsets are caught above)."""
-    out, pos = {}, 0
-    while 0 <= pos < len(text):
-        nul = text.find(b"\0", pos)
-        out[text[text.find(b" ", pos, nul) + 1 : nul]] = nul + 1
-        pos = nul + 1 + _OID_LEN if nul >= 0 else -1
-    return out
-
-
-def _changed_blobs(
-    store: BaseObjectStore, reader: TreeReader, files: Mapping[str, bytes]
-) -> dict[bytes, Blob]:
+def _changed_blobs(reader: TreeReader, files: Mapping[str, bytes]) -> dict[bytes, Blob]:
     """``path -> blob`` for the ``files`` whose bytes differ from ``reader``'s, one object
-    per content. A large blob's loose file is written into ``store`` while its id is
-    computed (:mod:`._stored`); an unchanged or repeated one's is discarded."""
+    per content."""
     changed: dict[bytes, Blob] = {}
     made: dict[bytes, Blob] = {}
     for relpath, data in files.items():
         raw = bytes(data)
-        blob = staged_blob(store, raw)
-        try:
-            _BLOBS.put(blob.id, raw, len(raw))  # read back by the next write
-            found = reader.entry(relpath)
-        except BaseException:
-            release([blob, *made.values()])
-            raise
-        kept = made.setdefault(blob.id, blob) if found is None or found[1] != blob.id else None
-        if kept is not blob:
-            release([blob])
-        if kept is not None:
-            changed[relpath.encode()] = kept
+        blob = Blob.from_string(raw)
+        _BLOBS.put(blob.id, raw, len(raw))  # read back by the next write
+        found = reader.entry(relpath)
+        if found is None or found[1] != blob.id:
+            changed[relpath.encode()] = made.setdefault(blob.id, blob)
     return changed
 
 
@@ -317,19 +206,15 @@ def build_commit(
 
     Only files whose bytes differ from ``parent``'s are changed (their blob ids are
     compared, nothing is read). Nothing is stored: the caller adds
-    :attr:`NewCommit.objects` where they are needed, then calls :func:`._stored.release`.
+    :attr:`NewCommit.objects` where they are needed.
     """
     reader = TreeReader(store, parent)
-    blobs = _changed_blobs(store, reader, files)
+    blobs = _changed_blobs(reader, files)
     if not blobs:
         return None
     out: list[ShaFile] = list({b.id: b for b in blobs.values()}.values())
     changes: list[_Change] = [(path.split(b"/"), blob.id) for path, blob in blobs.items()]
-    try:
-        tree_id = _apply(store, reader._root, changes, out)
-    except BaseException:
-        release(out)
-        raise
+    tree_id = _apply(store, reader._root, changes, out)
     if tree_id is None:
         empty = Tree()
         out.append(empty)
@@ -344,16 +229,3 @@ def build_commit(
     c.message = (message if message.endswith("\n") else message + "\n").encode()
     out.append(c)
     return NewCommit(c, out, {path: blob.id for path, blob in blobs.items()})
-
-
-def entries_of(tree: Tree) -> dict[bytes, tuple[int, ObjectID]]:
-    """A parsed tree's ``name -> (mode, id)``, the dictionary dulwich keeps in the private
-    ``_entries`` (read here alone): copied whole for a patched tree, compared as sets of
-    items (in C) for two trees made elsewhere."""
-    return tree._entries
-
-
-def made_from(tree_id: bytes) -> tuple[bytes, frozenset[bytes]] | None:
-    """``(the tree this one was made from, the names whose entries may differ)`` when this
-    process made it, or read it as an edit of one it held (else None)."""
-    return _MADE_FROM.get(tree_id)

@@ -42,7 +42,6 @@ from ._objects import NewCommit, TreeReader, build_commit
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, is_http_url, resolve_credentials
 from ._settings import check_split_index, config_stamp, open_repo, precious
 from ._shared import missing_object, sharing_wanted
-from ._stored import release
 from ._tipview import TipView
 from ._transport import Transport
 from ._types import Author, author_from, config_stack
@@ -176,12 +175,8 @@ class RepoCore:
             return pending
 
     def _store_local(self, r: Repo, objects: Sequence[ShaFile], made: bytes) -> None:
-        """Add a new local commit's objects to the clone (what was staged for them and not
-        taken is discarded)."""
-        try:
-            self._count_local(r, add_objects(r, objects), made)
-        finally:
-            release(objects)
+        """Add a new local commit's objects to the clone."""
+        self._count_local(r, add_objects(r, objects), made)
 
     def _count_local(self, r: Repo, loose: int, made: bytes) -> None:
         """Count an operation that added ``loose`` loose objects to the clone (``made``:
@@ -292,7 +287,6 @@ class RepoCore:
                             try:
                                 remote.push(r, branch, tip, new.id, new.objects)
                             except BaseException as e:
-                                release(new.objects)
                                 if not isinstance(e, PushRejectedError):
                                     mark_push_sent(e)  # the remote may have applied it
                                 raise
@@ -315,12 +309,9 @@ class RepoCore:
                 delay = min(delay * 2, _BACKOFF_MAX)
                 continue
             checkpoint("git:push:swapped")
-            try:
-                if pushed is not None:
-                    pushed(new.id.decode())
-                self._follow(r, remote, branch, tip, new)
-            finally:
-                release(new.objects)  # a clone that copies what it pushed took them
+            if pushed is not None:
+                pushed(new.id.decode())
+            self._follow(r, remote, branch, tip, new)
             return new.id.decode()
 
     def _follow(

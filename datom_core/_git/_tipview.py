@@ -15,8 +15,7 @@ from contextlib import AbstractContextManager, nullcontext
 
 from dulwich.object_store import BaseObjectStore
 
-from ._loose import commit_of
-from ._objects import TreeReader, blob_data, tree_of
+from ._objects import TreeReader, blob_data, commit_of, tree_of
 
 __all__ = ["TipView", "read_in_tree"]
 

@@ -35,10 +35,9 @@ from dulwich.repo import Repo
 from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _maintenance as maint
-from ._copy import add_objects, copy_commits, missing_commits
+from ._copy import add_objects, copy_commits, copy_objects, missing_commits
 from ._groupshare import LOCK_FILES, lock_mode, object_paths, ref_paths, shared_perm, widen
 from ._lock import RepoLock
-from ._loose import copy_objects
 from ._read import has
 from ._receive import check_current_branch, post_receive, pre_receive
 from ._remote import GitCredentials

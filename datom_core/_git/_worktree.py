@@ -22,7 +22,7 @@ from .._checkpoint import checkpoint
 from .._errors import GitError
 from . import _internals as gi
 from ._diff import changed_paths
-from ._index import FastIndex
+from ._fast._index import FastIndex
 from ._objects import NewCommit, TreeReader, blob_data
 
 __all__ = ["WorkTree"]

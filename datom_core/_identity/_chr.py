@@ -6,7 +6,8 @@ from the compiled encoder ``_chrenc`` (one pass over the offsets, about a nanose
 value, without the GIL) when it was built, else from one Arrow ``binary_join`` of the
 whole slice with the NUL as separator (the terminator of the last value is added after
 it): the same bytes at about 9 ns per value. Setting the environment variable
-``DATOM_CV1_PURE=1`` before datom is imported forces the Arrow path. Dictionary and
+``DATOM_CV1_PURE=1`` before datom is imported forces the Arrow path, as does the switch
+``DATOM_PLAIN=1`` (:mod:`datom_core._plain`) at any time. Dictionary and
 ``string_view`` slices are decoded to offset strings one slice at a time.
 """
 
@@ -22,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datom_core._identity._pipeline import SLICE_ROWS, Payload, Sha, feed, readonly_view
+from datom_core._plain import plain
 
 try:
     from datom_core._identity import _chrenc
@@ -172,7 +174,7 @@ def _values_payload(part: _Part) -> Payload:
     n = len(part.arr)
     if n == 0:
         return ()
-    if compiled is not None:
+    if compiled is not None and not plain():
         return (_compiled_values(compiled, part.arr, part.nbytes),)
     arr = _without_nulls(_as_offset_strings(part.arr))
     fixed = _fixed_width_payload(arr)

@@ -19,6 +19,8 @@ Texts are kept by content (:class:`~._recent.Recent`), with what is known about 
   the same way.
 
 Each is a fact about the bytes (two equal texts share it), so a kept text is never stale.
+The splices are an accelerator (see :mod:`._fast`): under ``DATOM_PLAIN=1`` every text is
+printed whole.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from collections.abc import Mapping, Set
 from typing import Any
 
 from datom_core._errors import DatomError
+from datom_core._plain import plain
 from datom_core._project._documents import dump
 from datom_core._project._model import HistoryEntry
 from datom_core._project._parse import parse_history
@@ -208,7 +211,7 @@ def prepend(old: HistoryText | None, entry: Mapping[str, Any], *, key: str) -> H
     if old is None:
         text = HistoryText(dump([added]), first, key=key, canonical=True)
     else:
-        if old.canonical:
+        if old.canonical and not plain():
             raw = _entry_text(added) + b",\n" + old.raw[2:]
         else:
             raw = dump([added] + [dict(h.raw) for h in old.entries])
@@ -236,7 +239,7 @@ def printed(entries: list[dict[str, Any]], onto: bytes | None, *, key: str) -> b
     """``dump(entries)``: when the history text ``onto`` (a store copy another writer
     wrote, say) is canonical and its entries print as the last of ``entries`` do, only
     the entries in front are printed, and ``onto``'s text follows them."""
-    if onto is not None:
+    if onto is not None and not plain():
         try:
             kept: HistoryText | None = history_text(onto, key=key)
         except DatomError:
@@ -314,7 +317,7 @@ def spliced_store_copy(
     all absent, that is ``stored``'s entries as they are and the new entry with ``new[1]``.
     """
     parent, kept = git.parent, _texts.get(stored) if stored is not None else None
-    if parent is None or kept is None or new is None or not parent.entries:
+    if plain() or parent is None or kept is None or new is None or not parent.entries:
         return None
     mirrored = kept.mirrors
     if mirrored is None or (mirrored is not parent and mirrored.raw != parent.raw):

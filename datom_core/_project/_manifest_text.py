@@ -17,7 +17,8 @@ the writers' turn) is mostly a kept one with a few entries changed: its form is 
 from the kept one's by comparing bytes, and only the entries that differ are parsed
 (:func:`learn_manifest`; 0.4 ms instead of 15 at 3,000 tables). A format-1 manifest, one
 whose entries are not objects, or values only :func:`json.dumps` may print take the full
-path (``None`` here).
+path (``None`` here), as does every manifest under ``DATOM_PLAIN=1`` (an accelerator:
+see :mod:`._fast`; the full path is the plain one).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from operator import add
 from typing import Any
 
 from datom_core._errors import DatomError
+from datom_core._plain import plain
 from datom_core._project._documents import manifest_doc, summary_weight, utc_now
 from datom_core._project._door import accept_update
 from datom_core._project._pretty import pretty_member, pretty_object
@@ -115,7 +117,7 @@ def _form_of(raw: bytes) -> _Form | None:
 def learn_manifest(raw: bytes | None) -> None:
     """Keep the parts, and the parse, of a manifest another writer printed from one kept
     here (see :func:`_grown_form`), before anything parses it whole."""
-    if raw is not None and _forms.get(raw) is None:
+    if raw is not None and not plain() and _forms.get(raw) is None:
         _grown_form(raw)
 
 
@@ -289,7 +291,7 @@ def spliced_manifest(
 ) -> bytes | None:
     """The manifest ``raw`` with ``entries`` replacing theirs, printed from its kept parts;
     None when the full path must print it (see the module docstring)."""
-    old = _form_of(raw) if raw is not None else None
+    old = _form_of(raw) if raw is not None and not plain() else None
     if old is None:
         return None
     artifacts, names, sizes = dict(old.artifacts), list(old.names), list(old.sizes)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Mapping
-from concurrent.futures import Future, wait
+from concurrent.futures import wait
 from dataclasses import dataclass
 
 from datom_core._checkpoint import checkpoint
@@ -50,12 +50,12 @@ from datom_core._project._commits import (
 from datom_core._project._context import ProjectContext
 from datom_core._project._history_text import first_entry
 from datom_core._project._parse import parse_metadata
-from datom_core._store import Document, Staged
+from datom_core._store import Document
 from datom_core._worker import ProcessWorker
 
 __all__ = [
-    "BackgroundMirror",
     "Converged",
+    "PushedMirror",
     "TableDocuments",
     "commits_by_version",
     "converge_mirror",
@@ -65,7 +65,6 @@ __all__ = [
     "without_commit_sha",
 ]
 
-_Prepared = tuple[bytes, Staged]  # the store's history copy, and the documents ready to name
 _MIRROR_STEPS = ("mirror:snapshot", "mirror:history", "mirror:metadata")  # then the manifest
 _MAX_ROUNDS = 10  # looks at a moving remote before leaving the rest to the next writer
 _SETTLE_PAUSE = 0.01  # seconds, times the round, before reading back under contention
@@ -85,22 +84,20 @@ class TableDocuments:
         return parse_metadata(self.metadata, key=L.git_metadata(self.table)).version
 
 
-class BackgroundMirror:
-    """A write's mirror, prepared while its clone moves to the pushed commit.
+class PushedMirror:
+    """A write's mirror, written once its clone is on the pushed commit.
 
-    Started by the git layer's ``pushed`` hook, in a worker thread: the store documents are
-    derived and their bytes written and synced (``Store.stage_in_order``) while the writing
-    thread moves the clone's branch, index and working tree (both wait mostly on the disk).
-    The version's snapshot is there already (the write puts it before its push; a
-    ``validate`` finds it if it went missing since). ``finish()`` names the others, in the
-    order readers rely on, once the clone is on the pushed commit (so a crash leaves what
-    it left before: a clone that has the commit, a mirror that lags it), then settles them
-    (a look at the remote, the clone lock released).
+    The git layer's ``pushed`` hook records the commit (:meth:`start`); :meth:`finish`
+    writes the documents in the order readers rely on, once the clone is on the pushed
+    commit (so a crash leaves what it left before: a clone that has the commit, a mirror
+    that lags it), then settles them (a look at the remote). The version's snapshot is
+    there already (the write puts it before its push; a ``validate`` finds it if it went
+    missing since).
     """
 
     def __init__(self, ctx: ProjectContext, table: str, metadata: bytes, version: str) -> None:
         self._ctx, self._table, self._metadata, self._version = ctx, table, metadata, version
-        self._job: tuple[TableDocuments, str, Future[_Prepared | None]] | None = None
+        self._job: tuple[TableDocuments, str] | None = None
         # The store's history copy, read while the commit is pushed (no ordering holds
         # this read back: a copy another writer replaced meanwhile lacks its commit, and
         # the history is then derived from the clone's log, in finish()).
@@ -112,47 +109,29 @@ class BackgroundMirror:
         return self._job is not None
 
     def start(self, files: Mapping[str, bytes], commit: str) -> None:
+        """Record the pushed ``commit`` and its ``files`` (git paths to bytes)."""
         table = self._table
         docs = TableDocuments(table, self._metadata, files[L.git_history(table)], files[L.MANIFEST])
-        self._job = (docs, commit, _WORKER.executor().submit(self._write, docs, commit))
-
-    def _write(self, docs: TableDocuments, commit: str) -> _Prepared | None:
-        new = (self._version, commit)
-        kept = self._kept.result()
-        history = store_history_without_git(self._ctx, docs.table, docs.history, new, kept)
-        if history is None:  # commits of other writers are looked up, in finish()
-            return None
-        return history, self._ctx.store.stage_in_order(_documents(docs, history)[1:])
+        self._job = (docs, commit)
 
     def finish(self) -> None:
-        """Name the prepared documents in order (the clone is on the pushed commit now, as
-        a crash-time repair from the clone expects), then settle them."""
+        """Write the documents in order (the clone is on the pushed commit now, as a
+        crash-time repair from the clone expects), then settle them."""
         if self._job is not None:
-            docs, commit, future = self._job
-            prepared = future.result()
-            if prepared is None:  # the clone's log has the other writers' commits now
-                history = store_history(
-                    self._ctx, docs.table, docs.history, (self._version, commit)
-                )
-                _write_mirror(self._ctx, docs, history)
-            else:  # the snapshot is in place: the write put it before its push
-                history, staged = prepared
-                _checkpoint_mirror(0)
-                staged.publish(after=lambda i: _checkpoint_mirror(i + 1))
+            docs, commit = self._job
+            new = (self._version, commit)
+            kept = self._kept.result()
+            history = store_history_without_git(self._ctx, docs.table, docs.history, new, kept)
+            if history is None:  # the clone's log has the other writers' commits now
+                history = store_history(self._ctx, docs.table, docs.history, new)
+            _write_mirror(self._ctx, docs, history)
             _settle(self._ctx, docs, history, commit)
 
     def abandon(self) -> None:
-        """Drop a started mirror unnamed (the write failed after its push; the next write
-        of the table, or ``validate(fix=True)``, mirrors it)."""
+        """Leave a started mirror unwritten (the write failed after its push; the next
+        write of the table, or ``validate(fix=True)``, mirrors it). Nothing is written
+        before :meth:`finish`, so there is nothing to drop."""
         wait([self._kept])  # the worker's read, whatever it met (the failure is the write's)
-        if self._job is not None:
-            wait([self._job[2]])
-            try:
-                prepared = self._job[2].result()
-            except DatomError:
-                return
-            if prepared is not None:
-                prepared[1].discard()
 
 
 _WORKER = ProcessWorker("datom-mirror")

@@ -10,8 +10,8 @@
 4. record it (``MetadataRepo.commit_and_push`` of ``_build``'s cheap, pure rebuild of the
    table's documents and the manifest: a push rejected by a concurrent writer is rebuilt
    on the new remote tip, never re-hashed or re-uploaded);
-5. mirror the documents into the store (prepared as soon as the push lands, while the
-   clone moves to the pushed commit, and named after it: ``_mirror.BackgroundMirror``).
+5. mirror the documents into the store once the clone is on the pushed commit
+   (``_mirror.PushedMirror``).
 
 Every step is safe to interrupt: re-running the same write converges (see ``_mirror``).
 The commit becomes local only once it is pushed, so the ``committed`` and ``pushed``
@@ -44,7 +44,7 @@ from datom_core._project._door import check_write_door
 from datom_core._project._early import EarlyParquet
 from datom_core._project._history_text import HistoryText, history_text
 from datom_core._project._manifest_text import learn_manifest
-from datom_core._project._mirror import BackgroundMirror, converge_mirror, newest_commit_of
+from datom_core._project._mirror import PushedMirror, converge_mirror, newest_commit_of
 from datom_core._project._model import ParentRef, SourceRef, TableMetadata
 from datom_core._project._outcome import Put, after_failed_push, undo_unpushed
 from datom_core._project._parquet import BackgroundParquet
@@ -209,7 +209,7 @@ def _record(
     except BaseException as e:
         undo_unpushed(ctx, req.table, Put(th.data_sha if uploaded else None, None), e)
         raise
-    mirror = BackgroundMirror(ctx, req.table, metadata_bytes, metadata.version)
+    mirror = PushedMirror(ctx, req.table, metadata_bytes, metadata.version)
     try:
         commit = repo.commit_and_push(
             update.build, req.message, author, pushed=lambda c: mirror.start(update.files, c)

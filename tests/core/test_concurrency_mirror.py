@@ -30,7 +30,7 @@ from datom_core._project import _commits
 from datom_core._project import _layout as L
 from datom_core._project._commits import commits_by_version
 from datom_core._project._documents import dump
-from datom_core._project._mirror import BackgroundMirror, TableDocuments, store_history
+from datom_core._project._mirror import PushedMirror, TableDocuments, store_history
 from tests.core.projects import frame, new_project
 
 pytestmark = pytest.mark.timeout(300)
@@ -99,7 +99,7 @@ def test_a_mirror_landing_after_a_newer_one_is_put_right_by_its_writer(tmp_path:
     # newer one: its writer must leave the tip's documents behind.
     first.repo.fetch_and_reset()
     _reset_to(first, older.commit)
-    mirror = BackgroundMirror(first.context, "dm", docs.metadata, older.version)
+    mirror = PushedMirror(first.context, "dm", docs.metadata, older.version)
     mirror.start({L.git_history("dm"): docs.history, L.MANIFEST: docs.manifest}, older.commit)
     mirror.finish()
     assert_store_is_git(second)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import random
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -23,15 +24,18 @@ from hypothesis import strategies as st
 import datom_core as dc
 from datom_core._git import _objects as O
 from datom_core._git._diff import changed_paths
+from datom_core._git._fast import _tree as T
 from datom_core._memory import KeyedMemory
 from tests.core.trees import differing_files
 from tests.gitcli import git, needs_git
+
+pytestmark = pytest.mark.usefixtures("accelerated")  # tests of an accelerator itself
 
 TABLES = 120  # above the size from which root trees are patched rather than re-serialised
 
 
 def _fresh_memory() -> None:
-    O._TREES, O._MADE_FROM, O._LAYOUTS = KeyedMemory(64), KeyedMemory(256), KeyedMemory(64)
+    O._TREES, T._MADE_FROM, T._LAYOUTS = KeyedMemory(64), KeyedMemory(256), KeyedMemory(64)
 
 
 @pytest.fixture
@@ -73,7 +77,7 @@ def _project(store: DiskObjectStore) -> tuple[bytes, Tree]:
     tip = _commit(store, files, None)
     tip = _commit(store, {"t0003/metadata.json": b"mine"}, tip)
     root = O.tree_of(store, store[tip].tree)
-    assert isinstance(root, O._PatchedTree)
+    assert isinstance(root, T._PatchedTree)
     return tip, root
 
 
@@ -112,18 +116,18 @@ def test_a_root_whose_ids_another_writer_replaced_is_read_as_that_edit(
     store: DiskObjectStore,
 ) -> None:
     tip, root = _project(store)
-    entries = dict(O.entries_of(root))
+    entries = dict(T.entries_of(root))
     for name in (b"t0000", b"t0057", b"t0119"):
         entries[name] = (entries[name][0], _subtree(store, b"theirs " + name))
     theirs, tree_id = _foreign_commit(store, root, entries, tip)
 
     read = _assert_read_right(store, tip, theirs)
-    assert isinstance(read, O._PatchedTree)  # not parsed
-    assert O.made_from(tree_id) == (root.id, frozenset({b"t0000", b"t0057", b"t0119"}))
+    assert isinstance(read, T._PatchedTree)  # not parsed
+    assert T.made_from(tree_id) == (root.id, frozenset({b"t0000", b"t0057", b"t0119"}))
     # A write on top of it is patched at the same offsets and is what git would write.
     mine = _commit(store, {"t0100/metadata.json": b"after theirs"}, theirs)
     made = O.tree_of(store, store[mine].tree)
-    assert isinstance(made, O._PatchedTree)
+    assert isinstance(made, T._PatchedTree)
     assert (
         made.as_raw_string()
         == Tree.from_raw_string(Tree.type_num, made.as_raw_string()).as_raw_string()
@@ -142,7 +146,7 @@ def test_a_same_length_root_that_is_not_an_id_edit_is_parsed(
 ) -> None:
     """Same length, but bytes outside the ids differ: the tree is parsed, not patched."""
     tip, root = _project(store)
-    entries = dict(O.entries_of(root))
+    entries = dict(T.entries_of(root))
     if edit == "a name":
         entries[b"t00Z0"] = entries.pop(b"t0050")  # sorts elsewhere among the t00..
     elif edit == "a mode":
@@ -152,7 +156,7 @@ def test_a_same_length_root_that_is_not_an_id_edit_is_parsed(
     theirs, _ = _foreign_commit(store, root, entries, tip)
     assert len(store[store[theirs].tree].as_raw_string()) == len(root.as_raw_string())
     read = _assert_read_right(store, tip, theirs)
-    assert not isinstance(read, O._PatchedTree)
+    assert not isinstance(read, T._PatchedTree)
 
 
 @settings(max_examples=40, deadline=None)
@@ -172,13 +176,13 @@ def test_any_id_edit_reads_as_dulwich_parses_it(
     rng = random.Random(seed)
     base_commit, base = tip, root
     for round_ in range(2 if chained else 1):
-        entries = dict(O.entries_of(base))
+        entries = dict(T.entries_of(base))
         for i in picks:
             name = b"t%04d" % i
             entries[name] = (entries[name][0], _subtree(store, b"r%d-%d" % (round_, rng.random())))
         theirs, _ = _foreign_commit(store, base, entries, base_commit)
         read = _assert_read_right(store, base_commit, theirs)
-        assert isinstance(read, O._PatchedTree)
+        assert isinstance(read, T._PatchedTree)
         assert changed_paths(store, tip, theirs) == differing_files(store, tip, theirs)
         base_commit, base = theirs, read
 
@@ -190,15 +194,15 @@ def _wide_writer(clone: str, store: str, worker: int) -> tuple[list[tuple[str, s
     """Ten writes to tables picked at random; the versions, and how many of the other
     writers' roots this process read as edits."""
     edits = 0
-    read_as_edit = O._as_edit
+    read_as_edit = O.as_edit
 
-    def counted(sha: bytes, text: bytes) -> Tree | None:
+    def counted(sha: bytes, text: bytes, known: Callable[[bytes], Tree | None]) -> Tree | None:
         nonlocal edits
-        tree = read_as_edit(sha, text)
+        tree = read_as_edit(sha, text, known)
         edits += tree is not None
         return tree
 
-    O._as_edit = counted
+    O.as_edit = counted
     conn = dc.connect(clone, store=dc.LocalStore(store))
     rng, out = random.Random(worker), []
     for i in range(10):

@@ -261,6 +261,7 @@ def test_after_a_push_a_local_remote_names_the_pushed_branch(tmp_path: Path) -> 
     "lock",
     ["refs/heads/main.lock", "refs/remotes/origin/main.lock", "index.lock", "packed-refs.lock"],
 )
+@pytest.mark.usefixtures("accelerated")  # the index patch clears a stale index.lock
 def test_a_stale_git_lock_left_by_a_killed_writer_is_cleared(tmp_path: Path, lock: str) -> None:
     repo = MetadataRepo.init(tmp_path / "a", None)
     repo.commit_and_push(lambda tree: {"x": b"1"}, "x", ME)
@@ -524,6 +525,7 @@ def test_a_loose_object_deleted_meanwhile_does_not_stop_a_compaction(
         assert store.get_raw(gone)[0] in (1, 2, 3)  # still there, in the pack
 
 
+@pytest.mark.usefixtures("accelerated")  # the path history's look near the tip
 def test_a_fresh_handle_finds_a_recent_change_without_indexing_the_history(
     tmp_path: Path,
 ) -> None:

@@ -1,5 +1,5 @@
-"""The clone's working-tree files as a move rewrites them: in place when that is safe,
-whole otherwise, and repaired from the journal when a write stops half way."""
+"""The clone's working-tree files as a move rewrites them: replaced whole (a link is not
+written through), and repaired from the journal when a write stops half way."""
 
 from __future__ import annotations
 
@@ -16,18 +16,16 @@ from tests.gitcli import git, needs_git
 
 
 @needs_git
-def test_files_are_rewritten_in_place_to_exactly_heads_bytes(tmp_path: Path) -> None:
-    """Longer, shorter and equal-length texts: the same file (inode) holds HEAD's bytes
-    each time, and git finds the working tree and the index clean."""
+def test_files_are_rewritten_to_exactly_heads_bytes(tmp_path: Path) -> None:
+    """Longer, shorter and equal-length texts: the file holds HEAD's bytes each time, and
+    git finds the working tree and the index clean."""
     repo = MetadataRepo.init(tmp_path / "a", None)
     texts = [b'{"v": 1}\n', b'{"v": 1, "longer": "text"}\n', b"{}\n", b'{"v": 2}\n']
     repo.commit_and_push(put({"t/metadata.json": texts[0]}), "c0", ME)
     target = repo.path / "t" / "metadata.json"
-    inode = target.stat().st_ino
     for i, text in enumerate(texts[1:], start=1):
         repo.commit_and_push(put({"t/metadata.json": text}), f"c{i}", ME)
         assert target.read_bytes() == text == repo.read("t/metadata.json")
-        assert target.stat().st_ino == inode
     assert git(repo.path, "status", "--porcelain") == ""
 
 
@@ -62,26 +60,23 @@ def test_a_read_only_file_is_replaced_whole(tmp_path: Path) -> None:
 def test_a_write_stopped_half_way_is_repaired_from_the_journal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The disk fills after half of the new text is written in place: the file holds a
-    mix of the two texts. The commit is recorded (the push landed: a warning, not an
-    error), and the next operation puts HEAD's bytes back (the journal listed the file
-    before the branch moved)."""
+    """The disk fills while the new text is written: the file keeps the old text. The
+    commit is recorded (the push landed: a warning, not an error), and the next operation
+    puts HEAD's bytes in place (the journal listed the file before the branch moved)."""
     repo = MetadataRepo.init(tmp_path / "a", None)
     old, new = b"a" * 4000 + b"\n", b"b" * 3000 + b"\n"
     repo.commit_and_push(put({"t/metadata.json": old}), "c0", ME)
-    real = os.pwrite
+    real = gi.write_worktree_file
 
-    def half_then_full(fd: int, data: memoryview, offset: int) -> int:
-        if offset == 0 and len(data) > 1000:
-            return real(fd, data[:1000], 0)
+    def full(path: Path, data: bytes) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(gi.os, "pwrite", half_then_full)
+    monkeypatch.setattr(gi, "write_worktree_file", full)
     commit = repo.commit_and_push(put({"t/metadata.json": new}), "c1", ME)
     assert commit is not None
     target = repo.path / "t" / "metadata.json"
-    assert target.read_bytes() == b"b" * 1000 + b"a" * 3000 + b"\n"  # torn, as a crash leaves it
-    monkeypatch.setattr(gi.os, "pwrite", real)
+    assert target.read_bytes() == old  # behind HEAD, as a crash leaves it
+    monkeypatch.setattr(gi, "write_worktree_file", real)
     assert repo.recover() is True
     assert target.read_bytes() == repo.read("t/metadata.json") == new
     assert repo.head() == commit == repo.remote_tip().commit

@@ -1,12 +1,14 @@
-"""The write path of a big project: large documents stored loose once for clone and remote,
-the index patched entry by entry, files replaced by exchange, compaction of large objects;
-checked against dulwich's own index and the real ``git`` (fsck, status, cat-file)."""
+"""The write path of a big project: large documents readable from clone and remote, the
+index patched entry by entry, files replaced whole, a killed writer's object lock,
+compaction of large objects; checked against dulwich's own index and the real ``git``
+(fsck, status, cat-file)."""
 
 from __future__ import annotations
 
 import json
 import os
 import random
+import time
 from contextlib import closing
 from pathlib import Path
 
@@ -17,15 +19,15 @@ from dulwich.repo import Repo
 
 from datom_core._git import MetadataRepo
 from datom_core._git import _maintenance as maint
-from datom_core._git._index import FILE_MODE
-from datom_core._git._loose import STORED_FROM, write_loose
+from datom_core._git._copy import LOCK_STALE, add_object
+from datom_core._git._fast._index import FILE_MODE
+from datom_core._git._internals import write_file_atomic
 from datom_core._git._shared import SHARE_ENV
-from datom_core._git._swap import replace_file
 from tests.core.test_git_objects import ME, git, loose_files, needs_git, put
 
 
 def big_document(seed: int, entries: int = 3000) -> bytes:
-    """A manifest-like document (over STORED_FROM bytes at 800 entries), one per seed."""
+    """A manifest-like document (over 64 KiB at 800 entries), one per seed."""
     body = {f"t{i:04d}": {"version": f"{seed:08d}{i:056d}"} for i in range(entries)}
     return (json.dumps(body, indent=2) + "\n").encode()
 
@@ -42,21 +44,19 @@ def tree_files(r: Repo) -> dict[bytes, bytes]:
 
 
 @needs_git
-def test_a_large_object_is_written_once_and_readable_from_clone_and_remote(
+def test_a_large_object_is_readable_from_clone_and_remote(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(SHARE_ENV, "0")  # a clone that copies: its copy is a link
+    monkeypatch.setenv(SHARE_ENV, "0")  # a clone that copies the remote's objects
     repo = MetadataRepo.init(tmp_path / "a", None)
     doc = big_document(1)
-    assert len(doc) >= STORED_FROM
+    assert len(doc) >= 64 << 10
     sha = repo.commit_and_push(put({".datom/manifest.json": doc, "t/m": b"x"}), "big", ME)
     assert sha is not None
     blob = Blob.from_string(doc).id.decode()
     bare = MetadataRepo.embedded_remote_path(tmp_path / "a")
-    clone_loose = loose_files(tmp_path / "a" / ".git" / "objects")
-    remote_loose = loose_files(bare / "objects")
-    # one file on disk, two names: the clone's copy is a link to the remote's
-    assert os.stat(clone_loose[blob]).st_ino == os.stat(remote_loose[blob]).st_ino
+    assert blob in loose_files(tmp_path / "a" / ".git" / "objects")
+    assert blob in loose_files(bare / "objects")
     for where in (tmp_path / "a", bare):
         assert git(where, "cat-file", "blob", blob).encode() == doc
         git(where, "fsck", "--strict", "--no-dangling")
@@ -115,7 +115,7 @@ def test_compaction_packs_large_loose_objects_and_keeps_every_commit_readable(
     repo = MetadataRepo.init(tmp_path / "a", None)
     writes = maint.LOOSE_BUDGET // 3 + 2 * maint.CLONE_CHECK_EVERY  # 3 objects a write
     docs = [big_document(i, entries=800) for i in range(writes)]
-    assert len(docs[0]) >= STORED_FROM
+    assert len(docs[0]) >= 64 << 10
     shas = [repo.commit_and_push(put({"history.json": d}), f"c{i}", ME) for i, d in enumerate(docs)]
     bare = MetadataRepo.embedded_remote_path(tmp_path / "a")
     for path in (tmp_path / "a" / ".git", bare):
@@ -155,48 +155,49 @@ def test_merging_packs_keeps_every_object(tmp_path: Path, monkeypatch: pytest.Mo
         assert sha is not None and repo.read_at(sha, f"t{i}/m") == big_document(i, entries=10)
 
 
-def test_replace_file_puts_the_new_bytes_in_place_and_leaves_no_temporary(
+def test_a_replaced_file_gets_the_new_bytes_and_a_hard_link_keeps_the_old(
     tmp_path: Path,
 ) -> None:
-    final, tmp = tmp_path / "f", tmp_path / "f.tmp"
-    tmp.write_bytes(b"first")
-    replace_file(tmp, final)  # nothing there yet: a plain rename
-    assert final.read_bytes() == b"first" and not tmp.exists()
+    final = tmp_path / "f"
+    write_file_atomic(final, b"first")  # nothing there yet
+    assert final.read_bytes() == b"first"
     linked = tmp_path / "other-name"
     os.link(final, linked)  # the old file keeps its bytes under its other name
-    tmp.write_bytes(b"second")
-    replace_file(tmp, final)
-    assert final.read_bytes() == b"second" and not tmp.exists()
-    assert linked.read_bytes() == b"first"
+    write_file_atomic(final, b"second")
+    assert final.read_bytes() == b"second" and linked.read_bytes() == b"first"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f", "other-name"]
 
 
-def test_replace_file_over_a_directory_fails_like_a_rename(tmp_path: Path) -> None:
-    final, tmp = tmp_path / "d", tmp_path / "d.tmp"
+def test_replacing_a_directory_fails_and_leaves_it_and_no_temporary(tmp_path: Path) -> None:
+    final = tmp_path / "d"
     final.mkdir()
     (final / "inside").write_bytes(b"kept")
-    tmp.write_bytes(b"new")
     with pytest.raises(OSError):
-        replace_file(tmp, final)
+        write_file_atomic(final, b"new")
     assert final.is_dir() and (final / "inside").read_bytes() == b"kept"
-    assert tmp.read_bytes() == b"new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]
 
 
 @needs_git
-@pytest.mark.parametrize(
-    "size", [STORED_FROM - 1, STORED_FROM, 0xFFFF * 3, 0xFFFF * 3 + 1, 0xFFFF * 520]
-)
-def test_a_large_loose_object_is_a_valid_zlib_stream_for_git_and_dulwich(
-    tmp_path: Path, size: int
+def test_a_killed_writers_object_lock_is_taken_over_and_a_live_ones_waited_for(
+    tmp_path: Path,
 ) -> None:
     bare = tmp_path / "r.git"
     with closing(Repo.init_bare(str(bare), mkdir=True)) as r:
-        blob = Blob.from_string(random.Random(size).randbytes(size))
-        assert write_loose(r.object_store, [blob]) == 1
-        assert write_loose(r.object_store, [blob]) == 0  # already there: not written again
-    with closing(Repo(str(bare))) as r:
-        assert r.object_store[blob.id].as_raw_string() == blob.as_raw_string()
-    assert git(bare, "cat-file", "-s", blob.id.decode()).strip() == str(size)
+        stale, live = (Blob.from_string(b"stale %d" % i) for i in range(2))
+        for blob, age in ((stale, LOCK_STALE + 1), (live, 0.0)):
+            path = Path(r.object_store._get_shafile_path(blob.id))
+            path.parent.mkdir(exist_ok=True)
+            lock = path.with_name(path.name + ".lock")
+            lock.write_bytes(b"half an obj")  # what a writer killed mid-write leaves
+            os.utime(lock, (time.time() - age,) * 2)
+        add_object(r.object_store, stale)  # an old lock: taken over at once
+        assert r.object_store[stale.id].as_raw_string() == stale.as_raw_string()
+        start = time.monotonic()
+        add_object(r.object_store, live)  # a fresh one: waited for until it is old
+        assert LOCK_STALE * 0.9 <= time.monotonic() - start < LOCK_STALE * 3
+        assert r.object_store[live.id].as_raw_string() == live.as_raw_string()
+    assert not list(bare.glob("objects/*/*.lock"))
     git(bare, "fsck", "--strict")
 
 

@@ -32,6 +32,8 @@ import datom_core
 from datom_core._identity import _chr
 from tests.cv1_cases import ENCODERS, build_table, chr_encoder, load_cases
 
+pytestmark = pytest.mark.usefixtures("accelerated")  # tests of an accelerator itself
+
 Values = list[str | None]
 
 _HOSTILE_VALUES: dict[str, Values] = {

@@ -23,6 +23,8 @@ from datom_core._project._documents import assemble_manifest, dump
 from datom_core._project._recent import Recent
 from datom_core._project._tip import load_manifest
 
+pytestmark = pytest.mark.usefixtures("accelerated")  # tests of an accelerator itself
+
 NOW = "2030-01-02T03:04:05Z"
 
 

@@ -30,7 +30,14 @@ def test_a_full_disk_while_the_clone_follows_its_push_loses_nothing(
 ) -> None:
     conn = new_project(tmp_path)
     conn.write("dm", frame(seed=1))
-    monkeypatch.setattr(gi.os, "pwrite", _disk_full)  # the working-tree files, in place
+    real = gi.write_worktree_file
+
+    def full_here(path: Path, data: bytes) -> None:  # this clone's working-tree files
+        if conn.repo.path in path.parents:
+            _disk_full()
+        real(path, data)
+
+    monkeypatch.setattr(gi, "write_worktree_file", full_here)
     with caplog.at_level(logging.WARNING, "datom_core.git"):
         result = conn.write("dm", frame(seed=2))  # recorded: the clone's update is logged
     assert result.change == "full" and "could not follow it" in caplog.text
@@ -85,7 +92,7 @@ def test_a_store_copy_that_cannot_be_written_raises_noting_the_version_is_record
     def full(self: Any) -> None:
         raise StoreError("cannot write dm/.metadata/metadata.json: No space left on device")
 
-    monkeypatch.setattr(_mirror.BackgroundMirror, "finish", full)
+    monkeypatch.setattr(_mirror.PushedMirror, "finish", full)
     with pytest.raises(StoreError) as got:
         conn.write("dm", frame(seed=2))
     assert any("is recorded (commit" in note and "validate(fix=True)" in note

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from datom_core._errors import IntegrityError
 from datom_core._git import _objects as O
 from datom_core._git._diff import changed_paths
+from datom_core._git._fast import _tree as T
 from datom_core._memory import KeyedMemory
 from datom_core._project import _manifest_text
 from datom_core._project._build import updated_manifest
@@ -31,6 +32,8 @@ from datom_core._project._history_text import history_text, prepend, printed
 from datom_core._project._parse import convert_manifest_v1, parse_history
 from datom_core._project._tip import load_manifest
 from tests.core.trees import differing_files
+
+pytestmark = pytest.mark.usefixtures("accelerated")  # tests of an accelerator itself
 
 NOW = "2030-01-02T03:04:05Z"
 
@@ -243,7 +246,7 @@ def test_a_patched_root_tree_is_what_git_would_write() -> None:
                 assert obj.id == _serialised(obj)  # its text is its entries' text
                 parsed = Tree.from_raw_string(Tree.type_num, obj.as_raw_string())
                 assert isinstance(parsed, Tree) and parsed.items() == obj.items()
-                patched += isinstance(obj, O._PatchedTree)
+                patched += isinstance(obj, T._PatchedTree)
         assert changed_paths(store, tip, new.id) == new.changes
         assert set(new.changes) == {p.encode() for p in files}
         assert O.TreeReader(store, new.id).read(path) == data
@@ -273,7 +276,7 @@ def test_a_root_tree_another_tool_wrote_is_patched_at_its_own_offsets(dir_mode: 
     store.add_objects([(root, None), (commit, None)])
     new = O.build_commit(store, commit.id, {"t0042/metadata.json": b"new"}, "w", b"A <a@b>", 0)
     assert new is not None
-    made = next(o for o in new.objects if isinstance(o, O._PatchedTree))
+    made = next(o for o in new.objects if isinstance(o, T._PatchedTree))
     sub42 = next(o for o in new.objects if isinstance(o, Tree) and o is not made)
     at = text.index(b" t0042\0") + len(b" t0042\0")
     assert made.as_raw_string() == text[:at] + binascii.unhexlify(sub42.id) + text[at + 20 :]
@@ -320,7 +323,7 @@ def test_the_paths_changed_by_another_writers_commit_are_every_differing_file(
         for obj in c.objects:
             store.add_object(obj)
         made.append(c.id)
-    O._TREES, O._MADE_FROM = KeyedMemory(64), KeyedMemory(256)  # nothing remembered
+    O._TREES, T._MADE_FROM = KeyedMemory(64), KeyedMemory(256)  # nothing remembered
     assert changed_paths(store, made[0], made[1]) == differing_files(store, made[0], made[1])
 
 

@@ -19,10 +19,13 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 import datom_core as dc
-from datom_core._git import Author, MetadataRepo, _packs
+from datom_core._git import Author, MetadataRepo
 from datom_core._git import _maintenance as maint
+from datom_core._git._fast import _packs
 from datom_core._git._shared import SHARE_ENV
 from tests.gitcli import GIT, git, needs_git
+
+pytestmark = pytest.mark.usefixtures("accelerated")  # tests of an accelerator itself
 
 ME = Author("Ada Lovelace", "ada@example.org")
 

@@ -1,4 +1,11 @@
-"""The clone's git index, updated entry by entry (private to the git layer).
+"""The clone's git index, updated entry by entry (an accelerator of the git layer;
+switched off by ``DATOM_PLAIN=1``, see :mod:`datom_core._plain`).
+
+Contract: after :meth:`FastIndex.update` the index names, for every path, the blob and
+mode dulwich's own update would give it, with the file's stat, so ``git status`` is as
+quiet as after dulwich's update. Measured (issue 30): dulwich's update is ~9x slower end
+to end at 6,000 entries. Plain path (beside it, in ``_internals.update_index``): dulwich's
+``Repo.open_index()``, entries set, ``Index.write()``.
 
 datom keeps ``.git/index`` in step with HEAD so that ``git status`` in a clone is quiet,
 but never needs it itself (commits are built from the parent tree). dulwich parses and
@@ -21,8 +28,6 @@ import os
 import struct
 from collections.abc import Mapping
 from pathlib import Path
-
-from ._swap import replace_file
 
 __all__ = ["FastIndex", "UnsupportedIndex"]
 
@@ -147,7 +152,7 @@ class FastIndex:
                     view = memoryview(part)
                     while view:
                         view = view[f.write(view) :]
-            replace_file(lock, self.path)
+            os.replace(lock, self.path)
         except BaseException:
             lock.unlink(missing_ok=True)
             self._entries = self._body = None  # re-read what is on disk next time

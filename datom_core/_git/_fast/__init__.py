@@ -1,0 +1,12 @@
+"""The git layer's accelerators: code that exists for speed only, each module with its
+contract and the plain path beside it named in its docstring. ``DATOM_PLAIN=1`` selects
+every plain path (see :mod:`datom_core._plain`).
+
+* :mod:`._index`: the clone's index patched entry by entry (plain: dulwich's update).
+* :mod:`._tree`: big trees patched, another writer's read as an edit, what a tree was made
+  from (plain: dulwich's serialiser and parser, trees compared entry by entry).
+* :mod:`._packs`: the delta packer and the pack merge by copied entries (plain: whole
+  objects, no delta search).
+* :mod:`._history`: the commits of each path, kept as HEAD moves (plain: dulwich's
+  path-filtered walk).
+"""
