@@ -5,16 +5,22 @@ a local remote."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 
+from dulwich.file import SharedPerm
 from dulwich.object_store import DiskObjectStore
 from dulwich.objects import ObjectID, ShaFile
 from dulwich.repo import Repo
 
+from ._groupshare import object_paths, widen
+from ._held import PUSH_KEEP
 from ._loose import commit_object_ids, commit_of, copy_objects, split_large, write_loose
-from ._packs import copy_as_pack
+from ._packs import copy_as_pack, write_objects
 
-__all__ = ["add_objects", "copy_commits", "missing_commits"]
+__all__ = ["add_objects", "copy_commits", "missing_commits", "receive_objects"]
 
 # More objects than this in one transfer arrive as a pack (a first clone, a long absence);
 # fewer are loose files (see _loose: linked between a clone and a local remote, never
@@ -35,6 +41,37 @@ def add_objects(r: Repo, objects: Sequence[ShaFile]) -> int:
         r.object_store.add_objects([(o, None) for o in missing])
         return 0
     return write_loose(r.object_store, objects)
+
+
+@contextmanager
+def receive_objects(
+    remote: Repo, objects: Sequence[ShaFile], perm: SharedPerm | None
+) -> Iterator[int]:
+    """Store the objects a push sends into a local remote, for the caller to move the ref
+    inside the block; yields how many were written loose. Files made get ``perm``
+    (a group-shared remote, see :mod:`._groupshare`).
+
+    Many arrive as one pack, kept (``.keep``) until the block ends, as git's receive-pack
+    keeps one until its ref has moved: a ``git repack -a -d`` meanwhile deletes every pack
+    it finds not kept, and the pushed objects, not yet reachable, would go with it. Every
+    object is in that pack, even one the remote holds: that copy may be an unreachable one
+    the same repack deletes. A refused push leaves the pack unreferenced and not kept, as
+    a killed one does."""
+    if len(objects) <= _LOOSE_MAX:
+        loose = write_loose(remote.object_store, objects)
+        if perm is not None:
+            objects_dir = os.fspath(remote.object_store.path)
+            widen(object_paths(objects_dir, [o.id for o in objects]), perm)
+        yield loose
+        return
+    store = remote.object_store
+    assert isinstance(store, DiskObjectStore)
+    base = Path(store.pack_dir) / write_objects(store, objects, keep=PUSH_KEEP)
+    try:
+        widen([store.pack_dir, base.with_suffix(".pack"), base.with_suffix(".idx")], perm)
+        yield 0
+    finally:
+        base.with_suffix(".keep").unlink(missing_ok=True)
 
 
 def copy_commits(source: Repo, target: Repo, commits: list[bytes]) -> int:

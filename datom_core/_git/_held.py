@@ -22,9 +22,10 @@ from dulwich.midx import load_midx
 
 from ._stored import STALE_AFTER
 
-__all__ = ["KEEP", "drop_stale_keeps", "git_held_packs", "git_lock"]
+__all__ = ["KEEP", "PUSH_KEEP", "drop_stale_keeps", "git_held_packs", "git_lock"]
 
 KEEP = b"datom compaction\n"  # the .keep of a pack whose compaction is running
+PUSH_KEEP = b"datom push\n"  # the .keep of a pushed pack whose ref has not moved yet
 
 # A pack with one of these beside it belongs to git: kept (.keep, and .promisor: a partial
 # clone's), cruft (.mtimes: unreachable objects with their ages, for git's pruning), or
@@ -62,15 +63,15 @@ def git_held_packs(pack_dir: str | os.PathLike[str]) -> frozenset[str] | None:
 
 
 def drop_stale_keeps(pack_dir: str | os.PathLike[str]) -> int:
-    """Remove the ``.keep`` files a killed compaction left on its packs an hour ago or
-    more (only datom's own: a ``.keep`` holding anything else is someone's wish)."""
+    """Remove the ``.keep`` files a killed compaction or push left on its packs an hour
+    ago or more (only datom's own: a ``.keep`` holding anything else is someone's wish)."""
     cutoff, removed = time.time() - STALE_AFTER, 0
     for name in os.listdir(pack_dir) if os.path.isdir(pack_dir) else []:
         path = os.path.join(pack_dir, name)
         try:
             if name.endswith(".keep") and os.stat(path).st_mtime < cutoff:
                 with open(path, "rb") as f:
-                    if f.read(len(KEEP) + 1) == KEEP:
+                    if f.read(len(KEEP) + 1) in (KEEP, PUSH_KEEP):
                         os.unlink(path)
                         removed += 1
         except OSError:

@@ -39,8 +39,8 @@ from dulwich.repo import Repo
 from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _maintenance as maint
-from ._copy import add_objects, copy_commits, missing_commits
-from ._groupshare import LOCK_FILES, lock_mode, object_paths, ref_paths, shared_perm, widen
+from ._copy import add_objects, copy_commits, missing_commits, receive_objects
+from ._groupshare import LOCK_FILES, lock_mode, ref_paths, shared_perm, widen
 from ._lock import RepoLock
 from ._loose import copy_objects
 from ._read import has
@@ -294,14 +294,12 @@ class LocalTransport(Transport):
                 check_current_branch(remote, self.url, branch)
             gitdir = Path(remote.controldir())
             perm = shared_perm(remote)
-            self._loose += add_objects(remote, objects)
-            if perm is not None:  # the team's permissions, as git gives them (_groupshare)
-                objects_dir = os.fspath(remote.object_store.path)
-                widen(object_paths(objects_dir, [o.id for o in objects]), perm)
-            checkpoint("git:push:objects")
-            pre_receive(gitdir, self.url, branch, old, new)
-            if not self._swap(remote, branch, old, new):
-                raise rejected(self.url, branch, "the remote moved")
+            with receive_objects(remote, objects, perm) as loose:  # a pack kept till the swap
+                self._loose += loose
+                checkpoint("git:push:objects")
+                pre_receive(gitdir, self.url, branch, old, new)
+                if not self._swap(remote, branch, old, new):
+                    raise rejected(self.url, branch, "the remote moved")
             widen(ref_paths(gitdir, branch), perm)
             self._pushes += 1
         post_receive(gitdir, branch, old, new)  # the push stands whatever they do
