@@ -13,7 +13,13 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
-from dulwich.client import GitClient, HTTPProxyUnauthorized, HTTPUnauthorized, Urllib3HttpGitClient
+from dulwich.client import (
+    GitClient,
+    HTTPProxyUnauthorized,
+    HTTPUnauthorized,
+    Urllib3HttpGitClient,
+    extract_object_format_from_capabilities,
+)
 from dulwich.config import Config
 from dulwich.errors import GitProtocolError, NotGitRepository
 from dulwich.file import FileLocked
@@ -61,12 +67,26 @@ _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 _FETCH_BACKOFF, _FETCH_BACKOFF_MAX = 0.02, 1.0  # seconds: first and longest (random) wait
 
 
+class _ObjectFormat(Exception):
+    """A server advertised object names other than SHA-1 (``args[0]``: its format)."""
+
+
 class _HttpClient(Urllib3HttpGitClient):
-    """dulwich's HTTP client, closing the response of a failed request before raising.
+    """dulwich's HTTP client, closing the response of a failed request before raising,
+    and refusing a server whose objects are not named by SHA-1.
 
     dulwich raises on 401/403/404 without closing the (unread, streamed) response, which
     leaks the connection's socket; its own status mapping is reproduced here.
     """
+
+    def _discover_references(self, service: bytes, base_url: str, *args: Any, **kw: Any) -> Any:
+        # Every fetch, push and listing starts here: a SHA-256 repository says so in its
+        # advertisement (object-format=sha256), empty or not, before anything is sent.
+        found = super()._discover_references(service, base_url, *args, **kw)
+        named = extract_object_format_from_capabilities(found[1])
+        if named not in (None, "sha1"):
+            raise _ObjectFormat(named)
+        return found
 
     def _http_request(
         self,
@@ -129,6 +149,13 @@ def remote_errors(
         yield
     except DatomError:
         raise
+    except _ObjectFormat as e:
+        raise fail(
+            f"Cannot {where}: it uses {e.args[0]} object names (git init "
+            f"--object-format={e.args[0]}); datom supports SHA-1 repositories only, and nothing "
+            "was changed. Use a remote made by git init --bare (the default "
+            "--object-format=sha1)."
+        ) from None
     except HTTPUnauthorized as e:
         hint = (
             f"no token was sent; set {token_env}"
