@@ -7,9 +7,11 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from ._groupshare import open_lock
 
 __all__ = ["LOCK_NAME", "RemoteAccess", "flock"]
 
@@ -17,9 +19,11 @@ LOCK_NAME = "datom-maintenance.lock"
 
 
 @contextmanager
-def flock(lock: Path, mode: int) -> Iterator[bool]:
+def flock(lock: Path, mode: int, file_mode: int = 0o644) -> Iterator[bool]:
+    """Hold ``flock(mode)`` on ``lock`` (made with ``file_mode``: a group-shared remote's
+    team may open it, see :mod:`._groupshare`); yields whether it is held."""
     try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = open_lock(lock, file_mode)
     except OSError:  # a read-only remote: nobody compacts it, nothing to guard
         yield mode != fcntl.LOCK_EX | fcntl.LOCK_NB
         return
@@ -39,10 +43,12 @@ class RemoteAccess:
 
     Held while any thread of the process reads (threads writing through one connection
     share it): the ``flock`` is taken by the first holder and dropped by the last.
+    ``mode()``, when given, is the mode of the lock file (a group-shared remote's).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, mode: Callable[[], int] | None = None) -> None:
         self.path = path
+        self._mode = mode
         self._fd: int | None = None
         self._pid = -1
         self._holders = 0
@@ -51,9 +57,8 @@ class RemoteAccess:
     def _descriptor(self) -> int | None:
         if self._fd is None or self._pid != os.getpid():
             try:
-                self._fd = os.open(
-                    self.path / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644
-                )
+                mode = self._mode() if self._mode is not None else 0o644
+                self._fd = open_lock(self.path / LOCK_NAME, mode)
             except OSError:  # a read-only remote: nobody compacts it, nothing to guard
                 self._fd = None
             self._pid = os.getpid()

@@ -49,6 +49,7 @@ from dulwich.repo import Repo
 
 from .._errors import DatomError
 from ._access import LOCK_NAME, RemoteAccess, flock
+from ._groupshare import lock_mode
 from ._held import KEEP, drop_stale_keeps, git_held_packs, git_lock
 from ._objects import kept_blob
 from ._packs import (
@@ -297,7 +298,8 @@ def compact_remote(
     delete (loose ones it leaves alone): a kept pack it does not delete. A turn not had
     within seconds leaves the ``.keep`` files to the sweep of an hour later.
     """
-    with flock(path / _COMPACT_LOCK, fcntl.LOCK_EX | fcntl.LOCK_NB) as mine:
+    file_mode = lock_mode(opener())  # a group-shared remote's lock files are the team's
+    with flock(path / _COMPACT_LOCK, fcntl.LOCK_EX | fcntl.LOCK_NB, file_mode) as mine:
         if not mine:
             return False  # another process is compacting it
         with access.shared():  # a datom too old to take the compactor's lock waits
@@ -307,7 +309,7 @@ def compact_remote(
                 return True
             plan = _prepare(store)
         try:
-            return _finish_alone(path, repo, plan, wait)
+            return _finish_alone(path, repo, plan, wait, file_mode)
         finally:
             _unkeep_after_pushes(store, plan, turn)
 
@@ -327,11 +329,11 @@ def _unkeep_after_pushes(
         log.info("left the compaction's packs kept until a later sweep (%s)", e)
 
 
-def _finish_alone(path: Path, repo: Repo, plan: _Compaction, wait: float) -> bool:
+def _finish_alone(path: Path, repo: Repo, plan: _Compaction, wait: float, mode: int) -> bool:
     """:func:`_finish` at a moment nobody reads the remote, tried for ``wait`` seconds."""
     deadline = time.monotonic() + wait
     while True:
-        with flock(path / _LOCK_NAME, fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
+        with flock(path / _LOCK_NAME, fcntl.LOCK_EX | fcntl.LOCK_NB, mode) as alone:
             if alone:
                 _logged(repo, _finish(repo.object_store, plan))
                 return True

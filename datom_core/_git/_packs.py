@@ -35,6 +35,7 @@ from dulwich.pack import (
     write_pack_index,
 )
 
+from ._groupshare import store_perm, widen
 from ._read import inflate_loose
 
 __all__ = [
@@ -285,6 +286,8 @@ def write_entries(
     (git's repack then never deletes it), for the caller to remove."""
     folder = Path(store.pack_dir)
     folder.mkdir(parents=True, exist_ok=True)
+    perm = store_perm(store)  # a group-shared repository: each file the team's before
+    widen([folder], perm)  # it is in place (see _groupshare)
     tmp = folder / f"{TMP_PACK}{os.getpid()}_{secrets.token_hex(4)}"
     try:
         index, digest = [], hashlib.sha1()
@@ -305,10 +308,13 @@ def write_entries(
         final = folder / f"pack-{name}"
         if keep is not None:  # before the pack: git's repack lists packs by their .pack
             final.with_suffix(".keep").write_bytes(keep)  # file, judged kept or not then
+            widen([final.with_suffix(".keep")], perm)
+        widen([tmp], perm)
         os.replace(tmp, final.with_suffix(".pack"))
         with open(tmp, "wb") as f:
             write_pack_index(f, sorted(index), checksum)
             _sync(f, sync)
+        widen([tmp], perm)
         os.replace(tmp, final.with_suffix(".idx"))  # the pack is visible from here on
     finally:
         tmp.unlink(missing_ok=True)

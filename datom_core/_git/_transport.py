@@ -169,7 +169,7 @@ class LocalTransport(Transport):
         self._pid = os.getpid()
         self._pushes = 0
         self._loose = 0  # loose objects written into the remote since its last compaction
-        self._access = maint.RemoteAccess(self.path)
+        self._access = maint.RemoteAccess(self.path, lambda: lock_mode(self._open()))
         self._head_named: bytes | None = None  # the branch HEAD was last seen to name
 
     def attach(self, r: Repo, share: bool) -> None:
