@@ -7,7 +7,7 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -43,12 +43,13 @@ class RemoteAccess:
 
     Held while any thread of the process reads (threads writing through one connection
     share it): the ``flock`` is taken by the first holder and dropped by the last.
-    ``mode()``, when given, is the mode of the lock file (a group-shared remote's).
+    ``file_mode`` is the mode the lock file is made with (a group-shared remote's team
+    may open it: set it, from :func:`._groupshare.lock_mode`, before the first hold).
     """
 
-    def __init__(self, path: Path, mode: Callable[[], int] | None = None) -> None:
+    def __init__(self, path: Path) -> None:
         self.path = path
-        self._mode = mode
+        self.file_mode = 0o644
         self._fd: int | None = None
         self._pid = -1
         self._holders = 0
@@ -57,8 +58,7 @@ class RemoteAccess:
     def _descriptor(self) -> int | None:
         if self._fd is None or self._pid != os.getpid():
             try:
-                mode = self._mode() if self._mode is not None else 0o644
-                self._fd = open_lock(self.path / LOCK_NAME, mode)
+                self._fd = open_lock(self.path / LOCK_NAME, self.file_mode)
             except OSError:  # a read-only remote: nobody compacts it, nothing to guard
                 self._fd = None
             self._pid = os.getpid()

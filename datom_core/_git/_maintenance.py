@@ -166,7 +166,11 @@ def _mergeable(store: DiskObjectStore, refresh: bool = True) -> list[Pack]:
     held = git_held_packs(store.pack_dir)
     if held is None:
         return []
-    return [p for p in store.packs if os.path.basename(p._basename) not in held]
+    # dulwich lists any .pack beside an .idx, git's half-written ones too (``.tmp-<pid>-
+    # pack-*``, renamed when done): merged and deleted, they took the objects git was
+    # moving there. Only a finished pack (a name not starting with a dot) is merged.
+    names = [(p, os.path.basename(p._basename)) for p in store.packs]
+    return [p for p, name in names if name not in held and not name.startswith(".")]
 
 
 def drop_stale_temporaries(store: DiskObjectStore, folders: int = SWEPT_FOLDERS) -> int:

@@ -169,7 +169,7 @@ class LocalTransport(Transport):
         self._pid = os.getpid()
         self._pushes = 0
         self._loose = 0  # loose objects written into the remote since its last compaction
-        self._access = maint.RemoteAccess(self.path, lambda: lock_mode(self._open()))
+        self._access = maint.RemoteAccess(self.path)
         self._head_named: bytes | None = None  # the branch HEAD was last seen to name
 
     def attach(self, r: Repo, share: bool) -> None:
@@ -206,6 +206,7 @@ class LocalTransport(Transport):
                 raise
             self._repo, self._pid = opened, os.getpid()
             widen([self.path / n for n in LOCK_FILES], shared_perm(opened))  # the team's
+            self._access.file_mode = lock_mode(opened)
         return self._repo
 
     @contextmanager
@@ -214,8 +215,10 @@ class LocalTransport(Transport):
             raise GitError(
                 f"Cannot {action} {self.url}: no git repository there. Check the remote path/URL."
             )
-        with self.errors(action), self._access.shared():
-            yield self._open()
+        with self.errors(action):
+            remote = self._open()  # first: it tells the lock file's mode
+            with self._access.shared():
+                yield remote
 
     def heads(
         self, action: str = "read the branches of"
@@ -341,12 +344,8 @@ class LocalTransport(Transport):
         except (OSError, PackFileDisappeared) as e:  # the push is recorded: tried again later
             log.warning("could not compact %s (%s); it is tried again later", self.url, e)
             return
-        if done:
+        if done:  # its packs and lock files are the team's already (_packs, _access)
             self._pushes = self._loose = 0
-            perm = shared_perm(self._open())
-            if perm is not None:  # the packs it wrote are the team's too
-                packs = self.path / "objects" / "pack"
-                widen([packs, *packs.iterdir(), *(self.path / n for n in LOCK_FILES)], perm)
 
     def adopt_head(self, branch: bytes) -> None:
         """Looked at without the writers' turn (each fresh process does it once, and
