@@ -160,16 +160,21 @@ def _mergeable(store: DiskObjectStore, refresh: bool = True) -> list[Pack]:
     (:func:`_packs.git_held_packs`: a multi-pack-index, a bitmap, ``.keep`` or cruft
     packs), none if a multi-pack-index cannot be read."""
     if refresh:
-        # ``store.packs`` lists the packs this handle cached before the folder's: a pack
-        # another process merged away since (compactions take turns) must drop out first.
+        # The packs cached after a look at the folder (a pack another process merged away
+        # or git repacked drops out). Not ``store.packs``: it lists the cached packs before
+        # its own look, which closes those gone; such a pack, used again (len()), reopens
+        # its index outside the cache, and nothing closes it.
         store._update_pack_cache()
+        packs = list(store._iter_cached_packs())
+    else:
+        packs = store.packs  # only counted
     held = git_held_packs(store.pack_dir)
     if held is None:
         return []
     # dulwich lists any .pack beside an .idx, git's half-written ones too (``.tmp-<pid>-
     # pack-*``, renamed when done): merged and deleted, they took the objects git was
     # moving there. Only a finished pack (a name not starting with a dot) is merged.
-    names = [(p, os.path.basename(p._basename)) for p in store.packs]
+    names = [(p, os.path.basename(p._basename)) for p in packs]
     return [p for p, name in names if name not in held and not name.startswith(".")]
 
 

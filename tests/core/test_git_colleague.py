@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from dulwich.repo import Repo
 
 from datom_core._errors import DatomError, GitError
 from datom_core._git import Author, MetadataRepo, TreeReader
@@ -322,3 +323,37 @@ def test_a_pack_git_is_still_writing_is_left_alone(
     for suffix in (".pack", ".idx"):
         temporary.with_suffix(suffix).unlink()  # what git's rename would do
     assert_git_accepts(bare, tmp_path)
+
+
+def test_a_pack_git_deletes_while_the_compaction_lists_packs_is_not_reopened(
+    origin: tuple[MetadataRepo, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dulwich's ``store.packs`` hands out the packs it had cached, then looks at the folder
+    and closes those gone. A pack ``git repack -d`` deleted at that moment was handed out
+    closed; the compaction's len() reopened its index outside the cache, and the garbage
+    collector later warned of an unclosed pack (the gc-loop test's rare teardown error)."""
+    repo, bare = origin
+    git(bare, "repack", "-q")
+    store = Repo(str(bare)).object_store
+    listed = store.packs
+    assert listed
+    victim = listed[0]
+    real = type(store)._update_pack_cache
+    looks = []
+
+    def look(self: object) -> list[object]:
+        looks.append(1)
+        if len(looks) == 2:  # git deleting the pack between two looks at the folder:
+            os.unlink(victim._basename + ".pack")  # its .pack gone, its .idx not yet
+        return real(self)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(store), "_update_pack_cache", look)
+    try:
+        found = maint._mergeable(store)
+        for p in found:
+            len(p)  # what the compaction asks first
+        cached = list(store._iter_cached_packs())
+        strays = [p for p in found if not any(p is c for c in cached) and p._idx is not None]
+        assert strays == [], "a pack opened outside the store's cache: nothing closes it"
+    finally:
+        store.close()
