@@ -79,9 +79,10 @@ class InboxModel(dg.Model):
         description="The folder or URL files arrive in (default: the clone's input_files/).",
     )
     sensor: Literal["running", "stopped", "none"] = Field(
-        default="running",
-        description="The inbox sensor: 'running' (starts with the daemon), 'stopped' (start it "
-        "in the UI) or 'none' (no sensor: materialize the raw assets yourself).",
+        default="stopped",
+        description="The inbox sensor: 'stopped' (the default, as Dagster's: start it in the "
+        "UI, Automation), 'running' (starts with the daemon) or 'none' (no sensor: "
+        "materialize the raw assets yourself).",
     )
     minimum_interval_seconds: int = Field(
         default=30, description="Seconds between two scans of the inbox by the sensor."

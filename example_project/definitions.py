@@ -1,4 +1,5 @@
-"""STUDY-001 in Dagster (loaded by ``workspace.yaml``), built from its dg project.
+"""STUDY-001 in Dagster (loaded by ``dg dev`` through the checkout's ``dg.toml``, or by
+``workspace.yaml``), built from its dg project.
 
 * ``defs/study001/defs.yaml``: a :class:`datom_dagster.DatomComponent` — project
   ``STUDY_001`` under ``$DATOM_HOME`` (``make demo`` uses ``.demo/datom``), the raw domains

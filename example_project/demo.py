@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         f"\nfinished in {time.perf_counter() - started:.0f} s. Open the Dagster UI on the same data:"
     )
     console.print(
-        f"  DATOM_HOME={root / 'datom'} DAGSTER_HOME={root / 'dagster'} .venv/bin/dagster dev -w workspace.yaml",
+        f"  . .venv/bin/activate && DATOM_HOME={root / 'datom'} DAGSTER_HOME={root / 'dagster'} dg dev",
         soft_wrap=True,
     )
     console.print(f"  .venv/bin/datom --repo {conn.path} list", soft_wrap=True)

@@ -38,18 +38,36 @@ _PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_pro
 
 
 class _Backend(Backend):
-    """Serves ``<root>/<name>``; keeps each opened repository until :meth:`close`."""
+    """Serves ``<root>/<name>``; keeps each opened repository until :meth:`close`.
+
+    dulwich's receive-pack ignores a lost compare-and-swap of a ref (``set_if_equals``
+    returning False when a concurrent push moved it) and answers "ok": a git client then
+    takes a push that did not land for done, and its next ``git pull --rebase`` drops that
+    commit as already upstream (bench_concurrency's colleague lost a note so). Real
+    servers answer "failed to update ref"; here a lost swap is reported as dulwich reports
+    a failed write ("failed to write"), unless ``acknowledge_lost_swaps`` is set (to test
+    a client against a server that says "ok" regardless).
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self._repos: dict[str, Repo] = {}
+        self.acknowledge_lost_swaps = False
 
     def open_repository(self, path: str | bytes) -> BackendRepo:  # type: ignore[override]
         name = os.fsdecode(path).strip("/")
         if not _NAME.fullmatch(name) or not (self.root / name).is_dir():
             raise NotGitRepository(f"no repository {path!r}")
         if name not in self._repos:
-            self._repos[name] = Repo(str(self.root / name))
+            self._repos[name] = repo = Repo(str(self.root / name))
+            swap = repo.refs.set_if_equals
+
+            def set_if_equals(*args: Any, **kwargs: Any) -> bool:
+                if swap(*args, **kwargs) or self.acknowledge_lost_swaps:
+                    return True
+                raise OSError("a concurrent push moved the ref")  # -> "failed to write"
+
+            repo.refs.set_if_equals = set_if_equals  # type: ignore[method-assign]
         return self._repos[name]  # type: ignore[return-value]
 
     def close(self) -> None:
@@ -92,6 +110,11 @@ class GitHTTPServer:
         with closing(Repo.init_bare(str(path), mkdir=True, default_branch=branch.encode())):
             pass
         return path
+
+    def acknowledge_lost_swaps(self) -> None:
+        """Answer "ok" to a push whose ref update lost to a concurrent push (dulwich's own
+        server does; see :class:`_Backend`)."""
+        self._backend.acknowledge_lost_swaps = True
 
     def deny_push(self, repo_name: str) -> None:
         """Answer ``403`` to every push to ``repo_name`` (fetch still works)."""

@@ -11,15 +11,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ._groupshare import open_lock
+
 __all__ = ["LOCK_NAME", "RemoteAccess", "flock"]
 
 LOCK_NAME = "datom-maintenance.lock"
 
 
 @contextmanager
-def flock(lock: Path, mode: int) -> Iterator[bool]:
+def flock(lock: Path, mode: int, file_mode: int = 0o644) -> Iterator[bool]:
+    """Hold ``flock(mode)`` on ``lock`` (made with ``file_mode``: a group-shared remote's
+    team may open it, see :mod:`._groupshare`); yields whether it is held."""
     try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = open_lock(lock, file_mode)
     except OSError:  # a read-only remote: nobody compacts it, nothing to guard
         yield mode != fcntl.LOCK_EX | fcntl.LOCK_NB
         return
@@ -39,10 +43,13 @@ class RemoteAccess:
 
     Held while any thread of the process reads (threads writing through one connection
     share it): the ``flock`` is taken by the first holder and dropped by the last.
+    ``file_mode`` is the mode the lock file is made with (a group-shared remote's team
+    may open it: set it, from :func:`._groupshare.lock_mode`, before the first hold).
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.file_mode = 0o644
         self._fd: int | None = None
         self._pid = -1
         self._holders = 0
@@ -51,9 +58,7 @@ class RemoteAccess:
     def _descriptor(self) -> int | None:
         if self._fd is None or self._pid != os.getpid():
             try:
-                self._fd = os.open(
-                    self.path / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644
-                )
+                self._fd = open_lock(self.path / LOCK_NAME, self.file_mode)
             except OSError:  # a read-only remote: nobody compacts it, nothing to guard
                 self._fd = None
             self._pid = os.getpid()

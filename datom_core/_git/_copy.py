@@ -15,14 +15,19 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 
-from dulwich.file import FileLocked
+from dulwich.file import FileLocked, SharedPerm
 from dulwich.object_store import BaseObjectStore, DiskObjectStore
 from dulwich.objects import ObjectID, ShaFile
 from dulwich.repo import Repo
 
 from .._errors import GitError
+from ._fast._packs import write_objects
+from ._groupshare import object_paths, widen
+from ._held import PUSH_KEEP
 from ._objects import commit_of
 from ._read import load
 from ._send import commit_objects
@@ -35,6 +40,7 @@ __all__ = [
     "copy_commits",
     "copy_objects",
     "missing_commits",
+    "receive_objects",
 ]
 
 LOCK_STALE = 2.0  # seconds after which an object's lock file is a killed writer's
@@ -110,6 +116,35 @@ def commit_object_ids(store: BaseObjectStore, commits: Iterable[bytes]) -> Itera
     """The ids of each commit and of the trees and blobs it adds over its first parent,
     commit last (blobs are named, never read)."""
     return (sha for sha, _tree in commit_objects(store, commits))
+
+
+@contextmanager
+def receive_objects(
+    remote: Repo, objects: Sequence[ShaFile], perm: SharedPerm | None
+) -> Iterator[int]:
+    """Store the objects a push sends into a local remote, for the caller to move the ref
+    inside the block; yields how many were written loose. Files made get ``perm``
+    (a group-shared remote, see :mod:`._groupshare`).
+
+    Many arrive as one pack, kept (``.keep``) until the block ends, as git's receive-pack
+    keeps one until its ref has moved: a ``git repack -a -d`` meanwhile deletes every pack
+    it finds not kept, and the pushed objects, not yet reachable, would go with it. Every
+    object is in that pack, even one the remote holds: that copy may be an unreachable one
+    the same repack deletes. A refused push leaves the pack unreferenced and not kept, as
+    a killed one does."""
+    store = remote.object_store
+    if len(objects) < _UNPACK_LIMIT or not isinstance(store, DiskObjectStore):
+        for obj in objects:
+            add_object(store, obj)
+        if perm is not None:
+            widen(object_paths(os.fspath(store.path), [o.id for o in objects]), perm)
+        yield len(objects)
+        return
+    base = Path(store.pack_dir) / write_objects(store, objects, keep=PUSH_KEEP)
+    try:
+        yield 0  # its files are the team's already (write_entries)
+    finally:
+        base.with_suffix(".keep").unlink(missing_ok=True)
 
 
 def copy_commits(source: Repo, target: Repo, commits: list[bytes]) -> int:

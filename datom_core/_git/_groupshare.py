@@ -21,18 +21,39 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from dulwich.file import PERM_GROUP, SharedPerm, adjust_shared_perm
+from dulwich.object_store import BaseObjectStore
 from dulwich.repo import Repo
 
-__all__ = ["LOCK_FILES", "lock_mode", "object_paths", "ref_paths", "shared_perm", "widen"]
+__all__ = [
+    "LOCK_FILES",
+    "lock_mode",
+    "object_paths",
+    "open_lock",
+    "ref_paths",
+    "shared_perm",
+    "store_perm",
+    "widen",
+]
 
 
 def shared_perm(remote: Repo) -> SharedPerm | None:
     """The permissions files made in ``remote`` get (None: the umask decides)."""
-    perm: SharedPerm | None = getattr(remote.object_store, "shared_perm", None)
+    return _perm(remote.object_store, remote.controldir())
+
+
+def store_perm(store: BaseObjectStore) -> SharedPerm | None:
+    """The permissions files made in the object store ``store`` get (see
+    :func:`shared_perm`; its repository is the folder above ``objects``)."""
+    path = getattr(store, "path", None)
+    return _perm(store, os.path.dirname(os.fspath(path))) if path is not None else None
+
+
+def _perm(store: BaseObjectStore, controldir: str) -> SharedPerm | None:
+    perm: SharedPerm | None = getattr(store, "shared_perm", None)
     if perm is not None:
         return perm
     try:
-        st = os.stat(remote.controldir())
+        st = os.stat(controldir)
     except OSError:
         return None
     if st.st_mode & stat.S_ISGID and st.st_mode & stat.S_IWGRP:
@@ -49,6 +70,24 @@ def lock_mode(remote: Repo) -> int:
     remote may open for writing."""
     perm = shared_perm(remote)
     return 0o644 if perm is None else (0o644 | perm.tweak) & 0o666
+
+
+def open_lock(path: str | os.PathLike[str], mode: int) -> int:
+    """A descriptor to ``flock`` the lock file ``path``, created with ``mode`` (corrected
+    to it by its owner when the umask took bits away); one another user made that this
+    process may read but not write is opened read-only, which ``flock`` accepts.
+    :class:`OSError` when it can be neither."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, mode)
+    except PermissionError:
+        if not os.path.exists(path):
+            raise
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    if mode != 0o644:
+        st = os.fstat(fd)
+        if st.st_uid == os.geteuid() and st.st_mode & 0o777 != mode:
+            os.fchmod(fd, mode)  # the umask took the team's bits away
+    return fd
 
 
 def widen(paths: Iterable[str | os.PathLike[str]], perm: SharedPerm | None) -> None:

@@ -22,6 +22,7 @@ from dulwich.midx import load_midx
 
 __all__ = [
     "KEEP",
+    "PUSH_KEEP",
     "STALE_AFTER",
     "drop_stale_files",
     "drop_stale_keeps",
@@ -30,6 +31,7 @@ __all__ = [
 ]
 
 KEEP = b"datom compaction\n"  # the .keep of a pack whose compaction is running
+PUSH_KEEP = b"datom push\n"  # the .keep of a pushed pack whose ref has not moved yet
 STALE_AFTER = 3600.0  # seconds after which a temporary file is a killed writer's
 _PREFIX = "tmp_obj_"  # git's loose objects being written
 
@@ -69,15 +71,15 @@ def git_held_packs(pack_dir: str | os.PathLike[str]) -> frozenset[str] | None:
 
 
 def drop_stale_keeps(pack_dir: str | os.PathLike[str]) -> int:
-    """Remove the ``.keep`` files a killed compaction left on its packs an hour ago or
-    more (only datom's own: a ``.keep`` holding anything else is someone's wish)."""
+    """Remove the ``.keep`` files a killed compaction or push left on its packs an hour
+    ago or more (only datom's own: a ``.keep`` holding anything else is someone's wish)."""
     cutoff, removed = time.time() - STALE_AFTER, 0
     for name in os.listdir(pack_dir) if os.path.isdir(pack_dir) else []:
         path = os.path.join(pack_dir, name)
         try:
             if name.endswith(".keep") and os.stat(path).st_mtime < cutoff:
                 with open(path, "rb") as f:
-                    if f.read(len(KEEP) + 1) == KEEP:
+                    if f.read(len(KEEP) + 1) in (KEEP, PUSH_KEEP):
                         os.unlink(path)
                         removed += 1
         except OSError:

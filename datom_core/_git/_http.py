@@ -7,13 +7,17 @@ import errno
 import random
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
-from dulwich.client import GitClient, HTTPProxyUnauthorized, HTTPUnauthorized, Urllib3HttpGitClient
+from dulwich.client import (
+    GitClient,
+    HTTPProxyUnauthorized,
+    HTTPUnauthorized,
+)
 from dulwich.config import Config
 from dulwich.errors import GitProtocolError, NotGitRepository
 from dulwich.file import FileLocked
@@ -25,6 +29,7 @@ from dulwich.repo import Repo
 
 from .._errors import DatomError, GitError, PushRejectedError
 from ._advert import RefsMemo, honours_old_value
+from ._httpclient import HttpClient, ObjectFormatError
 from ._refstatus import SAID_MAX, check_ref_status
 from ._remote import (
     USERNAME_ENV,
@@ -44,66 +49,7 @@ _HEADS = b"refs/heads/"
 _HEX = re.compile(r"[0-9a-f]+")
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 _FETCH_BACKOFF, _FETCH_BACKOFF_MAX = 0.02, 1.0  # seconds: first and longest (random) wait
-_RECEIVE = b"git-receive-pack"
 _WHOLE_HISTORY = 0x7FFFFFFF  # git's "infinite" depth (what --unshallow asks for)
-
-
-class _HttpClient(Urllib3HttpGitClient):
-    """dulwich's HTTP client, closing the response of a failed request before raising.
-
-    dulwich raises on 401/403/404 without closing the (unread, streamed) response, which
-    leaks the connection's socket; its own status mapping is reproduced here. A push's ref
-    advertisement is answered from ``memo`` when it holds fresh refs (:mod:`._advert`):
-    the push is then one request.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.memo = RefsMemo()
-
-    def _discover_references(
-        self,
-        service: bytes,
-        base_url: str,
-        protocol_version: int | None = None,
-        ref_prefix: Sequence[bytes] | None = None,
-    ) -> Any:
-        if service == _RECEIVE:
-            primed = self.memo.take_for_push()
-            if primed is not None:
-                self.protocol_version = 0  # what a push speaks (dulwich sets it so too)
-                return primed
-        found = super()._discover_references(service, base_url, protocol_version, ref_prefix)
-        self.memo.saw(service, found)
-        return found
-
-    def look(self) -> dict[bytes, bytes]:
-        """The branches and tags of a new push advertisement (one request, the server
-        asked whatever ``memo`` holds); kept in ``memo`` for the push that follows."""
-        found = super()._discover_references(_RECEIVE, self._get_url(b""))
-        self.memo.saw(_RECEIVE, found)
-        return {bytes(k): bytes(v) for k, v in found[0].items() if v is not None}
-
-    def _http_request(
-        self,
-        url: str,
-        headers: dict[str, str] | None = None,
-        data: bytes | Iterator[bytes] | None = None,
-        raise_for_status: bool = True,
-    ) -> tuple[Any, Callable[[int], bytes]]:
-        resp, read = super()._http_request(url, headers, data, raise_for_status=False)
-        if not raise_for_status or resp.status == 200:
-            return resp, read
-        status, challenge = resp.status, resp.headers.get("WWW-Authenticate")
-        proxy_challenge = resp.headers.get("Proxy-Authenticate")
-        resp.close()
-        if status == 404:
-            raise NotGitRepository(f"no repository at {url}")
-        if status == 401:
-            raise HTTPUnauthorized(challenge, url)
-        if status == 407:
-            raise HTTPProxyUnauthorized(proxy_challenge, url)
-        raise GitProtocolError(f"unexpected http resp {status} for {url}")
 
 
 def open_transport(
@@ -120,7 +66,7 @@ def open_transport(
         raise GitError(
             f"Refusing to send the git token over unencrypted HTTP to {url}: use https://."
         )
-    client = _HttpClient(
+    client = HttpClient(
         url,
         config=config,
         username=creds.username if creds else None,
@@ -145,6 +91,13 @@ def remote_errors(
         yield
     except DatomError:
         raise
+    except ObjectFormatError as e:
+        raise fail(
+            f"Cannot {where}: it uses {e.args[0]} object names (git init "
+            f"--object-format={e.args[0]}); datom supports SHA-1 repositories only, and nothing "
+            "was changed. Use a remote made by git init --bare (the default "
+            "--object-format=sha1)."
+        ) from None
     except HTTPUnauthorized as e:
         hint = (
             f"no token was sent; set {token_env}"

@@ -57,6 +57,7 @@ from ._fast._packs import (
     write_entries,
     write_objects,
 )
+from ._groupshare import lock_mode
 from ._held import KEEP, drop_stale_files, drop_stale_keeps, git_held_packs, git_lock
 from ._objects import kept_blob
 
@@ -158,13 +159,22 @@ def _mergeable(store: DiskObjectStore, refresh: bool = True) -> list[Pack]:
     (:func:`_packs.git_held_packs`: a multi-pack-index, a bitmap, ``.keep`` or cruft
     packs), none if a multi-pack-index cannot be read."""
     if refresh:
-        # ``store.packs`` lists the packs this handle cached before the folder's: a pack
-        # another process merged away since (compactions take turns) must drop out first.
+        # The packs cached after a look at the folder (a pack another process merged away
+        # or git repacked drops out). Not ``store.packs``: it lists the cached packs before
+        # its own look, which closes those gone; such a pack, used again (len()), reopens
+        # its index outside the cache, and nothing closes it.
         store._update_pack_cache()
+        packs = list(store._iter_cached_packs())
+    else:
+        packs = store.packs  # only counted
     held = git_held_packs(store.pack_dir)
     if held is None:
         return []
-    return [p for p in store.packs if os.path.basename(p._basename) not in held]
+    # dulwich lists any .pack beside an .idx, git's half-written ones too (``.tmp-<pid>-
+    # pack-*``, renamed when done): merged and deleted, they took the objects git was
+    # moving there. Only a finished pack (a name not starting with a dot) is merged.
+    names = [(p, os.path.basename(p._basename)) for p in packs]
+    return [p for p, name in names if name not in held and not name.startswith(".")]
 
 
 def drop_stale_temporaries(store: DiskObjectStore, folders: int = SWEPT_FOLDERS) -> int:
@@ -295,7 +305,8 @@ def compact_remote(
     delete (loose ones it leaves alone): a kept pack it does not delete. A turn not had
     within seconds leaves the ``.keep`` files to the sweep of an hour later.
     """
-    with flock(path / _COMPACT_LOCK, fcntl.LOCK_EX | fcntl.LOCK_NB) as mine:
+    file_mode = lock_mode(opener())  # a group-shared remote's lock files are the team's
+    with flock(path / _COMPACT_LOCK, fcntl.LOCK_EX | fcntl.LOCK_NB, file_mode) as mine:
         if not mine:
             return False  # another process is compacting it
         with access.shared():  # a datom too old to take the compactor's lock waits
@@ -305,7 +316,7 @@ def compact_remote(
                 return True
             plan = _prepare(store)
         try:
-            return _finish_alone(path, repo, plan, wait)
+            return _finish_alone(path, repo, plan, wait, file_mode)
         finally:
             _unkeep_after_pushes(store, plan, turn)
 
@@ -325,11 +336,11 @@ def _unkeep_after_pushes(
         log.info("left the compaction's packs kept until a later sweep (%s)", e)
 
 
-def _finish_alone(path: Path, repo: Repo, plan: _Compaction, wait: float) -> bool:
+def _finish_alone(path: Path, repo: Repo, plan: _Compaction, wait: float, mode: int) -> bool:
     """:func:`_finish` at a moment nobody reads the remote, tried for ``wait`` seconds."""
     deadline = time.monotonic() + wait
     while True:
-        with flock(path / _LOCK_NAME, fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
+        with flock(path / _LOCK_NAME, fcntl.LOCK_EX | fcntl.LOCK_NB, mode) as alone:
             if alone:
                 _logged(repo, _finish(repo.object_store, plan))
                 return True

@@ -36,7 +36,7 @@ from .._errors import GitError, PushRejectedError
 from . import _internals as gi
 from . import _maintenance as maint
 from ._fast._history import PathHistory
-from ._localwork import remember_made
+from ._localwork import refuse_local_work, remember_made
 from ._logview import HistoryReads
 from ._objects import build_commit
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, normalize_remote
@@ -248,7 +248,9 @@ class MetadataRepo(HistoryReads, RepoCore):
         :class:`PushRejectedError` when ``origin`` holds commits this clone lacks: call
         :meth:`fetch_and_reset`, redo the write, push again (or use
         :meth:`commit_and_push`, which does that). :class:`GitError` for every other
-        failure; the local branch is never changed by a failed push.
+        failure, and before anything is sent when the branch holds commits made with git
+        and not pushed (only datom's own are pushed, see ``_localwork``); the local branch
+        is never changed by a failed push.
         """
         with self.lock():
             r = self._open()
@@ -259,6 +261,9 @@ class MetadataRepo(HistoryReads, RepoCore):
             remote = self._remote()
             branch = self._target_branch(r, remote)
             theirs = remote.heads("push to")[0].get(branch)
+            # Only what datom made is published: a commit made with git here (under datom's
+            # unpushed one, or on top of it) is the person's to push (``_localwork``).
+            refuse_local_work(r, self.path, branch, [theirs], remote.holds, "push")
             if theirs == head:
                 self._pushed(r, remote, branch, head)
                 return

@@ -35,8 +35,8 @@ from dulwich.repo import Repo
 from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _maintenance as maint
-from ._copy import add_objects, copy_commits, copy_objects, missing_commits
-from ._groupshare import LOCK_FILES, lock_mode, object_paths, ref_paths, shared_perm, widen
+from ._copy import add_objects, copy_commits, copy_objects, missing_commits, receive_objects
+from ._groupshare import LOCK_FILES, lock_mode, ref_paths, shared_perm, widen
 from ._lock import RepoLock
 from ._read import has
 from ._receive import check_current_branch, post_receive, pre_receive
@@ -218,6 +218,7 @@ class LocalTransport(Transport):
                 raise
             self._repo, self._pid = opened, os.getpid()
             widen([self.path / n for n in LOCK_FILES], shared_perm(opened))  # the team's
+            self._access.file_mode = lock_mode(opened)
         return self._repo
 
     @contextmanager
@@ -226,8 +227,10 @@ class LocalTransport(Transport):
             raise GitError(
                 f"Cannot {action} {self.url}: no git repository there. Check the remote path/URL."
             )
-        with self.errors(action), self._access.shared():
-            yield self._open()
+        with self.errors(action):
+            remote = self._open()  # first: it tells the lock file's mode
+            with self._access.shared():
+                yield remote
 
     def heads(
         self, action: str = "read the branches of"
@@ -308,14 +311,12 @@ class LocalTransport(Transport):
                 check_current_branch(remote, self.url, branch)
             gitdir = Path(remote.controldir())
             perm = shared_perm(remote)
-            self._loose += add_objects(remote, objects)
-            if perm is not None:  # the team's permissions, as git gives them (_groupshare)
-                objects_dir = os.fspath(remote.object_store.path)
-                widen(object_paths(objects_dir, [o.id for o in objects]), perm)
-            checkpoint("git:push:objects")
-            pre_receive(gitdir, self.url, branch, old, new)
-            if not self._swap(remote, branch, old, new):
-                raise rejected(self.url, branch, "the remote moved")
+            with receive_objects(remote, objects, perm) as loose:  # a pack kept till the swap
+                self._loose += loose
+                checkpoint("git:push:objects")
+                pre_receive(gitdir, self.url, branch, old, new)
+                if not self._swap(remote, branch, old, new):
+                    raise rejected(self.url, branch, "the remote moved")
             widen(ref_paths(gitdir, branch), perm)
             self._pushes += 1
         post_receive(gitdir, branch, old, new)  # the push stands whatever they do
@@ -357,12 +358,8 @@ class LocalTransport(Transport):
         except (OSError, PackFileDisappeared) as e:  # the push is recorded: tried again later
             log.warning("could not compact %s (%s); it is tried again later", self.url, e)
             return
-        if done:
+        if done:  # its packs and lock files are the team's already (_packs, _access)
             self._pushes = self._loose = 0
-            perm = shared_perm(self._open())
-            if perm is not None:  # the packs it wrote are the team's too
-                packs = self.path / "objects" / "pack"
-                widen([packs, *packs.iterdir(), *(self.path / n for n in LOCK_FILES)], perm)
 
     def adopt_head(self, branch: bytes) -> None:
         """Looked at without the writers' turn (each fresh process does it once, and

@@ -305,6 +305,7 @@ def test_a_push_the_server_acknowledged_but_did_not_apply_is_rejected(
     # dulwich server then still answers "ok": the client must notice on its own; git's
     # answers "failed to update ref" (its compare-and-swap lost): a race too.
     url, bare = http_repo
+    git_http_server.acknowledge_lost_swaps()
     creds = GitCredentials(git_http_server.token)
     other = MetadataRepo.clone(url, tmp_path / "other", credentials=creds)
     other.commit({"x": b"other"}, "other", ME)

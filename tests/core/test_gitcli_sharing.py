@@ -11,6 +11,7 @@ clock, not this machine's.
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import stat
 import subprocess
@@ -136,6 +137,19 @@ def _as(user: str, folder: Path, *args: str) -> subprocess.CompletedProcess[str]
     )  # fmt: skip
 
 
+def _not_the_groups(remote: Path) -> list[str]:
+    """What datom or git made in ``remote`` that the group may not use: every file must be
+    group-readable, every folder and datom lock file group-writable."""
+    wrong = []
+    for path in [remote, *remote.rglob("*")]:
+        mode = path.stat().st_mode
+        writable = path.is_dir() or path.name.startswith("datom-")
+        need = stat.S_IRGRP | (stat.S_IWGRP if writable else 0)
+        if mode & need != need:
+            wrong.append(f"{path.relative_to(remote)} {mode & 0o7777:o}")
+    return wrong
+
+
 def _write(user: str, folder: Path, remote: Path, count: int) -> str:
     done = _as(
         user, folder, PYTHON or "python3", "-c", _WRITER, str(remote),
@@ -152,6 +166,11 @@ def test_two_users_with_umask_077_write_one_group_shared_remote(team: Path) -> N
     assert made.returncode == 0, made.stderr
     _write(USERS[0], team, remote, 3)
     _write(USERS[1], team, remote, 3)  # its lock file, objects and ref are the group's
+    # ... and it compacted the remote: its packs and the compaction's lock files too.
+    second = pwd.getpwnam(USERS[1]).pw_uid
+    packs = list((remote / "objects" / "pack").glob("*.pack"))
+    assert any(p.stat().st_uid == second for p in packs), "the second user compacted nothing"
+    assert _not_the_groups(remote) == []
     last = _write(USERS[0], team, remote, 2)
     for path in [remote / "datom-writers.lock", *remote.joinpath("objects").rglob("*")]:
         mode = path.stat().st_mode
@@ -174,6 +193,7 @@ def test_two_users_with_umask_077_write_one_group_shared_remote(team: Path) -> N
         done = _as(USERS[1], team, GIT or "git", *args)
         assert done.returncode == 0, done.stderr
     _write(USERS[0], team, remote, 1)
+    assert _not_the_groups(remote) == []
     verify = Path(tempfile.mkdtemp())
     (verify / ".gitconfig").write_text("[safe]\n\tdirectory = *\n")  # HOME of git()
     git_accepts(remote, verify)

@@ -186,3 +186,11 @@ def test_component_from_yaml_with_an_s3_store_materializes_without_leaking_secre
     logs = [repr(e) for e in fresh_instance.all_logs(result.run_id)]
     for text in [repr(run), repr(defs.resources["datom"]), *logs]:
         assert "component-secret-never-shown-0001" not in text
+
+
+def test_the_inbox_sensor_of_a_component_is_stopped_unless_asked() -> None:
+    """Dagster's default for a sensor: stopped until someone starts it (the component's
+    default was 'running')."""
+    from datom_dagster._component import InboxModel
+
+    assert InboxModel(tables=["dm"]).sensor == "stopped"

@@ -30,7 +30,7 @@ def test_demo_then_cli(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
     out = run.stdout
     assert "proof: no onboarding run requested" in out and "ok: repo and store agree" in out
-    assert "dagster dev -w workspace.yaml" in out
+    assert "dg dev" in out and "dagster dev" not in out  # the example is a dg project
     assert "lock check: passed (7 locked versions resolve and verify)" in out
 
     clone = demo / "datom" / "STUDY_001" / "repo"

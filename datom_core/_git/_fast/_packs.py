@@ -46,6 +46,7 @@ from dulwich.pack import (
 )
 
 from ..._plain import plain
+from .._groupshare import store_perm, widen
 
 __all__ = [
     "TMP_PACK",
@@ -293,10 +294,13 @@ def merge_packs(store: DiskObjectStore, packs: Sequence[Pack], keep: bytes | Non
     return write_entries(store, entries, keep=keep)
 
 
-def write_objects(store: DiskObjectStore, objects: Sequence[ShaFile]) -> str:
-    """Write ``objects`` as one pack with its index into ``store``."""
+def write_objects(
+    store: DiskObjectStore, objects: Sequence[ShaFile], keep: bytes | None = None
+) -> str:
+    """Write ``objects`` as one pack with its index into ``store`` (``keep``: see
+    :func:`write_entries`)."""
     given = {o.id: (binascii.unhexlify(o.id), o.type_num, o.as_raw_string()) for o in objects}
-    return write_entries(store, pack_entries(list(given.values())))
+    return write_entries(store, pack_entries(list(given.values())), keep=keep)
 
 
 def write_entries(
@@ -309,10 +313,12 @@ def write_entries(
     """Write one pack of ``entries`` (distinct objects, each delta after its base) with its
     index into ``store``, both fsynced unless ``sync`` is False; returns its file name
     without suffix (``pack-`` and its checksum, as git names packs). With ``keep``, the
-    pack has a ``.keep`` file holding those bytes from before it is visible (git's repack
-    then never deletes it), for the caller to remove."""
+    pack has a ``.keep`` file holding those bytes from before its ``.pack`` file appears
+    (git's repack then never deletes it), for the caller to remove."""
     folder = Path(store.pack_dir)
     folder.mkdir(parents=True, exist_ok=True)
+    perm = store_perm(store)  # a group-shared repository: each file the team's before
+    widen([folder], perm)  # it is in place (see _groupshare)
     tmp = folder / f"{TMP_PACK}{os.getpid()}_{secrets.token_hex(4)}"
     try:
         index, digest = [], hashlib.sha1()
@@ -331,12 +337,15 @@ def write_entries(
             _sync(f, sync)
         name = checksum.hex()
         final = folder / f"pack-{name}"
+        if keep is not None:  # before the pack: git's repack lists packs by their .pack
+            final.with_suffix(".keep").write_bytes(keep)  # file, judged kept or not then
+            widen([final.with_suffix(".keep")], perm)
+        widen([tmp], perm)
         os.replace(tmp, final.with_suffix(".pack"))
         with open(tmp, "wb") as f:
             write_pack_index(f, sorted(index), checksum)
             _sync(f, sync)
-        if keep is not None:
-            final.with_suffix(".keep").write_bytes(keep)
+        widen([tmp], perm)
         os.replace(tmp, final.with_suffix(".idx"))  # the pack is visible from here on
     finally:
         tmp.unlink(missing_ok=True)

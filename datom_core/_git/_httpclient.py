@@ -1,0 +1,96 @@
+"""dulwich's HTTP(S) git client as the transport uses it: failed requests closed before
+they raise, pushes answered from the last ref advertisement (:mod:`._advert`), and
+servers whose objects are not named by SHA-1 refused at their first advertisement."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from dulwich.client import (
+    HTTPProxyUnauthorized,
+    HTTPUnauthorized,
+    Urllib3HttpGitClient,
+    extract_object_format_from_capabilities,
+)
+from dulwich.errors import GitProtocolError, NotGitRepository
+
+from ._advert import RefsMemo
+
+__all__ = ["HttpClient", "ObjectFormatError"]
+
+_RECEIVE = b"git-receive-pack"
+
+
+class ObjectFormatError(Exception):
+    """A server advertised object names other than SHA-1 (``args[0]``: its format)."""
+
+
+def _sha1_only(found: Any) -> Any:
+    # Every fetch, push and listing starts with an advertisement: a SHA-256 repository
+    # says so there (object-format=sha256), empty or not, before anything is sent.
+    named = extract_object_format_from_capabilities(found[1])
+    if named not in (None, "sha1"):
+        raise ObjectFormatError(named)
+    return found
+
+
+class HttpClient(Urllib3HttpGitClient):
+    """dulwich's HTTP client, closing the response of a failed request before raising,
+    and refusing a server whose objects are not named by SHA-1.
+
+    dulwich raises on 401/403/404 without closing the (unread, streamed) response, which
+    leaks the connection's socket; its own status mapping is reproduced here. A push's ref
+    advertisement is answered from ``memo`` when it holds fresh refs (:mod:`._advert`):
+    the push is then one request.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.memo = RefsMemo()
+
+    def _discover_references(
+        self,
+        service: bytes,
+        base_url: str,
+        protocol_version: int | None = None,
+        ref_prefix: Sequence[bytes] | None = None,
+    ) -> Any:
+        if service == _RECEIVE:
+            primed = self.memo.take_for_push()
+            if primed is not None:
+                self.protocol_version = 0  # what a push speaks (dulwich sets it so too)
+                return primed
+        found = _sha1_only(
+            super()._discover_references(service, base_url, protocol_version, ref_prefix)
+        )
+        self.memo.saw(service, found)
+        return found
+
+    def look(self) -> dict[bytes, bytes]:
+        """The branches and tags of a new push advertisement (one request, the server
+        asked whatever ``memo`` holds); kept in ``memo`` for the push that follows."""
+        found = _sha1_only(super()._discover_references(_RECEIVE, self._get_url(b"")))
+        self.memo.saw(_RECEIVE, found)
+        return {bytes(k): bytes(v) for k, v in found[0].items() if v is not None}
+
+    def _http_request(
+        self,
+        url: str,
+        headers: dict[str, str] | None = None,
+        data: bytes | Iterator[bytes] | None = None,
+        raise_for_status: bool = True,
+    ) -> tuple[Any, Callable[[int], bytes]]:
+        resp, read = super()._http_request(url, headers, data, raise_for_status=False)
+        if not raise_for_status or resp.status == 200:
+            return resp, read
+        status, challenge = resp.status, resp.headers.get("WWW-Authenticate")
+        proxy_challenge = resp.headers.get("Proxy-Authenticate")
+        resp.close()
+        if status == 404:
+            raise NotGitRepository(f"no repository at {url}")
+        if status == 401:
+            raise HTTPUnauthorized(challenge, url)
+        if status == 407:
+            raise HTTPProxyUnauthorized(proxy_challenge, url)
+        raise GitProtocolError(f"unexpected http resp {status} for {url}")
