@@ -59,8 +59,10 @@ def record(
         return repo.commit_and_push(update.build, message, author, pushed=pushed)
     held = _try_lock(repo)
     if held is not None:
-        with held:
+        try:  # entered already: left once (a ``with`` would enter it again)
             commit, last = _lead(repo, update, message, author, pushed)
+        finally:
+            held.__exit__(None, None, None)
         _maintain(repo, last)
         return commit
     try:
