@@ -101,7 +101,9 @@ def test_processes_sharing_a_clone_push_fewer_times_than_they_write(tmp_path: Pa
     assert conn.validate().ok
 
 
-def test_grouping_off_pushes_once_per_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_grouping_off_pushes_once_per_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("DATOM_GROUP_COMMIT", "0")
     conn = new_project(tmp_path)
     log = tmp_path / "pushes.log"
