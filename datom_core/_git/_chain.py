@@ -78,6 +78,7 @@ def _chain_under_lock(
                         core._keep_local_work(r, branch, tip, "write")
                     answers, made = _build_chain(store, tip, items)
                     if made is not None:
+                        checkpoint("git:chain:built")
                         try:
                             remote.push(r, branch, tip, made.id, made.objects)
                         except BaseException as e:
@@ -102,6 +103,7 @@ def _chain_under_lock(
             core._worktree.move_to(r, branch, tip)
             return answers, tip, None
         checkpoint("git:push:swapped")
+        checkpoint("git:chain:swapped")
         try:
             core._follow(r, remote, branch, tip, made)
         finally:

@@ -112,3 +112,48 @@ def test_grouping_off_pushes_once_per_write(
     results = _run(jobs)
     assert log.read_text().count("\n") == sum(len(r) for r in results)
     assert os.environ["DATOM_GROUP_COMMIT"] == "0"
+
+
+def _write_and_say(clone: str, table: str, seed: int, out: Path) -> None:
+    conn = dc.connect(clone)
+    try:
+        result = conn.write(table, frame(seed=seed))
+        (out / table).write_text(f"ok {result.version} {result.commit}")
+    except Exception as e:  # what this test looks at
+        (out / table).write_text(f"failed {type(e).__name__}: {e}")
+
+
+@pytest.mark.parametrize("step", ["git:chain:built", "git:chain:swapped"])
+def test_a_leader_killed_mid_group_converges(tmp_path: Path, step: str) -> None:
+    """The leader of a group dies before or after its push: each writer it claimed
+    completes (its version found recorded, or recorded by itself); the leader's own
+    write run again converges."""
+    conn = new_project(tmp_path)
+    log = tmp_path / "pushes.log"
+    _count_pushes(conn.repo.remote_url, log)
+    out = tmp_path / "out"
+    out.mkdir()
+    ctx = multiprocessing.get_context("spawn")
+    os.environ["DATOM_CRASH_AT"] = step  # only a group's leader reaches it
+    try:
+        procs = [
+            ctx.Process(target=_write_and_say, args=(str(conn.path), f"t{i}", i, out))
+            for i in range(5)
+        ]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(240)
+    finally:
+        del os.environ["DATOM_CRASH_AT"]
+    killed = [f"t{i}" for i, p in enumerate(procs) if p.exitcode != 0]
+    assert killed, "no group formed (no leader reached the step)"
+    for i, p in enumerate(procs):
+        if p.exitcode == 0:
+            assert (out / f"t{i}").read_text().startswith("ok"), (out / f"t{i}").read_text()
+    for table in killed:  # the killed leader's write, run again
+        dc.connect(conn.path).write(table, frame(seed=int(table[1:])))
+    conn.pull()
+    for i in range(5):
+        assert len(conn.history(f"t{i}")) == 1  # recorded once
+    assert conn.validate().ok
