@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -33,7 +34,6 @@ from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError, mark_push_sent
 from . import _internals as gi
 from . import _maintenance as maint
-from ._backoff import Backoff
 from ._copy import add_objects
 from ._http import open_transport
 from ._localwork import forget_made, local_commits, refuse_local_work
@@ -54,6 +54,7 @@ log = logging.getLogger("datom_core.git")
 
 Build = Callable[[TreeReader], Mapping[str, bytes]]
 _PUSH_DEADLINE = 300.0  # seconds a commit_and_push keeps replaying a rejected push
+_BACKOFF_START, _BACKOFF_MAX = 0.01, 1.0
 _UNFOLLOWED = (
     "commit %s is recorded, but the clone %s could not follow it (%s); the next datom "
     "operation on this clone finishes that"
@@ -278,10 +279,9 @@ class RepoCore:
         remote = self._remote()
         branch = self._target_branch(r, remote)
         who = (author or self.default_author()).identity.encode()
-        end, backoff, attempts = time.monotonic() + deadline, Backoff(), 0
+        end, delay, attempts = time.monotonic() + deadline, _BACKOFF_START, 0
         while True:
             attempts += 1
-            began = time.monotonic()
             try:
                 with remote.turn(max(end - time.monotonic(), 0.0)):
                     with remote.view(r, branch) as (tip, store):
@@ -306,14 +306,14 @@ class RepoCore:
                     self._worktree.move_to(r, branch, tip)
                     return None
             except PushRejectedError:
-                delay = backoff.wait_for(time.monotonic() - began)
                 if time.monotonic() + delay > end:
                     raise PushRejectedError(
                         f"Push to {remote.url} kept being rejected by concurrent writers: "
                         f"gave up after {attempts} attempts in {deadline:g}s. Nothing was "
                         "recorded; retry the write."
                     ) from None
-                time.sleep(delay)
+                time.sleep(random.uniform(0, delay))
+                delay = min(delay * 2, _BACKOFF_MAX)
                 continue
             checkpoint("git:push:swapped")
             try:
