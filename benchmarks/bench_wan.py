@@ -82,7 +82,10 @@ def _writer(spec: dict[str, Any], remote: str, name: str, table: str, writes: in
     import datom_core as dc
 
     try:
-        conn = dc.clone(remote, Path(spec["tmp"]) / "clones" / name, store_of(spec))
+        if spec.get("one_clone"):  # every writer through the project's one clone
+            conn = dc.connect(spec["one_clone"], store=store_of(spec))
+        else:
+            conn = dc.clone(remote, Path(spec["tmp"]) / "clones" / name, store_of(spec))
         _table(name, -1)
     except Exception as e:
         start.wait()
@@ -104,7 +107,8 @@ def _writer(spec: dict[str, Any], remote: str, name: str, table: str, writes: in
     out.put(("done", None))
 
 
-def many_writers(world: World, ctx: Any, n: int, shared: bool, writes: int, budget: float) -> float:
+def many_writers(world: World, ctx: Any, n: int, shared: bool, writes: int, budget: float,
+                 one_clone: bool = False) -> float:  # fmt: skip
     """One phase: ``n`` writer processes; aggregate writes/s. Writes still running
     ``2 x budget`` seconds after the start are cut off (their processes ended) and
     reported as unfinished: on code whose writers queue behind each other a single
@@ -113,7 +117,7 @@ def many_writers(world: World, ctx: Any, n: int, shared: bool, writes: int, budg
 
     import datom_core as dc
 
-    repo = f"many-{n}-{'shared' if shared else 'distinct'}"
+    repo = f"many-{n}-{'shared' if shared else 'distinct'}{'-one' if one_clone else ''}"
     world.git_server.create_bare(repo)
     dc.init_repo(world.tmp / repo, "WAN", world.store(repo), world.remote(repo))
     start = ctx.Barrier(n + 1)
@@ -121,7 +125,8 @@ def many_writers(world: World, ctx: Any, n: int, shared: bool, writes: int, budg
     procs = []
     for w in range(n):
         table = "shared" if shared else f"w{w}"
-        args = (world.spec(repo), world.remote(repo), f"{repo}-{w}", table, writes, start, out,
+        spec = world.spec(repo) | ({"one_clone": str(world.tmp / repo)} if one_clone else {})
+        args = (spec, world.remote(repo), f"{repo}-{w}", table, writes, start, out,
                 budget)  # fmt: skip
         procs.append(ctx.Process(target=_writer, args=args))
     for p in procs:
@@ -156,7 +161,8 @@ def many_writers(world: World, ctx: Any, n: int, shared: bool, writes: int, budg
     p90 = latencies[int(0.9 * (ok - 1))] if ok else float("nan")
     cut = f", {n - done} writer(s) cut off at {2 * budget:.0f} s" if done < n else ""
     print(
-        f"  {n:2d} writers {'shared  ' if shared else 'distinct'}: {rate:5.2f} writes/s, "
+        f"  {n:2d} writers {'shared  ' if shared else 'distinct'}{' one clone' if one_clone else ''}: "
+        f"{rate:5.2f} writes/s, "
         f"{ok} done, {len(failures)} failed, p90 {p90:5.2f} s, max {max(latencies, default=0):5.2f} s, "
         f"git req/write {git / max(ok, 1):4.1f}, S3 req/write {s3 / max(ok, 1):4.1f}{cut}"
     )
@@ -175,6 +181,8 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=12.0,
                         help="seconds a phase starts writes for (cut off at twice that)")  # fmt: skip
     parser.add_argument("--git-backend", action="store_true", help="git http-backend server")
+    parser.add_argument("--one-clone", action="store_true",
+                        help="every writer through one shared clone (group commit)")  # fmt: skip
     args = parser.parse_args()
     counts = [1, 4] if args.quick else [int(x) for x in args.writers.split(",")]
     writes = 2 if args.quick else args.writes
@@ -184,11 +192,12 @@ def main() -> None:
     began = time.perf_counter()
     with wan_world(rtt, git_backend=args.git_backend) as world:
         single_writer(world, rtt, 3 if args.quick else args.single)
-        print(f"aggregate writes/s, each writer its own clone, {writes} writes each:")
+        where = "one clone shared by all" if args.one_clone else "each writer its own clone"
+        print(f"aggregate writes/s, {where}, {writes} writes each:")
         for shared in (False, True):
             base = None
             for n in counts:
-                rate = many_writers(world, ctx, n, shared, writes, args.budget)
+                rate = many_writers(world, ctx, n, shared, writes, args.budget, args.one_clone)
                 base = base or rate
                 if n > 1:
                     print(f"      {n} writers / 1 writer = {rate / base:4.2f}  (target >= 1)")

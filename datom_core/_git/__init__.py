@@ -7,10 +7,19 @@ dulwich is imported only inside this package. The rest of datom sees
 operation stays proportional to what changed, and :mod:`._metadata` for remotes and tokens.
 """
 
+from ._chain import ChainItem
 from ._metadata import MetadataRepo
 from ._objects import TreeReader
 from ._remote import GitCredentials
 from ._tipview import TipView
 from ._types import Author, CommitInfo
 
-__all__ = ["Author", "CommitInfo", "GitCredentials", "MetadataRepo", "TipView", "TreeReader"]
+__all__ = [
+    "Author",
+    "ChainItem",
+    "CommitInfo",
+    "GitCredentials",
+    "MetadataRepo",
+    "TipView",
+    "TreeReader",
+]

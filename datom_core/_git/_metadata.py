@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import closing
 from pathlib import Path
 
@@ -35,12 +35,13 @@ from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _internals as gi
 from . import _maintenance as maint
+from ._chain import Answer, ChainItem, commit_chain_and_push
 from ._fast._history import PathHistory
 from ._localwork import refuse_local_work, remember_made
 from ._logview import HistoryReads
 from ._objects import build_commit
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, normalize_remote
-from ._repo import RepoCore, _now
+from ._repo import _PUSH_DEADLINE, RepoCore, _now
 from ._send import objects_to_send
 from ._shared import share_objects, sharing_wanted
 from ._types import Author, config_stack
@@ -242,6 +243,22 @@ class MetadataRepo(HistoryReads, RepoCore):
             self._worktree.sync(r, new.changes, journaled=True)
             return new.id.decode()
 
+    def commit_chain_and_push(
+        self, items: Sequence[ChainItem], deadline: float = _PUSH_DEADLINE
+    ) -> tuple[list[Answer], str | None, str | None]:
+        """Record ``items`` as a chain of commits, one per item, in one push (``_chain``):
+        each item's answer (its commit, None when the tip already held its files, or the
+        error its build raised), the remote's tip the chain was built on and the last
+        commit pushed. Call :meth:`maintain_remote` with that commit once this clone's
+        lock is released."""
+        answers, tip, last = commit_chain_and_push(self, items, deadline)
+        return answers, _hex(tip), _hex(last)
+
+    def maintain_remote(self, made: str) -> None:
+        """Compact the remote now and then (a local one), after pushing ``made``: what
+        :meth:`commit_and_push` does once it lets the clone's lock go."""
+        self._remote().maintain(made.encode())
+
     def push(self) -> None:
         """Push HEAD's branch to ``origin`` (nothing to do before the first commit).
 
@@ -344,3 +361,7 @@ class MetadataRepo(HistoryReads, RepoCore):
                     gi.set_tracking(r, name, sha)
                     target = sha if name == branch else target
             self._worktree.move_to(r, branch, target)
+
+
+def _hex(sha: bytes | None) -> str | None:
+    return sha.decode() if sha is not None else None

@@ -42,6 +42,7 @@ from datom_core._project._custom import check_custom
 from datom_core._project._documents import build_metadata, dump, history_entry, union_lineage
 from datom_core._project._door import check_write_door
 from datom_core._project._early import EarlyParquet
+from datom_core._project._group import record as record_grouped
 from datom_core._project._history_text import HistoryText, history_text
 from datom_core._project._manifest_text import learn_manifest
 from datom_core._project._mirror import PushedMirror, converge_mirror, newest_commit_of
@@ -211,8 +212,8 @@ def _record(
         raise
     mirror = PushedMirror(ctx, req.table, metadata_bytes, metadata.version)
     try:
-        commit = repo.commit_and_push(
-            update.build, req.message, author, pushed=lambda c: mirror.start(update.files, c)
+        commit = record_grouped(  # with the writes waiting on this clone (_group)
+            repo, update, req.message, author, lambda c: mirror.start(update.files, c)
         )
     except BaseException as e:
         mirror.abandon()

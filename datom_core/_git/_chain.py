@@ -1,0 +1,145 @@
+"""Several writes recorded as a chain of commits in one push (private to the git layer).
+
+A push costs the same few round trips whether it carries one commit or sixteen, so the
+writes waiting on one clone (``_project._group``) go out together: each is still its own
+commit, built on the one before it (the first on the remote's tip), with its own message
+and author, and the remote's branch moves once, by compare-and-swap, to the last. A push
+lost to a concurrent writer rebuilds the whole chain on the new tip after the same
+backoff as a single write (``_backoff``).
+
+A write whose build raises (its table is one this build cannot write into, its history
+went missing on the tip) is left out of the chain and given its error; the others go on.
+A write whose files the chain's tip already holds makes no commit (its answer is None).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dulwich.object_store import MemoryObjectStore, OverlayObjectStore
+from dulwich.objects import ShaFile
+
+from .._checkpoint import checkpoint
+from .._errors import GitError, PushRejectedError, mark_push_sent
+from . import _internals as gi
+from ._backoff import Backoff
+from ._objects import NewCommit, TreeReader, build_commit
+from ._repo import Build, RepoCore, _now
+
+__all__ = ["ChainItem", "commit_chain_and_push"]
+
+Answer = str | None | Exception  # the commit, no commit needed, or the build's error
+
+
+@dataclass(frozen=True)
+class ChainItem:
+    """One write of a chain: ``build(tree)`` as for ``commit_and_push``, its commit
+    message and its author's git identity (``Name <email>``)."""
+
+    build: Build
+    message: str
+    identity: str
+
+
+def commit_chain_and_push(
+    core: RepoCore, items: Sequence[ChainItem], deadline: float
+) -> tuple[list[Answer], bytes | None, bytes | None]:
+    """Commit ``items`` in order on ``origin``'s tip and push them at once (see the module
+    docstring): one answer per item, the tip the chain was built on and the last commit
+    pushed (None: none was needed).
+    The clone ends on that commit. Errors of the push itself are raised as by
+    ``commit_and_push`` (nothing recorded, or a push that may have landed: marked so). The
+    caller compacts the remote afterwards, outside the clone's lock (``maintain``)."""
+    for item in items:
+        if not item.message.strip():
+            raise GitError("A commit needs a non-empty message.")
+    with core.lock():
+        return _chain_under_lock(core, items, deadline)
+
+
+def _chain_under_lock(
+    core: RepoCore, items: Sequence[ChainItem], deadline: float
+) -> tuple[list[Answer], bytes | None, bytes | None]:
+    r = core._open()
+    core._ready(r)
+    remote = core._remote()
+    branch = core._target_branch(r, remote)
+    end, backoff, attempts = time.monotonic() + deadline, Backoff(), 0
+    while True:
+        attempts += 1
+        began = time.monotonic()
+        try:
+            with remote.turn(max(end - time.monotonic(), 0.0)):
+                with remote.view(r, branch) as (tip, store):
+                    if attempts == 1:
+                        core._keep_local_work(r, branch, tip, "write")
+                    answers, made = _build_chain(store, tip, items)
+                    if made is not None:
+                        checkpoint("git:chain:built")
+                        try:
+                            remote.push(r, branch, tip, made.id, made.objects)
+                        except BaseException as e:
+                            if not isinstance(e, PushRejectedError):
+                                mark_push_sent(e)  # the remote may have applied it
+                            raise
+        except PushRejectedError:
+            delay = backoff.wait_for(time.monotonic() - began)
+            if time.monotonic() + delay > end:
+                raise PushRejectedError(
+                    f"Push to {remote.url} kept being rejected by concurrent writers: gave "
+                    f"up after {attempts} attempts in {deadline:g}s. Nothing was recorded; "
+                    "retry the write."
+                ) from None
+            time.sleep(delay)
+            continue
+        if made is None:
+            if remote.forget():  # a kept look: recording nothing needs a new one
+                continue
+            if tip is not None:
+                remote.fetch_commit(r, tip, branch)
+                gi.set_tracking(r, branch, tip)
+            core._worktree.move_to(r, branch, tip)
+            return answers, tip, None
+        checkpoint("git:push:swapped")
+        checkpoint("git:chain:swapped")
+        core._follow(r, remote, branch, tip, made)
+        return answers, tip, made.id
+
+
+def _build_chain(
+    store: object, tip: bytes | None, items: Sequence[ChainItem]
+) -> tuple[list[Answer], NewCommit | None]:
+    """Each item's commit on the one before; the chain as one :class:`NewCommit` (the
+    last commit, every object the chain adds, every path it changes), None if empty."""
+    # Later commits are built on earlier ones not stored anywhere yet: they are read
+    # from memory over the remote's (or the clone's) store.
+    memory = MemoryObjectStore()
+    overlay = OverlayObjectStore([memory, store])  # type: ignore[list-item]
+    answers: list[Answer] = []
+    objects: dict[bytes, ShaFile] = {}
+    changes: dict[bytes, bytes | None] = {}
+    parent, last = tip, None
+    for item in items:
+        base = store if parent == tip else overlay
+        try:
+            files = dict(item.build(TreeReader(base, parent)))  # type: ignore[arg-type]
+            for relpath in files:
+                gi.check_relpath(relpath)
+        except Exception as e:  # this write alone fails; the others go on
+            answers.append(e)
+            continue
+        new = build_commit(base, parent, files, item.message, item.identity.encode(), _now())  # type: ignore[arg-type]
+        if new is None:
+            answers.append(None)
+            continue
+        for obj in new.objects:
+            objects.setdefault(obj.id, obj)
+            memory.add_object(obj)
+        changes.update(new.changes)
+        answers.append(new.id.decode())
+        parent, last = new.id, new
+    if last is None:
+        return answers, None
+    return answers, NewCommit(last.commit, list(objects.values()), changes)

@@ -1,0 +1,217 @@
+"""Group commit: the writes waiting on one clone go out in one push.
+
+The processes of one machine that share a clone (a Dagster multi-process run, a CLI
+beside a notebook) and the threads of one process (each with its own connection) take
+the clone's lock to record their writes one at a time, and a push costs a few round
+trips to the remote whether it carries one commit or many. So a writer that finds the
+lock held does not wait for its own turn at the remote: it puts its prepared write in
+the clone's queue (``_queue``) and waits for the lock. The next holder of the lock (the
+*leader*) claims every waiting write and records its own and theirs as a chain of
+commits in one push (``MetadataRepo.commit_chain_and_push``): each write is still its
+own commit, with its own message, author and history entry, on the one before it. The
+leader answers each waiting writer before it lets the lock go; a writer that then gets
+the lock reads its answer and finishes its write (the store's mirror, its result), or,
+finding its write still waiting, takes it back and leads in turn.
+
+Every invariant of a single write holds for each grouped one. What a write puts in the
+store (parquet, snapshot) is put before it waits, as before a push; a write whose build
+fails on the tip (its table refused there) is left out of the chain and redoes its write
+alone, meeting the error itself; a leader killed, or failing, at any point lets the lock
+go unanswered: each of its claimed writers asks the remote whether its version is
+recorded (then it completes as a push whose answer was lost, ``_outcome``) and
+otherwise leads its own write again. A writer killed while waiting is dropped, never
+recorded for no one (its request's ``flock``, ``_queue``).
+
+``DATOM_GROUP_COMMIT=0`` turns grouping off (every write pushes alone, as before).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any, cast
+
+from datom_core._errors import GitError, mark_push_sent
+from datom_core._git import Author, ChainItem, MetadataRepo
+from datom_core._project._build import TableUpdate
+from datom_core._project._outcome import entries_on
+from datom_core._project._queue import Answer, Claimed, Queue, Waiting, encode_update
+from datom_core._project._tip import TreeReader
+
+__all__ = ["grouping_enabled", "record"]
+
+Pushed = Callable[[str], None]
+
+
+def grouping_enabled() -> bool:
+    """Whether writes sharing a clone are grouped (``DATOM_GROUP_COMMIT``, default on)."""
+    return os.environ.get("DATOM_GROUP_COMMIT", "1").strip().lower() not in {"0", "off", "no"}
+
+
+def record(
+    repo: MetadataRepo, update: TableUpdate, message: str, author: Author, pushed: Pushed
+) -> str | None:
+    """Commit and push ``update`` as ``MetadataRepo.commit_and_push(update.build, ...)``
+    does (same answer, same errors, ``pushed(commit)`` once the remote holds it), grouped
+    with the other writes waiting on this clone (see the module docstring)."""
+    if not grouping_enabled():
+        return repo.commit_and_push(update.build, message, author, pushed=pushed)
+    held = _try_lock(repo)
+    if held is not None:
+        try:  # entered already: left once (a ``with`` would enter it again)
+            commit, last = _lead(repo, update, message, author, pushed)
+        finally:
+            held.__exit__(None, None, None)
+        _maintain(repo, last)
+        return commit
+    try:
+        waiting = Queue(repo.controldir).wait(encode_update(update, message, author.identity))
+    except (OSError, TypeError, ValueError):  # no queue here, or an entry JSON cannot hold
+        return repo.commit_and_push(update.build, message, author, pushed=pushed)
+    try:
+        return _as_follower(repo, waiting, update, message, author, pushed)
+    finally:
+        waiting.close()
+
+
+def _try_lock(repo: MetadataRepo) -> AbstractContextManager[Any] | None:
+    """The clone's lock, entered, when it is free now (or held by this thread)."""
+    lock = repo.lock(timeout=0)
+    try:
+        lock.__enter__()
+    except GitError:
+        return None
+    return lock
+
+
+def _as_follower(
+    repo: MetadataRepo,
+    waiting: Waiting,
+    update: TableUpdate,
+    message: str,
+    author: Author,
+    pushed: Pushed,
+) -> str | None:
+    lock = repo.lock()
+    try:
+        lock.__enter__()
+    except BaseException as e:  # a timeout or an interrupt while waiting
+        if waiting.withdraw():
+            raise  # never claimed: nothing of it was pushed
+        if isinstance(e, GitError):  # timed out while its leader pushes it, or not
+            mark_push_sent(e)
+            raise
+        with repo.lock():  # claimed: the leader decides, and is done once the lock is free
+            pass
+        raise
+    last = None
+    try:
+        answer = waiting.state()
+        if answer is None:  # still waiting: taken back, this writer leads
+            waiting.withdraw()
+            commit, last = _lead(repo, update, message, author, pushed)
+        elif answer.state == "recorded" and answer.commit is not None:
+            commit = _finish(repo, update, answer.commit, answer.parent, pushed)
+        elif answer.state == "none":
+            commit = None
+        else:  # its build failed at the leader, or the leader failed or died
+            _refuse_if_recorded(repo, update)
+            commit, last = _lead(repo, update, message, author, pushed)
+    finally:
+        lock.__exit__(None, None, None)
+    _maintain(repo, last)
+    return commit
+
+
+def _lead(
+    repo: MetadataRepo, update: TableUpdate, message: str, author: Author, pushed: Pushed
+) -> tuple[str | None, str | None]:
+    """Under the clone's lock: record ``update`` with every waiting write; its commit and
+    the last one pushed (for the remote's compaction, done by ``commit_and_push`` itself
+    when nothing waits)."""
+    queue = Queue(repo.controldir)
+    claimed = queue.claim()
+    if not claimed:
+        return repo.commit_and_push(update.build, message, author, pushed=pushed), None
+    good: list[Claimed] = []
+    for c in claimed:
+        if c.update is None:
+            queue.answer(c.rid, Answer("redo"))
+        else:
+            good.append(c)
+    items = [ChainItem(update.build, message, author.identity)]
+    items += [ChainItem(cast(TableUpdate, c.update).build, c.message, c.identity) for c in good]
+    try:
+        answers, tip, last = repo.commit_chain_and_push(items)
+    except BaseException:
+        for c in good:
+            _answer(queue, c.rid, Answer("unknown"))
+        raise
+    parent, parents = tip, []
+    for a in answers:
+        parents.append(parent)
+        parent = a if isinstance(a, str) else parent
+    for c, a, p in zip(good, answers[1:], parents[1:], strict=True):
+        if isinstance(a, str):
+            _answer(queue, c.rid, Answer("recorded", a, p))
+        else:
+            _answer(queue, c.rid, Answer("none" if a is None else "redo"))
+    own = answers[0]
+    if isinstance(own, Exception):
+        raise own
+    if own is not None:
+        pushed(own)
+    return own, last
+
+
+def _finish(
+    repo: MetadataRepo, update: TableUpdate, commit: str, parent: str | None, pushed: Pushed
+) -> str:
+    """A write the leader recorded as ``commit`` on ``parent``: ``update`` learns what it
+    replaced there, its files are git's bytes at ``commit`` (what the store mirrors)."""
+    update.build(repo.tree(parent) if parent is not None else cast(TreeReader, _Empty()))
+    for path in update.files:
+        raw = repo.read_at(commit, path)
+        if raw is not None:
+            update.files[path] = raw
+    pushed(commit)
+    return commit
+
+
+def _refuse_if_recorded(repo: MetadataRepo, update: TableUpdate) -> None:
+    """A claimed write its leader never answered may have been pushed: when the remote
+    records its version, that is said as a push whose answer was lost (the write then
+    completes from the remote's tip, ``_outcome``), never recorded again."""
+    entries = entries_on(repo.remote_tip(), update.table)
+    if entries and any(h.version == update.metadata.version for h in entries):
+        lost = GitError(
+            f"table {update.table!r}: the write grouped with others on clone {repo.path} "
+            "lost its answer; the remote records its version"
+        )
+        mark_push_sent(lost)
+        raise lost
+
+
+def _answer(queue: Queue, rid: str, answer: Answer) -> None:
+    try:
+        queue.answer(rid, answer)
+    except OSError:
+        pass  # unanswered: the writer asks the remote (see the module docstring)
+
+
+def _maintain(repo: MetadataRepo, last: str | None) -> None:
+    if last is not None:
+        repo.maintain_remote(last)
+
+
+class _Empty:
+    """The tree before the first commit."""
+
+    commit = None
+
+    def read(self, path: str) -> None:
+        return None
+
+    def entry(self, path: str | bytes) -> None:
+        return None
