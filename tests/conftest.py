@@ -111,6 +111,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
 
 # Smart-HTTP git server fixtures: dulwich's (tests/gitserver.py) and git's own
 # http-backend (tests/gitbackend.py).
+from tests.faultproxy import FaultProxy  # noqa: E402
 from tests.gitbackend import any_git_http_server, git_backend_server  # noqa: E402, F401
 from tests.gitserver import git_http_server  # noqa: E402, F401
 from tests.s3util import iam_credentials  # noqa: E402, F401
@@ -121,3 +122,13 @@ def accelerated(monkeypatch: pytest.MonkeyPatch) -> None:
     """The accelerators on, whatever ``DATOM_PLAIN`` says: for tests of an accelerator
     itself (its plain path is checked by ``tests/core/test_plain_mode.py``)."""
     monkeypatch.setenv("DATOM_PLAIN", "0")
+
+
+@pytest.fixture
+def s3_proxy(s3_endpoint: str) -> Iterator[FaultProxy]:
+    """A fault proxy (:mod:`tests.faultproxy`) in front of the moto S3 endpoint."""
+    proxy = FaultProxy(s3_endpoint)
+    try:
+        yield proxy
+    finally:
+        proxy.close()

@@ -14,7 +14,7 @@ import os
 import random
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -39,10 +39,15 @@ def killable_writer(clone: str, spec: dict[str, str], worker: int, writes: int, 
     conn = dc.connect(clone, store=store_of(spec))
     with open(log, "a", buffering=1) as out:
         out.write("ready\n")
-        for i in range(writes):
-            table = TABLES[(worker + i) % 3]
-            data = pa.table({"k": [f"{worker}-{i}-{j}-{time.time_ns()}" for j in range(3)]})
+        for table, data in worker_writes(worker, writes):
             out.write(f"{table} {conn.write(table, data).version}\n")
+
+
+def worker_writes(worker: int, writes: int) -> Iterator[tuple[str, pa.Table]]:
+    """Writer ``worker``'s ``writes`` writes: a table (in turn) and new rows for it."""
+    for i in range(writes):
+        table = TABLES[(worker + i) % 3]
+        yield table, pa.table({"k": [f"{worker}-{i}-{j}-{time.time_ns()}" for j in range(3)]})
 
 
 def kill_round(

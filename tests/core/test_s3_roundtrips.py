@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,15 +13,6 @@ from tests.core.projects import frame
 from tests.faultproxy import FaultProxy
 
 PARQUET = re.compile(r"/dm/[0-9a-f]{64}\.parquet$")
-
-
-@pytest.fixture
-def s3_proxy(s3_endpoint: str) -> Iterator[FaultProxy]:
-    proxy = FaultProxy(s3_endpoint)
-    try:
-        yield proxy
-    finally:
-        proxy.close()
 
 
 def _write(tmp_path: Path, bucket: str, proxy: FaultProxy) -> tuple[dc.Connection, list[str]]:

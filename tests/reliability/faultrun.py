@@ -15,11 +15,9 @@ import threading
 import time
 from pathlib import Path
 
-import pyarrow as pa
-
 import datom_core as dc
 from tests.faultproxy import FaultProxy
-from tests.kills import TABLES, kill_round, store_of
+from tests.kills import kill_round, store_of, worker_writes
 
 __all__ = ["GIT_FAULTS", "S3_FAULTS", "Injector", "fault_round", "told_with_data"]
 
@@ -79,9 +77,7 @@ def tolerant_writer(clone: str, spec: dict[str, str], worker: int, writes: int, 
     conn = dc.connect(clone, store=store_of(spec))
     with open(log, "a", buffering=1) as out:
         out.write("ready\n")
-        for i in range(writes):
-            table = TABLES[(worker + i) % 3]
-            data = pa.table({"k": [f"{worker}-{i}-{j}-{time.time_ns()}" for j in range(3)]})
+        for table, data in worker_writes(worker, writes):
             for _ in range(_RETRIES):
                 try:
                     result = conn.write(table, data)

@@ -4,7 +4,6 @@ is removed, documents never go backwards, and each error names its real cause.""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,15 +15,6 @@ from tests.gitserver import GitHTTPServer
 
 PARQUET = r"/dm/[0-9a-f]{64}\.parquet$"
 SNAPSHOT = r"/dm/\.metadata/[0-9a-f]{64}\.json$"
-
-
-@pytest.fixture
-def s3_proxy(s3_endpoint: str) -> Iterator[FaultProxy]:
-    proxy = FaultProxy(s3_endpoint)
-    try:
-        yield proxy
-    finally:
-        proxy.close()
 
 
 def _project(tmp_path: Path, bucket: str, proxy: FaultProxy) -> dc.Connection:
