@@ -26,7 +26,7 @@ from .._errors import GitError, PushRejectedError, mark_push_sent
 from . import _internals as gi
 from ._backoff import Backoff
 from ._objects import NewCommit, TreeReader, build_commit
-from ._repo import Build, RepoCore, _now
+from ._repo import Build, RepoCore, _now, gave_up
 
 __all__ = ["ChainItem", "commit_chain_and_push"]
 
@@ -87,20 +87,13 @@ def _chain_under_lock(
         except PushRejectedError:
             delay = backoff.wait_for(time.monotonic() - began)
             if time.monotonic() + delay > end:
-                raise PushRejectedError(
-                    f"Push to {remote.url} kept being rejected by concurrent writers: gave "
-                    f"up after {attempts} attempts in {deadline:g}s. Nothing was recorded; "
-                    "retry the write."
-                ) from None
+                raise gave_up(remote.url, attempts, deadline) from None
             time.sleep(delay)
             continue
         if made is None:
             if remote.forget():  # a kept look: recording nothing needs a new one
                 continue
-            if tip is not None:
-                remote.fetch_commit(r, tip, branch)
-                gi.set_tracking(r, branch, tip)
-            core._worktree.move_to(r, branch, tip)
+            core._stay_on(r, remote, branch, tip)
             return answers, tip, None
         checkpoint("git:push:swapped")
         checkpoint("git:chain:swapped")

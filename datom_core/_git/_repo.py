@@ -293,18 +293,11 @@ class RepoCore:
                 if new is None:
                     if remote.forget():  # a kept look: recording nothing needs a new one
                         continue
-                    if tip is not None:
-                        remote.fetch_commit(r, tip, branch)
-                        gi.set_tracking(r, branch, tip)
-                    self._worktree.move_to(r, branch, tip)
+                    self._stay_on(r, remote, branch, tip)
                     return None
             except PushRejectedError:
                 if time.monotonic() + delay > end:
-                    raise PushRejectedError(
-                        f"Push to {remote.url} kept being rejected by concurrent writers: "
-                        f"gave up after {attempts} attempts in {deadline:g}s. Nothing was "
-                        "recorded; retry the write."
-                    ) from None
+                    raise gave_up(remote.url, attempts, deadline) from None
                 time.sleep(random.uniform(0, delay))
                 delay = min(delay * 2, _BACKOFF_MAX)
                 continue
@@ -313,6 +306,13 @@ class RepoCore:
                 pushed(new.id.decode())
             self._follow(r, remote, branch, tip, new)
             return new.id.decode()
+
+    def _stay_on(self, r: Repo, remote: Transport, branch: bytes, tip: bytes | None) -> None:
+        """Nothing to record: the clone follows the remote's ``tip`` as it is."""
+        if tip is not None:
+            remote.fetch_commit(r, tip, branch)
+            gi.set_tracking(r, branch, tip)
+        self._worktree.move_to(r, branch, tip)
 
     def _follow(
         self, r: Repo, remote: Transport, branch: bytes, tip: bytes | None, new: NewCommit
@@ -389,3 +389,11 @@ class RepoCore:
 
 def _now() -> int:
     return int(datetime.now(UTC).timestamp())
+
+
+def gave_up(url: str, attempts: int, deadline: float) -> PushRejectedError:
+    """The error of a write whose pushes kept losing races until its deadline."""
+    return PushRejectedError(
+        f"Push to {url} kept being rejected by concurrent writers: gave up after "
+        f"{attempts} attempts in {deadline:g}s. Nothing was recorded; retry the write."
+    )
