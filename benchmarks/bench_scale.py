@@ -40,6 +40,7 @@ from typing import Any
 import pyarrow as pa
 
 import datom_core as dc
+from datom_core._plain import NAMED
 
 _values = count()
 
@@ -228,6 +229,33 @@ def two_processes(root: Path, big: int, n: int) -> tuple[float, float, float]:
     return _alternating(conn, tables, n, warm=20)
 
 
+def after_other_without(root: Path, name: str, big: int, n: int) -> tuple[float, float]:
+    """Median times of a write right after another clone's (in this process: the two
+    modes interleaved), with every accelerator and with ``name`` on its plain path."""
+    conn = new_project(root, "shared")
+    seed_tables(conn, [f"s{i:04d}" for i in range(big)])
+    other = dc.clone(conn.repo.remote_url, root / "other", store=conn.store)
+    rounds = count()
+
+    def once(plain_path: bool) -> float:
+        i = next(rounds)
+        conn.write(f"s{i % 20:04d}", small_table())
+        if plain_path:
+            os.environ["DATOM_PLAIN"] = name
+        try:
+            return timed(partial(_write_new, other, f"s{(i + 7) % 20:04d}"))
+        finally:
+            os.environ.pop("DATOM_PLAIN", None)
+
+    for _ in range(20):
+        once(False)
+    fast, alone = [], []
+    for _ in range(n):
+        fast.append(once(False))
+        alone.append(once(True))
+    return statistics.median(fast), statistics.median(alone)
+
+
 def deep_two_processes(root: Path, versions: int, n: int) -> tuple[float, float, float]:
     """The same for one table with ``versions`` versions (a squashed history: no commit
     produced them), written by both processes: each write meets the history and the store
@@ -291,6 +319,15 @@ def _modes(run: Callable[[Path], Any], root: Path, fast_only: bool) -> tuple[Any
         del os.environ["DATOM_PLAIN"]
 
 
+def _without(name: str, run: Callable[[Path], Any], root: Path) -> Any:
+    """``run`` with only the accelerator ``name`` on its plain path (``DATOM_PLAIN=name``)."""
+    os.environ["DATOM_PLAIN"] = name
+    try:
+        return run(root)
+    finally:
+        del os.environ["DATOM_PLAIN"]
+
+
 def _ms(pair: tuple[float, ...] | None, ratio_fmt: str) -> str:
     if pair is None:
         return ""
@@ -344,6 +381,13 @@ def main(argv: list[str] | None = None) -> int:
                 f"  (for reference; {after_other * 1e3:.1f} vs {after_own * 1e3:.1f} ms)"
                 + _ms(plain, "  plain: {r:5.2f} ({a:.1f} vs {b:.1f} ms)")
             )
+            for name in sorted(NAMED) if not args.fast_only else []:
+                fast, alone = after_other_without(_mk(root / f"two-{name}"), name, big, n)
+                print(
+                    f"{f'  the same in one process, {name} plain / all fast':<58} = "
+                    f"{alone / fast:5.2f}  ({fast * 1e3:.1f} -> {alone * 1e3:.1f} ms; "
+                    "an accelerator pays its way at >= 1.2)"
+                )
         if "deep" in parts:
             (r, young, old), plain = both("deep", lambda p: deep(_mk(p), versions, n))
             ok &= _report(

@@ -8,19 +8,32 @@ encoder of ``datom_core/_identity``. Each has a plain path beside it, built on d
 ``DATOM_PLAIN=1`` in the environment selects every plain path: to rule the accelerators
 out when chasing a problem, and to measure what they pay. The switch is read at each call,
 so a process may change it between operations (the benchmarks do).
+
+``DATOM_PLAIN`` may instead name some accelerators, comma-separated (``walk``: the git
+layer's tree walks, see :data:`NAMED`): only those take their plain path, so a benchmark
+can show what each one pays.
 """
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["PLAIN_ENV", "plain"]
+__all__ = ["NAMED", "PLAIN_ENV", "plain"]
 
 PLAIN_ENV = "DATOM_PLAIN"
 """The environment variable that, set to anything but empty or ``0``, selects the plain
 paths."""
 
 
-def plain() -> bool:
-    """True when ``DATOM_PLAIN`` asks for the plain paths (any value but empty or ``0``)."""
-    return os.environ.get(PLAIN_ENV, "") not in ("", "0")
+NAMED = frozenset({"walk"})
+"""Accelerators ``DATOM_PLAIN`` may name alone."""
+
+
+def plain(accelerator: str | None = None) -> bool:
+    """True when ``DATOM_PLAIN`` asks for the plain paths: any value but empty, ``0`` or a
+    list of :data:`NAMED` accelerators, which selects those (``accelerator``) only."""
+    value = os.environ.get(PLAIN_ENV, "")
+    if value in ("", "0"):
+        return False
+    names = {v.strip() for v in value.split(",")}
+    return accelerator in names if names <= NAMED else True

@@ -25,18 +25,17 @@ from dulwich.objects import ObjectID, ShaFile
 from dulwich.repo import Repo
 
 from .._errors import GitError
+from ._diff import commit_object_ids
 from ._fast._packs import write_objects
 from ._groupshare import object_paths, widen
 from ._held import PUSH_KEEP
 from ._objects import commit_of
 from ._read import load
-from ._send import commit_objects
 
 __all__ = [
     "LOCK_STALE",
     "add_object",
     "add_objects",
-    "commit_object_ids",
     "copy_commits",
     "copy_objects",
     "missing_commits",
@@ -110,12 +109,6 @@ def copy_objects(source: BaseObjectStore, target: BaseObjectStore, shas: Iterabl
             add_object(target, load(source, sha))
             added += 1
     return added
-
-
-def commit_object_ids(store: BaseObjectStore, commits: Iterable[bytes]) -> Iterable[bytes]:
-    """The ids of each commit and of the trees and blobs it adds over its first parent,
-    commit last (blobs are named, never read)."""
-    return (sha for sha, _tree in commit_objects(store, commits))
 
 
 @contextmanager

@@ -28,7 +28,6 @@ from collections.abc import Mapping, Sequence
 from contextlib import closing
 from pathlib import Path
 
-from dulwich.objects import ShaFile
 from dulwich.repo import Repo
 
 from .._checkpoint import checkpoint
@@ -36,13 +35,13 @@ from .._errors import GitError, PushRejectedError
 from . import _internals as gi
 from . import _maintenance as maint
 from ._chain import Answer, ChainItem, commit_chain_and_push
+from ._diff import objects_to_send
 from ._fast._history import PathHistory
 from ._localwork import refuse_local_work, remember_made
 from ._logview import HistoryReads
 from ._objects import build_commit
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, normalize_remote
 from ._repo import _PUSH_DEADLINE, RepoCore, _now
-from ._send import objects_to_send
 from ._shared import share_objects, sharing_wanted
 from ._types import Author, config_stack
 
@@ -65,7 +64,6 @@ class MetadataRepo(HistoryReads, RepoCore):
     ) -> None:
         super().__init__(Path(path).absolute(), token_env, credentials)
         self._history = PathHistory()
-        self._made: dict[bytes, list[ShaFile]] = {}  # objects of commits made, until pushed
 
     def __repr__(self) -> str:
         return f"MetadataRepo({str(self.path)!r})"
@@ -226,9 +224,6 @@ class MetadataRepo(HistoryReads, RepoCore):
             if new is None:
                 return None
             self._store_local(r, new.objects, new.id)
-            if len(self._made) > 64:
-                self._made.clear()
-            self._made[new.id] = new.objects
             remember_made(self.controldir, new.id)
             self._worktree.journal(new.changes)
             checkpoint("git:commit:journaled")
@@ -290,10 +285,7 @@ class MetadataRepo(HistoryReads, RepoCore):
                     "this clone lacks (another writer pushed first). Call fetch_and_reset(), "
                     "redo the write on top, and push again."
                 )
-            remote.push(
-                r, branch, theirs, head, objects_to_send(r.object_store, head, theirs, self._made)
-            )
-            self._made.clear()
+            remote.push(r, branch, theirs, head, objects_to_send(r.object_store, head, theirs))
             checkpoint("git:push:swapped")
             remote.maintain(head)
             self._pushed(r, remote, branch, head)

@@ -7,6 +7,8 @@ every plain path (see :mod:`datom_core._plain`).
   from (plain: dulwich's serialiser and parser, trees compared entry by entry).
 * :mod:`._packs`: the delta packer and the pack merge by copied entries (plain: whole
   objects, no delta search).
+* :mod:`._walk`: the paths two commits differ in, from the names a tree was made with
+  (plain: dulwich's ``tree_changes``; ``DATOM_PLAIN=walk`` selects it alone).
 * :mod:`._history`: the commits of each path, kept as HEAD moves (plain: dulwich's
   path-filtered walk).
 """

@@ -21,9 +21,8 @@ from dulwich.object_store import BaseObjectStore
 from dulwich.objects import Commit, ObjectID
 from dulwich.repo import Repo
 
-from .._diff import changed_paths
 from .._objects import TreeReader, commit_of
-from .._send import commits_between
+from ._walk import changed_paths, commits_between
 
 __all__ = ["PathHistory", "first_parents", "recent_change"]
 
