@@ -335,7 +335,7 @@ def update_index(
             else:
                 st = os.lstat(root / os.fsdecode(path))
                 index[path] = index_entry(st, sha, modes.get(path, FILE_MODE))
-        index.write()
+        unstale(index.write)
 
 
 def index_entry(st: os.stat_result, sha: bytes, mode: int = FILE_MODE) -> IndexEntry:

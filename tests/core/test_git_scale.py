@@ -261,8 +261,11 @@ def test_after_a_push_a_local_remote_names_the_pushed_branch(tmp_path: Path) -> 
     "lock",
     ["refs/heads/main.lock", "refs/remotes/origin/main.lock", "index.lock", "packed-refs.lock"],
 )
-@pytest.mark.usefixtures("accelerated")  # the index patch clears a stale index.lock
-def test_a_stale_git_lock_left_by_a_killed_writer_is_cleared(tmp_path: Path, lock: str) -> None:
+@pytest.mark.parametrize("mode", ["0", "1"], ids=["accelerated", "plain"])
+def test_a_stale_git_lock_left_by_a_killed_writer_is_cleared(
+    tmp_path: Path, lock: str, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DATOM_PLAIN", mode)  # the index patch, and dulwich's index update
     repo = MetadataRepo.init(tmp_path / "a", None)
     repo.commit_and_push(lambda tree: {"x": b"1"}, "x", ME)
     planted = tmp_path / "a" / ".git" / lock
