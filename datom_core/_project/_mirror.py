@@ -276,7 +276,11 @@ def _write_mirror(
 
 
 def _documents(docs: TableDocuments, history: bytes) -> list[Document]:
-    """The store documents of one table's write, in the order readers rely on."""
+    """The store documents of one table's write, in the order readers rely on: the
+    snapshot before anything names its version; the history before ``metadata.json``
+    (R datom resolves the version ``metadata.json`` and the manifest name through the
+    history); the manifest last (its entry in step marks a finished mirror, which
+    ``_recover`` trusts)."""
     table = docs.table
     return [
         (L.store_snapshot(table, docs.version), docs.metadata, True),
