@@ -63,12 +63,12 @@ def single_writer(world: World, rtt: float, writes: int) -> None:
         if i == writes - 1:  # a later write: the steady state, not the table's creation
             sequence = _timeline(world, began, rtt)
     took = statistics.median(r[0] for r in rows)
-    git = statistics.median(r[1] for r in rows)
-    s3 = statistics.median(r[2] for r in rows)
+    git_median = statistics.median(r[1] for r in rows)
+    s3_median = statistics.median(r[2] for r in rows)
     print(f"one writer, {writes} small writes, RTT {rtt * 1000:.0f} ms (medians):")
     print(f"  latency        {took * 1000:7.0f} ms = {took / rtt:5.1f} RTT   (target <= 6 RTT)")
-    print(f"  git requests   {git:7.0f} per write           (target <= 2)")
-    print(f"  S3 requests    {s3:7.0f} per write")
+    print(f"  git requests   {git_median:7.0f} per write           (target <= 2)")
+    print(f"  S3 requests    {s3_median:7.0f} per write")
     print("  one write's requests, in RTT from the write's start (sent -> answer received):")
     for line in sequence:
         print(f"    {line[:120]}")
