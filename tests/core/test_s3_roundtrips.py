@@ -4,6 +4,7 @@ what each waits for on the wire."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
 import socket
 import threading
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import datom_core as dc
@@ -303,3 +306,34 @@ def test_a_refused_put_of_the_pair_leaves_the_store_as_it_was(
     assert sorted(store.list("")) == before
     assert conn.context.require_repo().head() == head
     assert conn.validate().ok
+
+
+def test_a_parquet_there_in_other_bytes_is_pinned_by_the_snapshot(
+    tmp_path: Path, s3_bucket: str, s3_proxy: FaultProxy, accelerated: None
+) -> None:
+    """The snapshot left beside the parquet PUT names our bytes; when an unrecorded
+    object of the same data but other bytes (another writer's encoding) refuses our
+    parquet, the version pins that object, and its snapshot says so."""
+    conn, _ = _write(tmp_path, s3_bucket, s3_proxy)
+    other = dc.init_repo(
+        tmp_path / "other",
+        "OTHER",
+        dc.S3Store(s3_bucket, prefix="other", endpoint_url=s3_proxy.url),
+    )
+    other.write("dm", frame(seed=3))
+    key = next(k for k in other.store.list("dm") if k.endswith(".parquet"))
+    sink = tmp_path / "other.parquet"
+    pq.write_table(
+        pq.read_table(pa.BufferReader(other.store.read_bytes(key))), sink, compression="gzip"
+    )
+    there = sink.read_bytes()
+    assert there != other.store.read_bytes(key)
+    conn.store.put_if_absent(key, there)
+    result = conn.write("dm", frame(seed=3))
+    assert result.change == "full" and not result.uploaded
+    assert result.parquet_sha == hashlib.sha256(there).hexdigest()
+    snapshot = conn.store.read_bytes(f"dm/.metadata/{result.version}.json")
+    assert result.parquet_sha in snapshot.decode()
+    assert conn.store.read_bytes(key) == there
+    assert conn.validate().ok
+    assert conn.read("dm").shape[0] == 5
