@@ -39,7 +39,6 @@ __all__ = [
     "adopt_snapshot",
     "known_snapshot",
     "recorded_parquet",
-    "store_parquet",
     "store_version",
 ]
 
@@ -168,7 +167,7 @@ def _adopted(ctx: ProjectContext, table_name: str, raw: bytes) -> bytes:
     return adopted if adopted is not None else raw
 
 
-def store_parquet(
+def store_parquet(  # one after the other: the snapshot follows (_with_snapshot)
     ctx: ProjectContext,
     table_name: str,
     table: pa.Table,

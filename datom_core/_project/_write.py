@@ -4,9 +4,10 @@
 1. validate the name and parents, hash the table (nothing changed anywhere yet);
 2. read the remote's tip in place (the clone does not move), build the metadata and
    classify the change against it;
-3. for a ``full`` change, reuse a recorded parquet for the same data or upload a new one;
-   then put the version's snapshot (self-certifying, named by nothing yet) in the store,
-   so that a writer killed right after its push leaves a version that reads by id;
+3. for a ``full`` change, reuse a recorded parquet for the same data or upload a new one,
+   and put the version's snapshot (self-certifying, named by nothing yet) in the store,
+   so that a writer killed right after its push leaves a version that reads by id (a new
+   parquet and the snapshot go at once on a network store: ``_upload``);
 4. record it (``MetadataRepo.commit_and_push`` of ``_build``'s cheap, pure rebuild of the
    table's documents and the manifest: a push rejected by a concurrent writer is rebuilt
    on the new remote tip, never re-hashed or re-uploaded);
