@@ -49,7 +49,8 @@ class S3Store(Store):
     ``anon=True`` reads a public bucket unsigned. They are kept in memory only: never in
     :attr:`url`, :meth:`describe`, ``repr`` or any error message. Extra keyword arguments
     go to :class:`s3fs.S3FileSystem` (``config_kwargs`` and ``client_kwargs`` are merged
-    with datom's defaults).
+    with datom's defaults; a ``session`` gets the handler of ``_s3session``: small PUT
+    bodies leave with their headers).
 
     Listing caches are off and every store has its own filesystem instance, so one store
     sees another's writes (other process or instance) at once.
