@@ -7,7 +7,17 @@ the proxy: a client chunk that starts a new turn of the conversation (the upstre
 answered since the client last sent) and begins with an HTTP request line is one
 request. HTTP/1.1 clients do not pipeline, so this counts each request once, keep-alive
 connections included; a body sent after ``100 Continue`` is not a new request (it does
-not begin with a request line). Connections opened are counted too.
+not begin with a request line). Connections opened are counted too, and each request's
+timing is kept (:attr:`LatencyProxy.timeline`: when it left the client, when the first
+bytes of an answer reached it; an interim ``100 Continue`` is an answer there).
+
+What it models, and what not: the delay is per chunk and chunks overlap in flight, so a
+message written in several chunks (headers, then the body) still arrives ``rtt / 2`` after
+its last chunk left, as on a real link: no per-write cost is added, and both sockets set
+``TCP_NODELAY``. A connection's handshake costs nothing here (the proxy accepts on
+loopback), where a real one costs a round trip (more with TLS): moto's server (werkzeug)
+and ``git http-backend`` answer ``Connection: close`` / HTTP/1.0, so every request opens a
+connection, which against real S3 or a keep-alive git server would be a pooled one.
 """
 
 from __future__ import annotations
@@ -36,6 +46,8 @@ class LatencyProxy:
     bytes_down: int = 0  # upstream -> client
     bytes_up: int = 0
     paths: list[str] = field(default_factory=list)
+    # one per request: [path, left the client, first answer bytes reached it (or None)]
+    timeline: list[list] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stop: threading.Event = field(default_factory=threading.Event)
 
@@ -65,6 +77,7 @@ class LatencyProxy:
         with self._lock:
             self.requests = self.connections = self.bytes_down = self.bytes_up = 0
             self.paths.clear()
+            self.timeline.clear()
 
     def counts(self) -> tuple[int, int, int]:
         """(requests, connections, bytes sent to clients) so far."""
@@ -106,10 +119,16 @@ class LatencyProxy:
                     match = _REQUEST_LINE.match(data)
                     if match:
                         self.requests += 1
-                        self.paths.append(" ".join(match.group(0).decode("latin-1").split()[:2]))
+                        path = " ".join(match.group(0).decode("latin-1").split()[:2])
+                        self.paths.append(path)
                         turn["answered"] = False
+                        turn["request"] = [path, time.monotonic(), None]
+                        self.timeline.append(turn["request"])
                 elif not up and data:
                     turn["answered"] = True
+                    request = turn.get("request")
+                    if request is not None and request[2] is None:
+                        request[2] = time.monotonic() + self.rtt / 2  # as delivered
                 if up:
                     self.bytes_up += len(data)
                 else:

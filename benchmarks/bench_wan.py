@@ -55,24 +55,34 @@ def single_writer(world: World, rtt: float, writes: int) -> None:
         world.git_proxy.reset_counts()
         world.s3_proxy.reset_counts()
         t0 = time.perf_counter()
+        began = time.monotonic()  # the proxies' clock
         conn.write("small", _table("small", i))
         took = time.perf_counter() - t0
         git, s3 = _counts(world)
         rows.append((took, git, s3))
         if i == writes - 1:  # a later write: the steady state, not the table's creation
-            sequence = [f"git {p}" for p in world.git_proxy.paths] + [
-                f"s3  {p}" for p in world.s3_proxy.paths
-            ]
+            sequence = _timeline(world, began, rtt)
     took = statistics.median(r[0] for r in rows)
-    git = statistics.median(r[1] for r in rows)
-    s3 = statistics.median(r[2] for r in rows)
+    git_median = statistics.median(r[1] for r in rows)
+    s3_median = statistics.median(r[2] for r in rows)
     print(f"one writer, {writes} small writes, RTT {rtt * 1000:.0f} ms (medians):")
     print(f"  latency        {took * 1000:7.0f} ms = {took / rtt:5.1f} RTT   (target <= 6 RTT)")
-    print(f"  git requests   {git:7.0f} per write           (target <= 2)")
-    print(f"  S3 requests    {s3:7.0f} per write")
-    print("  one write's requests (git and S3 each in order; they may interleave):")
+    print(f"  git requests   {git_median:7.0f} per write           (target <= 2)")
+    print(f"  S3 requests    {s3_median:7.0f} per write")
+    print("  one write's requests, in RTT from the write's start (sent -> answer received):")
     for line in sequence:
         print(f"    {line[:120]}")
+
+
+def _timeline(world: World, began: float, rtt: float) -> list[str]:
+    """Each request of the write just made, git's and S3's, in the order they left."""
+    rows = [(t, a, "git", p) for p, t, a in world.git_proxy.timeline]
+    rows += [(t, a, "s3 ", p) for p, t, a in world.s3_proxy.timeline]
+    out = []
+    for t, answered, where, path in sorted(rows):
+        end = f"{(answered - began) / rtt:5.2f}" if answered is not None else "  ..."
+        out.append(f"{(t - began) / rtt:5.2f} -> {end}  {where} {path}")
+    return out
 
 
 def _writer(spec: dict[str, Any], remote: str, name: str, table: str, writes: int, start: Any,
@@ -177,14 +187,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1 and 4 writers, 2 writes each")
     parser.add_argument("--writes", type=int, default=3, help="writes per writer process")
     parser.add_argument("--single", type=int, default=6, help="one writer's measured writes")
-    parser.add_argument("--writers", default="1,4,8,16", help="writer counts")
+    parser.add_argument("--writers", default="1,4,8,16",
+                        help="writer counts ('0': one writer's small writes only)")  # fmt: skip
     parser.add_argument("--budget", type=float, default=12.0,
                         help="seconds a phase starts writes for (cut off at twice that)")  # fmt: skip
     parser.add_argument("--git-backend", action="store_true", help="git http-backend server")
     parser.add_argument("--one-clone", action="store_true",
                         help="every writer through one shared clone (group commit)")  # fmt: skip
     args = parser.parse_args()
-    counts = [1, 4] if args.quick else [int(x) for x in args.writers.split(",")]
+    counts = [1, 4] if args.quick else [int(x) for x in args.writers.split(",") if int(x)]
     writes = 2 if args.quick else args.writes
     rtt = args.rtt / 1000
     ctx = mp.get_context("forkserver")
@@ -192,6 +203,8 @@ def main() -> None:
     began = time.perf_counter()
     with wan_world(rtt, git_backend=args.git_backend) as world:
         single_writer(world, rtt, 3 if args.quick else args.single)
+        if not counts:
+            return
         where = "one clone shared by all" if args.one_clone else "each writer its own clone"
         print(f"aggregate writes/s, {where}, {writes} writes each:")
         for shared in (False, True):

@@ -124,7 +124,7 @@ class PushedMirror:
             history = store_history_without_git(self._ctx, docs.table, docs.history, new, kept)
             if history is None:  # the clone's log has the other writers' commits now
                 history = store_history(self._ctx, docs.table, docs.history, new)
-            _write_mirror(self._ctx, docs, history)
+            _write_mirror(self._ctx, docs, history, snapshot=False)  # put before the push
             _settle(self._ctx, docs, history, commit)
 
     def abandon(self) -> None:
@@ -261,13 +261,26 @@ def _commit_of(history: bytes | None, table: str, version: str) -> str | None:
     return next((h.commit_sha for h in entries if h.version == version), None)
 
 
-def _write_mirror(ctx: ProjectContext, docs: TableDocuments, history: bytes) -> None:
-    # Order matters for readers: the snapshot exists before anything names the version.
-    ctx.store.write_in_order(_documents(docs, history), after=_checkpoint_mirror)
+def _write_mirror(
+    ctx: ProjectContext, docs: TableDocuments, history: bytes, snapshot: bool = True
+) -> None:
+    """Write the documents in the order readers rely on (:func:`_documents`); without the
+    snapshot when the write put it before its push (a second conditional PUT would be
+    refused, then asked whose object it is: two requests in the chain for nothing)."""
+    documents = _documents(docs, history)
+    if snapshot:
+        ctx.store.write_in_order(documents, after=_checkpoint_mirror)
+    else:
+        _checkpoint_mirror(0)
+        ctx.store.write_in_order(documents[1:], after=lambda i: _checkpoint_mirror(i + 1))
 
 
 def _documents(docs: TableDocuments, history: bytes) -> list[Document]:
-    """The store documents of one table's write, in the order readers rely on."""
+    """The store documents of one table's write, in the order readers rely on: the
+    snapshot before anything names its version; the history before ``metadata.json``
+    (R datom resolves the version ``metadata.json`` and the manifest name through the
+    history); the manifest last (its entry in step marks a finished mirror, which
+    ``_recover`` trusts)."""
     table = docs.table
     return [
         (L.store_snapshot(table, docs.version), docs.metadata, True),

@@ -4,9 +4,10 @@
 1. validate the name and parents, hash the table (nothing changed anywhere yet);
 2. read the remote's tip in place (the clone does not move), build the metadata and
    classify the change against it;
-3. for a ``full`` change, reuse a recorded parquet for the same data or upload a new one;
-   then put the version's snapshot (self-certifying, named by nothing yet) in the store,
-   so that a writer killed right after its push leaves a version that reads by id;
+3. for a ``full`` change, reuse a recorded parquet for the same data or upload a new one,
+   and put the version's snapshot (self-certifying, named by nothing yet) in the store,
+   so that a writer killed right after its push leaves a version that reads by id (a new
+   parquet and the snapshot go at once on a network store: ``_upload``);
 4. record it (``MetadataRepo.commit_and_push`` of ``_build``'s cheap, pure rebuild of the
    table's documents and the manifest: a push rejected by a concurrent writer is rebuilt
    on the new remote tip, never re-hashed or re-uploaded);
@@ -53,12 +54,7 @@ from datom_core._project._parse import parse_metadata
 from datom_core._project._records import Change, WriteResult
 from datom_core._project._stale import refuse_stale_revert
 from datom_core._project._tip import TreeReader
-from datom_core._project._upload import (
-    adopt_snapshot,
-    known_snapshot,
-    recorded_parquet,
-    store_parquet,
-)
+from datom_core._project._upload import recorded_parquet, store_version
 from datom_core._version import WRITTEN_BY
 
 __all__ = ["WriteRequest", "write_table"]
@@ -172,32 +168,15 @@ def _record(
         return _unchanged(ctx, req.table, th, current.metadata)
 
     same_data = current.metadata is not None and current.metadata.data_sha == th.data_sha
-    if current.metadata is not None and same_data:
-        parquet_sha, size, uploaded = (
-            current.metadata.parquet_sha,
-            current.metadata.size_bytes,
-            False,
-        )
-    else:
-        parquet_sha, size, uploaded = store_parquet(
-            ctx, req.table, table, th, current.history, early
-        )
+    stored = store_version(  # a failure there removes what it put
+        ctx, req.table, table, th, current.history, early, current.metadata,
+        draft.version if draft.version in current.versions else None,
+        lambda sha, size: dump(_metadata(ctx, req, table, th, sha, size)),
+    )  # fmt: skip
+    parquet_sha, uploaded = stored.parquet_sha, stored.uploaded
+    metadata_bytes, snapshot_put = stored.metadata, stored.snapshot_put
     try:  # a failure from here to the push removes the parquet this write put
-        checkpoint("uploaded")
-        known = draft.version in current.versions
-        metadata_bytes = known_snapshot(ctx, req.table, draft.version) if known else None
-        if metadata_bytes is None:
-            metadata_bytes = dump(_metadata(ctx, req, table, th, parquet_sha, size))
         metadata = parse_metadata(metadata_bytes, key=L.git_metadata(req.table))
-        # Before the push, so that a writer killed after it leaves a version that reads by id.
-        snapshot_put = ctx.store.put_content_named(
-            L.store_snapshot(req.table, metadata.version), metadata_bytes
-        )
-        if not snapshot_put and not known:  # a failed or concurrent write's of this version
-            adopted = adopt_snapshot(ctx, req.table, metadata, metadata_bytes)
-            if adopted is not None:
-                metadata_bytes = adopted
-                metadata = parse_metadata(metadata_bytes, key=L.git_metadata(req.table))
         author = repo.default_author()
         entry = history_entry(
             metadata,

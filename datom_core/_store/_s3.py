@@ -15,13 +15,14 @@ from datom_core._errors import InvalidNameError, StoreError
 from datom_core._store._base import CHUNK_SIZE, Store, uninitialised_buffer
 from datom_core._store._paths import normalise_prefix, source_size, split_source
 from datom_core._store._s3errors import s3_remedy
+from datom_core._store._s3session import s3_session
 
 __all__ = ["S3Store"]
 
 logger = logging.getLogger("datom_core.store")
 
-# Fail fast on an unreachable endpoint: botocore's standard mode would otherwise retry
-# with back-off inside each of s3fs's own retries, turning a typo into minutes of waiting.
+# Fail fast on an unreachable endpoint: botocore's standard mode would otherwise retry with
+# back-off inside each of s3fs's own retries (a typo would cost minutes of waiting).
 _CONNECT_TIMEOUT_S = 3
 _BOTOCORE_ATTEMPTS = 3
 _S3FS_RETRIES = 2
@@ -32,9 +33,7 @@ _CONFLICT_WAIT_S = 10.0
 # Conditional replacements of a document tried before giving up, and the S3 codes of a
 # condition that no longer holds (another write came between the look and the PUT).
 _SWAP_TRIES = 8
-_RACED = frozenset(
-    {"PreconditionFailed", "412", "NoSuchKey", "404", "ConditionalRequestConflict", "409"}
-)
+_RACED = frozenset({"PreconditionFailed", "412", "NoSuchKey", "404", "ConditionalRequestConflict", "409"})  # fmt: skip
 _UNSEEN: Any = object()
 # User metadata naming the conditional PUT that stored an object (x-amz-meta-datom-put).
 _PUT_MARK = "datom-put"
@@ -50,11 +49,14 @@ class S3Store(Store):
     ``anon=True`` reads a public bucket unsigned. They are kept in memory only: never in
     :attr:`url`, :meth:`describe`, ``repr`` or any error message. Extra keyword arguments
     go to :class:`s3fs.S3FileSystem` (``config_kwargs`` and ``client_kwargs`` are merged
-    with datom's defaults).
+    with datom's defaults; a ``session`` gets the handler of ``_s3session``: small PUT
+    bodies leave with their headers).
 
     Listing caches are off and every store has its own filesystem instance, so one store
     sees another's writes (other process or instance) at once.
     """
+
+    parallel_puts = True  # each request is a round trip: independent PUTs go at once
 
     def __init__(
         self,
@@ -111,8 +113,7 @@ class S3Store(Store):
         client = dict(options.pop("client_kwargs", None) or {})
         if self.region:
             client.setdefault("region_name", self.region)
-        if self._profile:
-            options["profile"] = self._profile
+        session = s3_session(self._profile, options.pop("session", None))
         fs = s3fs.S3FileSystem(
             anon=self._anon,
             key=self._key,
@@ -121,6 +122,7 @@ class S3Store(Store):
             endpoint_url=self.endpoint_url,
             client_kwargs=client,
             config_kwargs=config,
+            session=session,
             skip_instance_cache=True,
             use_listings_cache=False,
             **options,
@@ -156,13 +158,11 @@ class S3Store(Store):
     def read_bytes(self, key: str) -> bytes:
         """The whole object at ``key``, in one GET (s3fs's ``cat_file`` first asks the
         object's size, a HEAD, to decide on ranged reads: a document is read whole)."""
-        path = self._path(key)
         with self._translated("read", key):
-            return bytes(self._fs.cat_file(path, max_concurrency=1))
+            return bytes(self._fs.cat_file(self._path(key), max_concurrency=1))
 
     def _info(self, key: str) -> dict[str, Any] | None:
-        """One HEAD (s3fs's ``info`` also lists the key as a folder when nothing is there,
-        a second request for every object a write checks before it puts it)."""
+        """One HEAD (s3fs's ``info`` also lists the key as a folder when nothing is there)."""
         bucket, name, _ = self._fs.split_path(self._path(key))
         with self._translated("inspect", key):
             try:
