@@ -32,6 +32,7 @@ import shutil
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,8 +183,13 @@ def iceberg_io_manager(root: Path, name: str) -> Any | None:
     try:
         from dagster_iceberg.config import IcebergCatalogConfig
         from dagster_iceberg.io_manager.pandas import PandasIcebergIOManager
+        from pyiceberg.catalog.sql import SqlCatalog
     except ImportError:
         return None
+    # Its preview notices and pyiceberg's "Delete operation did not match any records" (an
+    # overwrite of a new table) would bury the ratios.
+    warnings.filterwarnings("ignore", message=r".* is currently in preview")
+    warnings.filterwarnings("ignore", message="Delete operation did not match any records")
     # Iceberg's v2 tables hold microseconds: the big asset's nanosecond dates are cut down.
     os.environ.setdefault("PYICEBERG_DOWNCAST_NS_TIMESTAMP_TO_US_ON_WRITE", "true")
     folder = root / name
@@ -192,6 +198,9 @@ def iceberg_io_manager(root: Path, name: str) -> Any | None:
         "uri": f"sqlite:///{folder}/catalog.db",
         "warehouse": f"file://{folder}/warehouse",
     }
+    # The namespace made first: dagster-iceberg 0.3 lists it before creating it, which
+    # pyiceberg 0.12's SQL catalog refuses for a namespace that does not exist yet.
+    SqlCatalog("bench", **properties).create_namespace("bench")
     return PandasIcebergIOManager(
         name="bench", config=IcebergCatalogConfig(properties=properties), namespace="bench"
     )
