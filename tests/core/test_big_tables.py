@@ -86,30 +86,32 @@ def test_the_switch_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
     assert plain() is False
 
 
-@pytest.mark.parametrize("in_memory", [False, True])
-def test_serialized_bytes_digest_and_footer_are_the_same_in_both_modes(
-    monkeypatch: pytest.MonkeyPatch, in_memory: bool
+def test_serialized_bytes_digest_and_footer_are_one_in_both_modes_and_both_routes(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """In memory (a small table) or through a temporary file (a big one), accelerated or
+    plain: the same parquet bytes, their digest, the column digests in the footer."""
     table = _big(200_000)
-    monkeypatch.setattr(_parquet, "_IN_MEMORY", 1 << 40 if in_memory else 0)
     digests = dc.hash_table(table).column_hashes
     seen = {}
-    for mode in _MODES:
-        _mode(monkeypatch, mode)
-        # digests given late (a callable), as the background encoder gets them
-        with _parquet.serialized(table, lambda: digests) as sp:
-            assert isinstance(sp.source, bytes) is in_memory
-            raw = sp.source if isinstance(sp.source, bytes) else sp.source.read_bytes()
-            assert sp.parquet_sha == hashlib.sha256(raw).hexdigest()
-            assert sp.size_bytes == len(raw)
-            footer = pq.ParquetFile(pa.BufferReader(raw)).metadata.metadata
-            assert json.loads(footer[_parquet.FOOTER_KEY.encode()]) == [
-                {"name": c.name, "sha": c.sha} for c in digests
-            ]
-            read = _parquet.without_footer_key(pq.read_table(pa.BufferReader(raw)))
-            assert read.equals(table)
-            seen[mode] = (raw, sp.parquet_sha)
-    assert seen["accelerated"] == seen["plain"]
+    for in_memory in (False, True):
+        monkeypatch.setattr(_parquet, "_IN_MEMORY", 1 << 40 if in_memory else 0)
+        for mode in _MODES:
+            _mode(monkeypatch, mode)
+            # digests given late (a callable), as the background encoder gets them
+            with _parquet.serialized(table, lambda: digests) as sp:
+                assert isinstance(sp.source, bytes) is in_memory
+                raw = sp.source if isinstance(sp.source, bytes) else sp.source.read_bytes()
+                assert sp.parquet_sha == hashlib.sha256(raw).hexdigest()
+                assert sp.size_bytes == len(raw)
+                footer = pq.ParquetFile(pa.BufferReader(raw)).metadata.metadata
+                assert json.loads(footer[_parquet.FOOTER_KEY.encode()]) == [
+                    {"name": c.name, "sha": c.sha} for c in digests
+                ]
+                read = _parquet.without_footer_key(pq.read_table(pa.BufferReader(raw)))
+                assert read.equals(table)
+                seen[in_memory, mode] = (raw, sp.parquet_sha)
+    assert len(set(seen.values())) == 1, "the routes or the modes gave different bytes"
 
 
 def _written(root: Path, table: pa.Table) -> tuple[str, str, str, bytes, pa.Table]:
@@ -133,11 +135,12 @@ def _same_either_way(table: pa.Table) -> None:
         assert outcome["accelerated"] == outcome["plain"]
 
 
+_no_nul = st.characters(exclude_characters="\x00")  # datom refuses NUL in strings (cv1)
 _types = {"int": pa.int64(), "float": pa.float64(), "text": pa.string(), "flag": pa.bool_()}
 _cells: dict[str, st.SearchStrategy[list[Any]]] = {
     "int": st.lists(st.none() | st.integers(-(2**62), 2**62), min_size=1, max_size=40),
     "float": st.lists(st.none() | st.floats(allow_nan=True, width=64), min_size=1, max_size=40),
-    "text": st.lists(st.none() | st.text(max_size=12), min_size=1, max_size=40),
+    "text": st.lists(st.none() | st.text(_no_nul, max_size=12), min_size=1, max_size=40),
     "flag": st.lists(st.none() | st.booleans(), min_size=1, max_size=40),
 }
 
