@@ -240,13 +240,19 @@ def test_an_altered_parquet_is_refused_before_any_parse(
     for name, change in _CHANGES.items():
         _alter(store, key, change)
         with _parses(monkeypatch) as parsed:
-            for columns in (None, ["id"]):
-                for verify in ("bytes", "content"):
-                    with pytest.raises(dc.IntegrityError, match="parquet_sha") as info:
-                        conn.read("t", columns=columns, as_="arrow", verify=verify)
-                    assert info.value.key == key, name
-                    assert info.value.expected == result.parquet_sha, name
-                    assert info.value.actual != result.parquet_sha, name
+            reads = [
+                (version, columns, verify, as_)
+                for version in (None, result.version, result.version[:10])
+                for columns in (None, ["id"])
+                for verify in ("bytes", "content")
+                for as_ in ("arrow", "pandas")
+            ]
+            for version, columns, verify, as_ in reads:
+                with pytest.raises(dc.IntegrityError, match="parquet_sha") as info:
+                    conn.read("t", version, columns=columns, as_=as_, verify=verify)  # type: ignore[arg-type]
+                assert info.value.key == key, name
+                assert info.value.expected == result.parquet_sha, name
+                assert info.value.actual != result.parquet_sha, name
         assert parsed == [], f"{name}: the parser saw altered bytes"
         store.write_bytes(key, original)
     with _parses(monkeypatch) as parsed:  # restored: read again, parsed
