@@ -51,7 +51,7 @@ test-fast: lint
 
 # The fast lane's tests of every accelerator's plain path, under DATOM_PLAIN=1 (see
 # docs/performance.md, "Accelerators"): the git layer (index, trees, packs, path history),
-# the project's writes and reads (manifest and history splices, hash while encoding), and
+# the project's writes and reads (manifest and history splices, parallel PUTs), and
 # the string hashes (the C encoder) against R's conformance vectors.
 # (Tests of an accelerator itself take the `accelerated` fixture and run as in the lane.)
 PLAIN_TESTS = tests/core/test_git*.py tests/core/test_project_*.py tests/core/test_plain_mode.py \

@@ -7,11 +7,14 @@ in wall time (the target) and in CPU time of all threads (steadier on a loaded m
 blind to waiting on the disk):
 
   DatomIOManager / FilesystemIOManager, 20 new versions       target <= 1.5
-  dagster-deltalake IO manager / FilesystemIOManager          the reference ratio
+  dagster-deltalake and dagster-iceberg IO managers / filesystem, the reference ratios
   identical re-run (every asset records none) / filesystem    target <= 1.2
   one 1,000,000-row asset / filesystem                        target <= 2.0
+      (and dagster-deltalake's and dagster-iceberg's, measured in the same turns)
 
-and the time datom and Delta add per asset over the filesystem manager. The datom project
+and the time datom, Delta and Iceberg add per asset over the filesystem manager. The
+Iceberg manager (pandas, a SqlCatalog on sqlite in the run's folder) is optional:
+"not installed" is printed without dagster-iceberg. The datom project
 keeps its history across runs (it grows by 20 versions a run), as a deployment's does.
 ``--profile`` also prints where datom runs spend their time (cProfile: datom frames by
 cumulative time, then all frames by own time), in a young project and in the measured one.
@@ -23,11 +26,13 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import os
 import pstats
 import shutil
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,6 +177,35 @@ class DeltaLakePandasIOManager(DeltaLakeIOManager):
         return pd.DataFrame
 
 
+def iceberg_io_manager(root: Path, name: str) -> Any | None:
+    """dagster-iceberg's pandas IO manager on a sqlite catalog under ``root``; None when
+    dagster-iceberg is not installed."""
+    try:
+        from dagster_iceberg.config import IcebergCatalogConfig
+        from dagster_iceberg.io_manager.pandas import PandasIcebergIOManager
+        from pyiceberg.catalog.sql import SqlCatalog
+    except ImportError:
+        return None
+    # Its preview notices and pyiceberg's "Delete operation did not match any records" (an
+    # overwrite of a new table) would bury the ratios.
+    warnings.filterwarnings("ignore", message=r".* is currently in preview")
+    warnings.filterwarnings("ignore", message="Delete operation did not match any records")
+    # Iceberg's v2 tables hold microseconds: the big asset's nanosecond dates are cut down.
+    os.environ.setdefault("PYICEBERG_DOWNCAST_NS_TIMESTAMP_TO_US_ON_WRITE", "true")
+    folder = root / name
+    (folder / "warehouse").mkdir(parents=True)
+    properties = {
+        "uri": f"sqlite:///{folder}/catalog.db",
+        "warehouse": f"file://{folder}/warehouse",
+    }
+    # The namespace made first: dagster-iceberg 0.3 lists it before creating it, which
+    # pyiceberg 0.12's SQL catalog refuses for a namespace that does not exist yet.
+    SqlCatalog("bench", **properties).create_namespace("bench")
+    return PandasIcebergIOManager(
+        name="bench", config=IcebergCatalogConfig(properties=properties), namespace="bench"
+    )
+
+
 def datom_io_manager(root: Path, name: str) -> DatomIOManager:
     """A datom IO manager on a local project (store and embedded git remote under ``root``)."""
     project = DatomResource(
@@ -285,7 +319,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"before: {file_churn_cost(root)}")
         measure_new_versions(datom, filesystem, root, args.repeat)
         measure_rerun(datom, filesystem, args.repeat)
-        measure_big(datom_io_manager(root, "big"), filesystem, max(3, args.repeat // 2))
+        measure_big(datom_io_manager(root, "big"), filesystem, root, max(3, args.repeat // 2))
         commits = len(datom.connection().repo.log())
         elapsed = time.perf_counter() - started
         print(f"after: {file_churn_cost(root)}")
@@ -299,20 +333,36 @@ def main(argv: list[str] | None = None) -> None:
 def measure_new_versions(
     datom: DatomIOManager, filesystem: FilesystemIOManager, root: Path, repeat: int
 ) -> None:
-    """datom, filesystem and Delta on 20 assets that all get new data, measured in turn."""
-    delta = DeltaLakePandasIOManager(root_uri=str(root / "delta"), storage_options=LocalConfig())
-    runs = [_runner(SMALL_ASSETS, m, new_data=True) for m in (datom, filesystem, delta)]
+    """datom, filesystem, Delta and Iceberg on 20 assets that all get new data, in turn."""
+    managers = {"datom": datom, "filesystem": filesystem, **_peers(root, "small")}
+    runs = [_runner(SMALL_ASSETS, m, new_data=True) for m in managers.values()]
     for warm in runs:  # first use: project creation, imports
         warm()
-    datom_time, fs_time, delta_time = fastest(runs, repeat)
+    timings = dict(zip(managers, fastest(runs, repeat), strict=True))
+    fs_time = timings["filesystem"]
     n = len(SMALL_ASSETS)
-    print(f"datom / filesystem, new versions      = {datom_time.ratio(fs_time)}  (target <= 1.5)")
-    print(f"delta / filesystem (reference)        = {delta_time.ratio(fs_time)}")
     print(
-        f"added per asset (wall): datom {(datom_time.wall - fs_time.wall) / n * 1000:.1f} ms, "
-        f"delta {(delta_time.wall - fs_time.wall) / n * 1000:.1f} ms "
-        f"(filesystem run {fs_time.wall * 1000:.0f} ms)"
+        f"datom / filesystem, new versions      = {timings['datom'].ratio(fs_time)}  "
+        "(target <= 1.5)"
     )
+    for name in ("delta", "iceberg"):
+        shown = timings[name].ratio(fs_time) if name in timings else "not installed"
+        print(f"{name + ' / filesystem (reference)':37s} = {shown}")
+    added = ", ".join(
+        f"{name} {(t.wall - fs_time.wall) / n * 1000:.1f} ms"
+        for name, t in timings.items()
+        if name != "filesystem"
+    )
+    print(f"added per asset (wall): {added} (filesystem run {fs_time.wall * 1000:.0f} ms)")
+
+
+def _peers(root: Path, name: str) -> dict[str, Any]:
+    """The table formats' IO managers under ``root``: Delta, and Iceberg if installed."""
+    delta = DeltaLakePandasIOManager(
+        root_uri=str(root / f"delta-{name}"), storage_options=LocalConfig()
+    )
+    iceberg = iceberg_io_manager(root, f"iceberg-{name}")
+    return {"delta": delta, **({"iceberg": iceberg} if iceberg is not None else {})}
 
 
 def measure_rerun(datom: DatomIOManager, filesystem: FilesystemIOManager, repeat: int) -> None:
@@ -330,15 +380,24 @@ def measure_rerun(datom: DatomIOManager, filesystem: FilesystemIOManager, repeat
     )
 
 
-def measure_big(datom: DatomIOManager, filesystem: FilesystemIOManager, repeat: int) -> None:
-    """One asset of BIG_ROWS rows, new data each run."""
+def measure_big(
+    datom: DatomIOManager, filesystem: FilesystemIOManager, root: Path, repeat: int
+) -> None:
+    """One asset of BIG_ROWS rows, new data each run: datom, filesystem, Delta, Iceberg."""
     BIG["base"] = _big_base()
-    datom_big = _runner([big_asset], datom, new_data=True)
-    fs_big = _runner([big_asset], filesystem, new_data=True)
-    datom_big()
-    fs_big()
-    datom_time, fs_time = fastest([datom_big, fs_big], repeat)
-    print(f"datom / filesystem, 1M-row asset      = {datom_time.ratio(fs_time)}  (target <= 2.0)")
+    managers = {"datom": datom, "filesystem": filesystem, **_peers(root, "big")}
+    runs = [_runner([big_asset], m, new_data=True) for m in managers.values()]
+    for warm in runs:
+        warm()
+    timings = dict(zip(managers, fastest(runs, repeat), strict=True))
+    fs_time = timings["filesystem"]
+    print(
+        f"datom / filesystem, 1M-row asset      = {timings['datom'].ratio(fs_time)}  "
+        "(target <= 2.0)"
+    )
+    for name in ("delta", "iceberg"):
+        shown = timings[name].ratio(fs_time) if name in timings else "not installed"
+        print(f"{name + ' / filesystem, 1M-row asset':37s} = {shown}")
 
 
 def profile_runs(grown: DatomIOManager, young: DatomIOManager, limit: int) -> None:

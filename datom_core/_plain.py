@@ -1,9 +1,9 @@
 """The one switch between datom's accelerators and their plain paths.
 
 Some code exists for speed only (listed in ``docs/performance.md``, "Accelerators"): the
-git layer's in ``datom_core/_git/_fast/``, the project layer's in
-``datom_core/_project/_fast.py`` and the text splices beside it, the compiled string
-encoder of ``datom_core/_identity``. Each has a plain path beside it, built on dulwich,
+git layer's in ``datom_core/_git/_fast/``, the project layer's text
+splices (``datom_core/_project/_manifest_text.py``, ``_history_text.py``), the compiled
+string encoder of ``datom_core/_identity``. Each has a plain path beside it, built on dulwich,
 :mod:`json` or Arrow, that gives byte-identical documents, objects and digests.
 ``DATOM_PLAIN=1`` in the environment selects every plain path: to rule the accelerators
 out when chasing a problem, and to measure what they pay. The switch is read at each call,

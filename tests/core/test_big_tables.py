@@ -1,140 +1,260 @@
-"""Big tables: the parquet's SHA-256 hashed while it is encoded gives the same bytes and
-digests as the plain path (``DATOM_PLAIN=1``), and a tampered big parquet is refused
-before any parser sees it, either way."""
+"""Big tables (and small ones): the accelerators and their plain paths (``DATOM_PLAIN=1``)
+store the same parquet bytes and record the same digests, and a stored object altered
+after its write is refused before any parser sees it, in either mode, on every store."""
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import datom_core as dc
-from datom_core._project import _fast, _parquet
+from datom_core._git import _metadata, _repo
+from datom_core._plain import PLAIN_ENV, plain
+from datom_core._project import _documents, _parquet
 from datom_core._project import _layout as L
+from datom_core._store import LocalStore, Store
 from tests.core.projects import new_project
 
-_MODES = {"accelerated": None, "plain": "1"}
+_MODES = {"accelerated": "0", "plain": "1"}
+_BIG_ROWS = 700_000
 
 
-def _big(rows: int = 700_000, seed: int = 1) -> pa.Table:
-    """A table over the in-memory limit (16 MiB of Arrow data): encoded into a temp file."""
+def _big(rows: int = _BIG_ROWS, seed: int = 1) -> pa.Table:
+    """A string-heavy table over the in-memory limit (16 MiB of Arrow data): encoded into
+    a temporary file, read through the dataset layer."""
     rng = np.random.default_rng(seed)
-    words = np.array([f"SUBJ-{i:05d}" for i in range(3000)])
+    words = np.array([f"SUBJ-{i:05d}-é" for i in range(3000)])
+    subject = pa.array(words[rng.integers(0, len(words), rows)])
+    missing = pa.array(rng.random(rows) < 0.05)
     table = pa.table(
         {
             "value": rng.normal(size=rows),
             "id": pa.array(rng.integers(0, 10**12, rows), pa.int64()),
-            "subject": pa.array(words[rng.integers(0, len(words), rows)]),
+            "subject": pc.if_else(missing, pa.nulls(rows, pa.string()), subject),
         }
     )
-    assert rows < 700_000 or table.nbytes > _parquet._IN_MEMORY
+    assert rows < _BIG_ROWS or table.nbytes > _parquet._IN_MEMORY
     return table
 
 
+def _small(seed: int = 1) -> pa.Table:
+    """A table encoded in memory and parsed without the dataset layer."""
+    return _big(50, seed)
+
+
 def _mode(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
-    if _MODES[mode] is None:
-        monkeypatch.delenv("DATOM_PLAIN", raising=False)
-    else:
-        monkeypatch.setenv("DATOM_PLAIN", _MODES[mode])
+    monkeypatch.setenv(PLAIN_ENV, _MODES[mode])
+    assert plain() is (mode == "plain")
+
+
+class _FixedDatetime(dt.datetime):
+    @classmethod
+    def now(cls, tz: dt.tzinfo | None = None) -> _FixedDatetime:
+        return cls(2030, 1, 2, 3, 4, 5, tzinfo=tz)
+
+
+def _fix_clocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Documents' timestamps and commit times fixed: two projects record the same ids."""
+    monkeypatch.setattr(_documents, "dt", SimpleNamespace(datetime=_FixedDatetime, UTC=dt.UTC))
+    for module in (_repo, _metadata):
+        monkeypatch.setattr(module, "_now", lambda: 1_900_000_000)
+
+
+# -- the same bytes and digests either way -------------------------------------------------
 
 
 def test_the_switch_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for value, plain in (("", False), ("0", False), ("1", True), ("yes", True)):
-        monkeypatch.setenv("DATOM_PLAIN", value)
-        assert _fast.plain() is plain
-    monkeypatch.delenv("DATOM_PLAIN")
-    assert _fast.plain() is False
+    for value, expected in (("", False), ("0", False), ("1", True), ("yes", True)):
+        monkeypatch.setenv(PLAIN_ENV, value)
+        assert plain() is expected
+    monkeypatch.delenv(PLAIN_ENV)
+    assert plain() is False
 
 
-@pytest.mark.parametrize("chunk", [1, 7, 1 << 16])
-def test_encode_hashing_gives_the_file_and_its_digest_both_ways(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
-) -> None:
-    # Small buffers: many writes reach the hashing thread, in order.
-    monkeypatch.setattr(_fast, "_CHUNK", chunk)
-    table = pa.table({"x": list(range(5000)), "s": [f"v{i % 37}" for i in range(5000)]})
-    results = {}
-    for mode in _MODES:
-        _mode(monkeypatch, mode)
-        path = tmp_path / f"{mode}.parquet"
-        sha = _fast.encode_hashing(path, lambda sink: pq.write_table(table, sink))
-        raw = path.read_bytes()
-        assert sha == hashlib.sha256(raw).hexdigest()
-        assert pq.read_table(path).equals(table)
-        results[mode] = (sha, raw)
-    assert results["accelerated"] == results["plain"]
-
-
-def test_serialized_bytes_digest_and_footer_are_the_same_with_the_overlap_or_without(
+def test_serialized_bytes_digest_and_footer_are_one_in_both_modes_and_both_routes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """In memory (a small table) or through a temporary file (a big one), accelerated or
+    plain: the same parquet bytes, their digest, the column digests in the footer."""
     table = _big(200_000)
-    monkeypatch.setattr(_parquet, "_IN_MEMORY", 0)  # the temp-file path
     digests = dc.hash_table(table).column_hashes
     seen = {}
-    for mode in _MODES:
-        _mode(monkeypatch, mode)
-        # digests given late (a callable), as the background encoder gets them
-        with _parquet.serialized(table, lambda: digests) as sp:
-            assert isinstance(sp.source, Path)
-            raw = sp.source.read_bytes()
-            assert sp.parquet_sha == hashlib.sha256(raw).hexdigest()
-            assert sp.size_bytes == len(raw)
-            footer = pq.ParquetFile(pa.BufferReader(raw)).metadata.metadata
-            assert json.loads(footer[_parquet.FOOTER_KEY.encode()]) == [
-                {"name": c.name, "sha": c.sha} for c in digests
-            ]
-            seen[mode] = (raw, sp.parquet_sha)
-    assert seen["accelerated"] == seen["plain"]
+    for in_memory in (False, True):
+        monkeypatch.setattr(_parquet, "_IN_MEMORY", 1 << 40 if in_memory else 0)
+        for mode in _MODES:
+            _mode(monkeypatch, mode)
+            # digests given late (a callable), as the background encoder gets them
+            with _parquet.serialized(table, lambda: digests) as sp:
+                assert isinstance(sp.source, bytes) is in_memory
+                raw = sp.source if isinstance(sp.source, bytes) else sp.source.read_bytes()
+                assert sp.parquet_sha == hashlib.sha256(raw).hexdigest()
+                assert sp.size_bytes == len(raw)
+                footer = pq.ParquetFile(pa.BufferReader(raw)).metadata.metadata
+                assert json.loads(footer[_parquet.FOOTER_KEY.encode()]) == [
+                    {"name": c.name, "sha": c.sha} for c in digests
+                ]
+                read = _parquet.without_footer_key(pq.read_table(pa.BufferReader(raw)))
+                assert read.equals(table)
+                seen[in_memory, mode] = (raw, sp.parquet_sha)
+    assert len(set(seen.values())) == 1, "the routes or the modes gave different bytes"
 
 
-def test_a_big_write_stores_the_same_object_and_version_either_way(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    table = _big()
-    outcome = {}
-    for mode in _MODES:
-        _mode(monkeypatch, mode)
-        conn = new_project(tmp_path / mode)
-        result = conn.write("big", table)
-        key = L.store_parquet("big", result.data_sha)
-        raw = conn.store.read_bytes(key)
-        assert hashlib.sha256(raw).hexdigest() == result.parquet_sha
-        assert conn.read("big", as_="arrow").equals(table)
-        outcome[mode] = (result.data_sha, result.parquet_sha, raw)
-    assert outcome["accelerated"] == outcome["plain"]
+def _written(root: Path, table: pa.Table) -> tuple[str, str, str, bytes, pa.Table]:
+    """(data_sha, parquet_sha, metadata_sha, stored parquet bytes, table read back)."""
+    conn = new_project(root)
+    result = conn.write("t", table)
+    raw = conn.store.read_bytes(L.store_parquet("t", result.data_sha))
+    assert hashlib.sha256(raw).hexdigest() == result.parquet_sha
+    return result.data_sha, result.parquet_sha, result.version, raw, conn.read("t", as_="arrow")
 
 
+def _same_either_way(table: pa.Table) -> None:
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
+        _fix_clocks(mp)
+        outcome = {}
+        for mode in _MODES:
+            _mode(mp, mode)
+            *ids, read = _written(Path(tmp) / mode, table)
+            assert read.equals(table)
+            outcome[mode] = tuple(ids)
+        assert outcome["accelerated"] == outcome["plain"]
+
+
+_no_nul = st.characters(exclude_characters="\x00")  # datom refuses NUL in strings (cv1)
+_types = {"int": pa.int64(), "float": pa.float64(), "text": pa.string(), "flag": pa.bool_()}
+_cells: dict[str, st.SearchStrategy[list[Any]]] = {
+    "int": st.lists(st.none() | st.integers(-(2**62), 2**62), min_size=1, max_size=40),
+    "float": st.lists(st.none() | st.floats(allow_nan=True, width=64), min_size=1, max_size=40),
+    "text": st.lists(st.none() | st.text(_no_nul, max_size=12), min_size=1, max_size=40),
+    "flag": st.lists(st.none() | st.booleans(), min_size=1, max_size=40),
+}
+
+
+@st.composite
+def _tables(draw: st.DrawFn) -> pa.Table:
+    kinds = draw(st.lists(st.sampled_from(sorted(_cells)), min_size=1, max_size=4))
+    rows = draw(st.integers(1, 40))
+    columns = {}
+    for i, kind in enumerate(kinds):
+        values = draw(_cells[kind])
+        columns[f"{kind}_{i}"] = pa.array((values * rows)[:rows], _types[kind])
+    return pa.table(columns)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(table=_tables())
+def test_a_write_records_the_same_ids_and_bytes_in_both_modes(table: pa.Table) -> None:
+    _same_either_way(table)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_big_write_records_the_same_ids_and_bytes_in_both_modes(seed: int) -> None:
+    _same_either_way(_big(seed=seed))
+
+
+# -- altered objects are refused before any parse ------------------------------------------
+
+
+@contextmanager
+def _parses(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Every parquet parse in this process (the parser's entry points), recorded."""
+    seen: list[int] = []
+    real_read_table, real_file = pq.read_table, pq.ParquetFile
+
+    def read_table(source: Any, *args: Any, **kwargs: Any) -> pa.Table:
+        seen.append(1)
+        return real_read_table(source, *args, **kwargs)
+
+    def parquet_file(source: Any, *args: Any, **kwargs: Any) -> pq.ParquetFile:
+        seen.append(1)
+        return real_file(source, *args, **kwargs)
+
+    with monkeypatch.context() as mp:
+        mp.setattr(pq, "read_table", read_table)
+        mp.setattr(pq, "ParquetFile", parquet_file)
+        yield seen
+
+
+def _alter(store: Store, key: str, change: Any) -> bytes:
+    """Replace the object at ``key`` by ``change(bytes)`` behind datom's back (for a local
+    store, in place on disk); the original bytes."""
+    raw = store.read_bytes(key)
+    altered = change(bytearray(raw))
+    if isinstance(store, LocalStore):
+        path = Path(store.root, "proj", "datom", key)
+        assert path.read_bytes() == raw
+        with path.open("r+b") as f:
+            f.write(altered)
+            f.truncate()
+    else:
+        store.write_bytes(key, bytes(altered))
+    return raw
+
+
+def _flip(raw: bytearray) -> bytearray:
+    raw[len(raw) // 3] ^= 0x01  # one bit inside the row data: still a parseable file
+    return raw
+
+
+def _other_parquet(_: bytearray) -> bytes:
+    # A well-formed parquet of other data, the same length or not: only the digest tells.
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table({"id": [1, 2, 3]}), sink)
+    return sink.getvalue().to_pybytes()
+
+
+_CHANGES = {
+    "bit": _flip,
+    "truncated": lambda raw: raw[: len(raw) - 9],
+    "grown": lambda raw: raw + b"PAR1",
+    "replaced": _other_parquet,
+}
+
+
+@pytest.mark.parametrize("size", ["big", "small"])
 @pytest.mark.parametrize("mode", list(_MODES))
-def test_a_tampered_big_parquet_is_refused_before_any_parse(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+def test_an_altered_parquet_is_refused_before_any_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store: Store, mode: str, size: str
 ) -> None:
     _mode(monkeypatch, mode)
-    conn = new_project(tmp_path)
-    result = conn.write("big", _big())
-    key = L.store_parquet("big", result.data_sha)
-    raw = bytearray(conn.store.read_bytes(key))
-    raw[len(raw) // 3] ^= 0x01  # one bit, inside the row data: still a parseable file
-    conn.store.write_bytes(key, bytes(raw))
-    parsed: list[int] = []
-    real_parse = _parquet._parse
-
-    def recording_parse(data: bytes | pa.Buffer, columns: list[str] | None) -> pa.Table:
-        parsed.append(len(data))
-        return real_parse(data, columns)
-
-    monkeypatch.setattr(_parquet, "_parse", recording_parse)
-    for columns in (None, ["id"]):
-        with pytest.raises(dc.IntegrityError, match="parquet_sha") as info:
-            conn.read("big", columns=columns, as_="arrow")
-        assert info.value.key == key and info.value.expected == result.parquet_sha
-    assert parsed == []  # the parser never saw the altered bytes
-    raw[len(raw) // 3] ^= 0x01  # restored: read again, parsed once
-    conn.store.write_bytes(key, bytes(raw))
-    assert conn.read("big", as_="arrow").num_rows == 700_000
-    assert len(parsed) == 1
+    table = _big() if size == "big" else _small()
+    conn = new_project(tmp_path, store)
+    result = conn.write("t", table)
+    key = L.store_parquet("t", result.data_sha)
+    original = store.read_bytes(key)
+    for name, change in _CHANGES.items():
+        _alter(store, key, change)
+        with _parses(monkeypatch) as parsed:
+            reads = [
+                (version, columns, verify, as_)
+                for version in (None, result.version, result.version[:10])
+                for columns in (None, ["id"])
+                for verify in ("bytes", "content")
+                for as_ in ("arrow", "pandas")
+            ]
+            for version, columns, verify, as_ in reads:
+                with pytest.raises(dc.IntegrityError, match="parquet_sha") as info:
+                    conn.read("t", version, columns=columns, as_=as_, verify=verify)  # type: ignore[arg-type]
+                assert info.value.key == key, name
+                assert info.value.expected == result.parquet_sha, name
+                assert info.value.actual != result.parquet_sha, name
+        assert parsed == [], f"{name}: the parser saw altered bytes"
+        store.write_bytes(key, original)
+    with _parses(monkeypatch) as parsed:  # restored: read again, parsed
+        assert conn.read("t", as_="arrow").equals(table)
+    assert parsed

@@ -28,7 +28,7 @@ from datom_core._git._fast._packs import merge_packs
 from datom_core._git._maintenance import _pack_loose
 from datom_core._identity import _chr
 from datom_core._plain import PLAIN_ENV, plain
-from datom_core._project import _documents, _fast, _history_text, _manifest_text
+from datom_core._project import _documents, _history_text, _manifest_text
 from tests.core.projects import fingerprint, frame
 from tests.gitcli import git, needs_git
 
@@ -145,7 +145,6 @@ def test_under_the_switch_no_accelerator_runs(
         (_manifest_text, "_form_of"),
         (_manifest_text, "_grown_form"),
         (_history_text, "_entry_text"),
-        (_fast, "_HashingFile"),
         (_chr, "_compiled_values"),
     ]:
         failing = _fails(f"{getattr(owner, '__name__', owner)}.{name}")
