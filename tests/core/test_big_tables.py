@@ -130,7 +130,9 @@ def _same_either_way(table: pa.Table) -> None:
         for mode in _MODES:
             _mode(mp, mode)
             *ids, read = _written(Path(tmp) / mode, table)
-            assert read.equals(table)
+            # the values read back are the values written (Arrow's equals: NaN is not NaN)
+            assert dc.hash_table(read).data_sha == dc.hash_table(table).data_sha == ids[0]
+            assert read.schema.remove_metadata() == table.schema.remove_metadata()
             outcome[mode] = tuple(ids)
         assert outcome["accelerated"] == outcome["plain"]
 
@@ -156,7 +158,9 @@ def _tables(draw: st.DrawFn) -> pa.Table:
     return pa.table(columns)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(table=_tables())
 def test_a_write_records_the_same_ids_and_bytes_in_both_modes(table: pa.Table) -> None:
     _same_either_way(table)
