@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
@@ -26,6 +26,7 @@ __all__ = [
     "HASH_ALGO",
     "ColumnHash",
     "TableHash",
+    "combined_sha",
     "Unhashable",
     "classify",
     "column_problem",
@@ -181,16 +182,23 @@ def hash_arrow_table(
                 digests[i] = future.result()
                 if on_column is not None:
                     on_column(i, ColumnHash(names[i], digests[i]))
-    outer = hashlib.sha256(HASH_ALGO.encode())
-    outer.update(struct.pack("<dd", float(table.num_rows), float(table.num_columns)))
-    for digest in digests:
-        outer.update(digest.encode("ascii"))
     return TableHash(
-        data_sha=outer.hexdigest(),
+        data_sha=combined_sha(table.num_rows, digests),
         column_hashes=tuple(ColumnHash(n, d) for n, d in zip(names, digests, strict=True)),
         nrow=table.num_rows,
         ncol=table.num_columns,
     )
+
+
+def combined_sha(nrow: int, digests: Sequence[str]) -> str:
+    """The ``data_sha`` of a table of ``nrow`` rows whose columns have ``digests``, in
+    order: a version's recorded digests are its own exactly when they combine to its
+    ``data_sha`` (each digest covers its column's name)."""
+    outer = hashlib.sha256(HASH_ALGO.encode())
+    outer.update(struct.pack("<dd", float(nrow), float(len(digests))))
+    for digest in digests:
+        outer.update(digest.encode("ascii"))
+    return outer.hexdigest()
 
 
 def _column_digest(name: str, column: pa.ChunkedArray) -> str:

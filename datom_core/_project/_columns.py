@@ -4,6 +4,10 @@ A datom parquet carries the cv1 digests under ``datom.column_hashes``: reading t
 (a few KB) tells which columns differ without reading any data. A parquet without the key
 (written by R, or before format 2) has its digests recomputed from the data on demand.
 
+Recorded digests (a footer's, an old document's) are used only when they combine to the
+version's ``data_sha`` and name its columns: a footer is read before the object is
+verified, and an altered one must not say which columns changed.
+
 Digests this process computed are also remembered by ``data_sha`` (a bounded memory):
 ``data_sha`` is the hash of exactly those digests, so a version hashed here (the one a
 write just recorded, the current one a write compares with) needs no footer read.
@@ -17,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from datom_core._errors import DatomError
-from datom_core._identity._cv1 import ColumnHash, TableHash, hash_arrow_table
+from datom_core._identity._cv1 import ColumnHash, TableHash, combined_sha, hash_arrow_table
 from datom_core._memory import KeyedMemory
 from datom_core._project import _layout as L
 from datom_core._project._context import ProjectContext
@@ -43,8 +47,9 @@ def known_digests(data_sha: str, ncol: int) -> tuple[ColumnHash, ...] | None:
     return found if found is not None and len(found) == ncol else None
 
 
-def footer_digests(store: Store, key: str) -> tuple[ColumnHash, ...] | None:
-    """The digests a parquet's footer records; None when it records none or is unreadable."""
+def footer_digests(store: Store, key: str, version: TableMetadata) -> tuple[ColumnHash, ...] | None:
+    """The digests the parquet footer at ``key`` records for ``version``; None when it
+    records none, is unreadable, or records digests that are not ``version``'s."""
     try:
         with store.open_read(key) as stream:
             kv = pq.ParquetFile(stream).metadata.metadata or {}
@@ -55,9 +60,21 @@ def footer_digests(store: Store, key: str) -> tuple[ColumnHash, ...] | None:
         return None
     try:
         doc = json.loads(raw.decode("utf-8"))
-        return tuple(ColumnHash(str(c["name"]), str(c["sha"])) for c in doc)
+        found = tuple(ColumnHash(str(c["name"]), str(c["sha"])) for c in doc)
     except (ValueError, TypeError, KeyError):
         return None
+    return _own(found, version)
+
+
+def _own(digests: tuple[ColumnHash, ...], version: TableMetadata) -> tuple[ColumnHash, ...] | None:
+    """``digests`` if they are ``version``'s: its column names, combining to its data_sha."""
+    if tuple(c.name for c in digests) != tuple(version.colnames):
+        return None
+    try:
+        combined = combined_sha(version.nrow, [c.sha for c in digests])
+    except UnicodeEncodeError:  # not a hex digest
+        return None
+    return digests if combined == version.data_sha else None
 
 
 def column_digests(
@@ -68,11 +85,13 @@ def column_digests(
     if known is not None:
         return known
     key = L.store_parquet(table, metadata.data_sha)
-    found = footer_digests(ctx.store, key)
-    if found is not None and len(found) == metadata.ncol:
+    found = footer_digests(ctx.store, key, metadata)
+    if found is not None:
         return found
-    if metadata.column_hashes is not None and len(metadata.column_hashes) == metadata.ncol:
-        return tuple(ColumnHash(c.name, c.sha) for c in metadata.column_hashes)
+    if metadata.column_hashes is not None:
+        old = _own(tuple(ColumnHash(c.name, c.sha) for c in metadata.column_hashes), metadata)
+        if old is not None:
+            return old
     table_hash = hash_arrow_table(read_verified(ctx.store, key, metadata.parquet_sha))
     remember_digests(table_hash)
     return table_hash.column_hashes

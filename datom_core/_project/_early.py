@@ -78,4 +78,4 @@ def _recorded(
         return known
     if current.column_hashes is not None and len(current.column_hashes) == ncol:
         return tuple(ColumnHash(c.name, c.sha) for c in current.column_hashes)
-    return footer_digests(ctx.store, L.store_parquet(name, current.data_sha))
+    return footer_digests(ctx.store, L.store_parquet(name, current.data_sha), current)

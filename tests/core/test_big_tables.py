@@ -23,9 +23,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import datom_core as dc
+from datom_core._errors import IntegrityError
 from datom_core._git import _metadata, _repo
+from datom_core._memory import KeyedMemory
 from datom_core._plain import PLAIN_ENV, plain
-from datom_core._project import _documents, _parquet
+from datom_core._project import _columns, _documents, _parquet
 from datom_core._project import _layout as L
 from datom_core._store import LocalStore, Store
 from tests.core.projects import new_project
@@ -262,3 +264,34 @@ def test_an_altered_parquet_is_refused_before_any_parse(
     with _parses(monkeypatch) as parsed:  # restored: read again, parsed
         assert conn.read("t", as_="arrow").equals(table)
     assert parsed
+
+
+def test_an_altered_footer_never_says_which_columns_changed(tmp_path: Path) -> None:
+    """A parquet's footer is read before the object is verified: digests it records that
+    are not its version's (they do not combine to its data_sha) are not believed: the
+    columns that changed are then found from the data, which is verified first."""
+    conn = new_project(tmp_path)
+    n = 5000  # past the small-table path
+    v1 = conn.write("t", pa.table({"a": list(range(n)), "b": [f"x{i}" for i in range(n)]}))
+    v2 = conn.write("t", pa.table({"a": list(range(n)), "b": [f"y{i}" for i in range(n)]}))
+    key = L.store_parquet("t", v1.data_sha)
+    raw_v1 = conn.store.read_bytes(key)
+    old = pq.read_table(pa.BufferReader(raw_v1))
+    new_raw = conn.store.read_bytes(L.store_parquet("t", v2.data_sha))
+    claimed = pq.ParquetFile(pa.BufferReader(new_raw)).metadata.metadata[
+        _parquet.FOOTER_KEY.encode()
+    ]
+    altered = old.replace_schema_metadata(
+        {**(old.schema.metadata or {}), _parquet.FOOTER_KEY.encode(): claimed}
+    )
+    sink = pa.BufferOutputStream()
+    pq.write_table(altered, sink)
+    conn.store.delete(key)
+    conn.store.write_bytes(key, sink.getvalue().to_pybytes())
+    _columns._KNOWN = KeyedMemory(1 << 16, 1 << 16)  # as a fresh process: nothing remembered
+    fresh = dc.connect(conn.path, store=conn.store)
+    with pytest.raises(IntegrityError, match=v1.data_sha):  # not a silent "nothing changed"
+        fresh.diff("t", v1.version, v2.version)
+    conn.store.delete(key)
+    conn.store.write_bytes(key, bytes(raw_v1))  # the footer of the object as written is believed
+    assert fresh.diff("t", v1.version, v2.version).columns_changed == ("b",)
