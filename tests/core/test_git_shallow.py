@@ -215,3 +215,17 @@ def test_the_test_servers_depth_one_answer_reads_only_the_objects_it_sends(
     worker = dc.clone(url, tmp_path / "w", store, shallow=True)
     assert worker.read("dm")["k"].tolist() == [1]
     assert worker.write("ae", pa.table({"k": [2]})).change == "full"
+
+
+def test_a_read_only_token_still_clones_shallow_and_reads(
+    long_project: tuple[GitHTTPServer, str, dc.LocalStore, Path], tmp_path: Path
+) -> None:
+    """The push advertisement read alongside the clone is refused to a read-only token:
+    the clone and its reads do not notice; a write meets the refusal itself."""
+    server, url, store, _ = long_project
+    server.deny_push("proj")
+    worker = dc.clone(url, tmp_path / "w", store, shallow=True)
+    assert worker.read("dm")["k"].tolist() == [1, 2]
+    with pytest.raises(dc.DatomError, match="403"):
+        worker.write("dm", pa.table({"k": [3]}))
+    assert _commits_in(worker.path) == 1
