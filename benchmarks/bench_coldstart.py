@@ -10,9 +10,10 @@ server's would be. Then, with the git server (dulwich smart HTTP) behind a laten
 * cold: a fresh worker (an empty home: no clone) clones the remote and writes a new table;
 * warm: the same worker writes again.
 
-Printed per history length: cold and warm seconds, cold / warm (target <= 2, flat in
-history length), and the bytes the cold worker fetched. ``--quick``: 300 and 1,000 commits.
-``--mode``: the fresh worker clones whole, shallow (``dc.clone(shallow=True)``) or both;
+Printed per history length, each the median of ``--repeat`` fresh workers (the machine's
+noise is large beside a few hundred milliseconds): cold and warm seconds, cold / warm
+(target <= 2, flat in history length), and the bytes and git requests of the cold worker.
+``--quick``: 300 and 1,000 commits. ``--mode``: the fresh worker clones whole, shallow (``dc.clone(shallow=True)``) or both;
 ``--git-backend``: git's own ``git http-backend`` serves git instead of dulwich's server.
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import secrets
+import statistics
 import subprocess
 import sys
 import time
@@ -113,14 +115,10 @@ def _table(tag: str) -> pa.Table:
     return pa.table({"USUBJID": [f"{tag}-{k}" for k in range(5)], "AVAL": [1.0] * 5})
 
 
-def measure(
-    world: Any, commits: int, n_tables: int, shallow: bool = False
-) -> tuple[float, float, float, int, int]:
-    """(cold seconds, of which the clone, warm seconds, bytes and git requests of the
-    cold write); ``shallow``: the fresh worker clones the tip only (``dc.clone(shallow=)``)."""
+def build(world: Any, commits: int, n_tables: int, name: str) -> Any:
+    """A project of ``commits`` commits on the server as ``name``; returns its store."""
     import datom_core as dc
 
-    name = f"hist{commits}{'s' if shallow else ''}"
     bare = world.git_server.create_bare(name)
     store = dc.LocalStore(world.tmp / f"store-{name}")
     conn = dc.init_repo(world.tmp / f"builder-{name}", "COLD", store, remote=bare)
@@ -128,17 +126,26 @@ def measure(
     for t in tables:  # real writes: documents of the real shape, objects in the store
         conn.write(t, _table(t))
     synthesize(bare, max(commits - n_tables - 1, 0), tables)
+    return store
+
+
+def measure(
+    world: Any, name: str, store: Any, shallow: bool, k: int
+) -> tuple[float, float, float, int, int]:
+    """(cold seconds, of which the clone, warm seconds, bytes and git requests of the
+    cold write); ``shallow``: the fresh worker clones the tip only (``dc.clone(shallow=)``)."""
+    import datom_core as dc
+
     world.git_proxy.reset_counts()
     t0 = time.perf_counter()
-    fresh = dc.clone(
-        world.remote(name), world.tmp / f"fresh-{name}" / "repo", store, shallow=shallow
-    )
+    where = world.tmp / f"fresh-{name}-{'s' if shallow else 'f'}{k}" / "repo"
+    fresh = dc.clone(world.remote(name), where, store, shallow=shallow)
     cloned = time.perf_counter() - t0
-    fresh.write("probe", _table("cold"))
+    fresh.write(f"probe{k}", _table("cold"))
     cold = time.perf_counter() - t0
     requests, _, fetched = world.git_proxy.counts()
     t0 = time.perf_counter()
-    fresh.write("probe", _table("warm"))
+    fresh.write(f"probe{k}", _table("warm"))
     warm = time.perf_counter() - t0
     return cold, cloned, warm, fetched, requests
 
@@ -152,20 +159,30 @@ def main() -> None:
     parser.add_argument("--mode", choices=["both", "shallow", "full"], default="both",
                         help="how the fresh worker clones")  # fmt: skip
     parser.add_argument("--git-backend", action="store_true", help="git http-backend server")
+    parser.add_argument("--repeat", type=int, default=5, help="fresh workers per length")
     args = parser.parse_args()
     modes = {"both": [False, True], "shallow": [True], "full": [False]}[args.mode]
     sizes = [300, 1000] if args.quick else [int(x) for x in args.commits.split(",")]
     print(f"fresh worker's first write / warm write, git over HTTP at RTT {args.rtt:.0f} ms")
+    print(f"  (each the median of {args.repeat} fresh workers; ratios of one worker's writes)")
     with wan_world(args.rtt / 1000, git_backend=args.git_backend) as world:
-        for commits, shallow in [(c, s) for c in sizes for s in modes]:
+        for commits in sizes:
             t0 = time.perf_counter()
-            cold, cloned, warm, fetched, requests = measure(world, commits, args.tables, shallow)
-            print(
-                f"  {'shallow' if shallow else 'full   '} {commits:6d} commits: cold {cold:6.2f} s (clone {cloned:6.2f} s), "
-                f"warm {warm:5.2f} s, cold / warm {cold / warm:6.1f}  (target <= 2), "
-                f"fetched {fetched / 1e6:6.1f} MB in {requests} git requests "
-                f"(history built in {time.perf_counter() - t0 - cold - warm:.0f} s)"
-            )
+            name = f"hist{commits}"
+            store = build(world, commits, args.tables, name)
+            built = time.perf_counter() - t0
+            for shallow in modes:
+                runs = [measure(world, name, store, shallow, k) for k in range(args.repeat)]
+                ratio = statistics.median(cold / warm for cold, _, warm, _, _ in runs)
+                cold, cloned, warm, fetched, requests = (
+                    statistics.median(run[i] for run in runs) for i in range(5)
+                )
+                print(
+                    f"  {'shallow' if shallow else 'full   '} {commits:6d} commits: cold {cold:6.2f} s (clone {cloned:6.2f} s), "
+                    f"warm {warm:5.2f} s, cold / warm {ratio:6.1f}  (target <= 2), "
+                    f"fetched {fetched / 1e6:6.1f} MB in {requests:.0f} git requests "
+                    f"(history built in {built:.0f} s)"
+                )
 
 
 if __name__ == "__main__":

@@ -26,6 +26,9 @@ from wsgiref.simple_server import make_server
 
 import pytest
 from dulwich.errors import NotGitRepository
+from dulwich.object_store import GraphTraversalReachability
+from dulwich.objects import hex_to_sha, sha_to_hex
+from dulwich.pack import OFS_DELTA, REF_DELTA, UnpackedObject
 from dulwich.repo import Repo
 from dulwich.server import Backend, BackendRepo
 from dulwich.web import WSGIRequestHandlerLogger, WSGIServerLogger, make_wsgi_chain
@@ -68,12 +71,55 @@ class _Backend(Backend):
                 raise OSError("a concurrent push moved the ref")  # -> "failed to write"
 
             repo.refs.set_if_equals = set_if_equals  # type: ignore[method-assign]
+            _look_up_wanted_objects(repo)
         return self._repos[name]  # type: ignore[return-value]
 
     def close(self) -> None:
         for repo in self._repos.values():
             repo.close()
         self._repos.clear()
+
+
+def _look_up_wanted_objects(repo: Repo) -> None:
+    """Make the server find the objects a pack will hold through the pack index.
+
+    dulwich's pack writer looks for deltas it can reuse by inflating every object of every
+    pack on disk (``Pack.iter_unpacked_subset`` scans the whole pack for the wanted ones):
+    a depth-1 fetch of a long history then costs this server time in proportion to the
+    history, not to what it sends. git's server looks the wanted objects up in the pack
+    index, and so does this one: the same objects, deltas and bytes, read directly.
+    """
+    store: Any = repo.object_store
+
+    def iter_unpacked_subset(
+        shas: Iterable[Any], *, include_comp: bool = False, allow_missing: bool = False,
+        convert_ofs_delta: bool = False,
+    ) -> Iterator[UnpackedObject]:  # fmt: skip
+        todo = set(shas)
+        for pack in store.packs:
+            found: dict[int, Any] = {}  # offset -> name of the wanted objects in it
+            for sha in todo:
+                raw = hex_to_sha(sha) if len(sha) == 40 else sha
+                try:
+                    found[pack.index.object_offset(raw)] = raw
+                except KeyError:
+                    continue
+            for offset, raw in sorted(found.items()):
+                unpacked = pack.data.get_unpacked_object_at(offset, include_comp=include_comp)
+                unpacked._sha = raw
+                base = offset - unpacked.delta_base if unpacked.pack_type_num == OFS_DELTA else 0
+                if base in found:  # reusable only on a base sent too (the writer's rule)
+                    unpacked.delta_base, unpacked.pack_type_num = found[base], REF_DELTA
+                todo.discard(sha_to_hex(raw))
+                yield unpacked
+        if todo and not allow_missing:
+            raise KeyError(sorted(todo)[0])
+
+    # The reachability of a depth-1 or an incremental fetch is a short walk; dulwich
+    # would first decode every bitmap of the pack (once per pack, in proportion to the
+    # history), where git maps the file and reads what it needs.
+    store.get_reachability_provider = lambda prefer_bitmaps=True: GraphTraversalReachability(store)
+    store.iter_unpacked_subset = iter_unpacked_subset
 
 
 class GitHTTPServer:

@@ -25,10 +25,12 @@ from dulwich.graph import can_fast_forward
 from dulwich.object_store import BaseObjectStore
 from dulwich.objects import ObjectID, ShaFile
 from dulwich.pack import pack_objects_to_data
+from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from .._errors import DatomError, GitError, PushRejectedError
 from ._advert import RefsMemo, honours_old_value
+from ._fast._prime import push_advertisement_alongside
 from ._httpclient import HttpClient, ObjectFormatError
 from ._refstatus import SAID_MAX, check_ref_status
 from ._remote import (
@@ -40,7 +42,7 @@ from ._remote import (
     scrub,
 )
 from ._tipview import TipView
-from ._transport import FETCH_PATIENCE, Errors, LocalTransport, Transport, rejected
+from ._transport import FETCH_PATIENCE, Errors, Heads, LocalTransport, Transport, rejected
 
 __all__ = ["HttpTransport", "check_ref_status", "open_transport", "remote_errors"]
 
@@ -185,9 +187,7 @@ class HttpTransport(Transport):
         # read from fetch advertisements instead.
         self._read_only = False
 
-    def heads(
-        self, action: str = "read the branches of"
-    ) -> tuple[dict[bytes, bytes], bytes | None]:
+    def heads(self, action: str = "read the branches of") -> Heads:
         with self.errors(action):
             result = self._client.get_refs(b"", protocol_version=0)  # v2: a request more
         refs = {bytes(n): bytes(s) for n, s in result.refs.items() if n.startswith(_HEADS) and s}
@@ -241,16 +241,29 @@ class HttpTransport(Transport):
         return super().forget()
 
     def fetch_branch(self, r: Repo, branch: bytes, depth: int | None = None) -> bytes | None:
+        return self._fetch(r, depth, branch)[0].get(branch)
+
+    def fetch_heads(self, r: Repo, depth: int | None = None) -> Heads:
+        """One exchange (the branches and ``HEAD``'s in one advertisement, one pack); a
+        shallow clone, made to write, reads the push's advertisement alongside."""
+        with push_advertisement_alongside(self._client, depth is not None):
+            return self._fetch(r, depth, None)
+
+    def _fetch(self, r: Repo, depth: int | None, branch: bytes | None) -> Heads:
+        """The advertised branches (``branch`` only, if given) and ``HEAD``'s, each tip
+        fetched with the objects it adds (``depth``: of that many commits)."""
         if depth is None and r.get_shallow():
             # A shallow clone stays one: what is new, down to the new tip's commit (a
             # shallow request without a depth is also one dulwich's server cannot read).
             depth = 1
-        advertised: list[bytes | None] = [None]
+        tips: dict[bytes, bytes] = {}
+        again = depth == _WHOLE_HISTORY  # a deepening wants the tips it has
 
         def wants(refs: Any, depth: int | None = None) -> list[bytes]:
-            advertised[0] = refs.get(branch)
-            tip = advertised[0]
-            return [tip] if tip is not None and ObjectID(tip) not in r.object_store else []
+            advertised = [(n, s) for n, s in refs.items() if s and n.startswith(_HEADS)]
+            tips.clear()
+            tips.update((bytes(n), bytes(s)) for n, s in advertised if branch in (None, n))
+            return [t for t in set(tips.values()) if again or ObjectID(t) not in r.object_store]
 
         # A push landing mid-fetch can advertise a tip newer than the pack sent: ask again.
         deadline, delay = time.monotonic() + FETCH_PATIENCE, _FETCH_BACKOFF
@@ -259,7 +272,7 @@ class HttpTransport(Transport):
                 with self.errors("fetch from"):
                     # Protocol v0: the refs come with the advertisement (v2 asks for
                     # them in a request of their own, one more round trip).
-                    self._client.fetch(
+                    result = self._client.fetch(
                         b"",
                         r,
                         determine_wants=wants,  # type: ignore[arg-type]
@@ -274,9 +287,9 @@ class HttpTransport(Transport):
                 if not _transient(e.__cause__) or time.monotonic() >= deadline:
                     raise
             else:
-                tip = advertised[0]
-                if tip is None or ObjectID(tip) in r.object_store:
-                    return tip
+                if all(ObjectID(t) in r.object_store for t in tips.values()):
+                    named = (result.symrefs or {}).get(Ref(b"HEAD"))
+                    return dict(tips), bytes(named) if named else None
                 if time.monotonic() >= deadline:
                     raise GitError(f"fetch from {self.url} kept racing concurrent pushes; retry")
             time.sleep(random.uniform(0, delay))
@@ -285,13 +298,7 @@ class HttpTransport(Transport):
     def deepen(self, r: Repo, branch: bytes) -> None:
         """git's ``--unshallow``: the tip wanted again with the deepest ``deepen``; the
         server sends the commits behind the clone's shallow ones."""
-
-        def wants(refs: Any, depth: int | None = None) -> list[bytes]:
-            return [refs[branch]] if refs.get(branch) is not None else []
-
-        with self.errors("fetch from"):
-            fetch: Any = self._client.fetch
-            fetch(b"", r, determine_wants=wants, protocol_version=0, depth=_WHOLE_HISTORY)
+        self._fetch(r, _WHOLE_HISTORY, branch)
 
     def push(
         self, r: Repo, branch: bytes, old: bytes | None, new: bytes, objects: Sequence[ShaFile]

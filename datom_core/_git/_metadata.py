@@ -338,21 +338,16 @@ class MetadataRepo(HistoryReads, RepoCore):
     def _checkout_remote_default(self, depth: int | None = None) -> None:
         with self.lock():
             r = self._open()
-            remote = self._remote()
-            heads, named = remote.heads()
+            heads, named = self._remote().fetch_heads(r, depth)
             branch = gi.branch_ref(r)
             if named is not None and named.startswith(gi.HEADS) and named != branch:
                 if named in heads or not heads:
                     gi.set_head(r, named)
                     self._reconfigure(self._url_of(), gi.short(named))
                     branch = named
-            target = None
-            for name in heads:
-                sha = remote.fetch_branch(r, name, depth)
-                if sha is not None:
-                    gi.set_tracking(r, name, sha)
-                    target = sha if name == branch else target
-            self._worktree.move_to(r, branch, target)
+            for name, sha in heads.items():
+                gi.set_tracking(r, name, sha)
+            self._worktree.move_to(r, branch, heads.get(branch))
 
 
 def _hex(sha: bytes | None) -> str | None:

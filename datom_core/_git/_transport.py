@@ -46,7 +46,7 @@ from ._settings import check_object_format, open_repo, precious
 from ._shared import share_objects
 from ._tipview import TipView
 
-__all__ = ["FETCH_PATIENCE", "LocalTransport", "Transport", "rejected"]
+__all__ = ["FETCH_PATIENCE", "Heads", "LocalTransport", "Transport", "rejected"]
 
 log = logging.getLogger("datom_core.git")
 T = TypeVar("T")
@@ -71,6 +71,7 @@ def rejected(url: str, branch: bytes, why: str) -> PushRejectedError:
 
 
 Errors = Callable[[str], AbstractContextManager[None]]
+Heads = tuple[dict[bytes, bytes], bytes | None]  # the branches, and the one HEAD names
 
 
 class Transport:
@@ -80,15 +81,19 @@ class Transport:
     errors: Errors  # errors(action): a context translating failures into GitError
     credentials: GitCredentials | None = None
 
-    def heads(
-        self, action: str = "read the branches of"
-    ) -> tuple[dict[bytes, bytes], bytes | None]:
+    def heads(self, action: str = "read the branches of") -> Heads:
         raise NotImplementedError
 
     def fetch_branch(self, r: Repo, branch: bytes, depth: int | None = None) -> bytes | None:
         """Bring the branch tip and the objects it adds (``depth``: of that many commits
         only, where the transport can; see :meth:`MetadataRepo.clone`'s ``shallow``)."""
         raise NotImplementedError
+
+    def fetch_heads(self, r: Repo, depth: int | None = None) -> Heads:
+        """:meth:`heads`, each branch fetched (a clone); those that fetched nothing left out."""
+        heads, named = self.heads()
+        fetched = {n: self.fetch_branch(r, n, depth) for n in heads}
+        return {n: sha for n, sha in fetched.items() if sha is not None}, named
 
     def branch_tip(self, branch: bytes) -> bytes | None:
         """The commit ``branch`` is on in the remote (None: no such branch); nothing is
@@ -232,9 +237,7 @@ class LocalTransport(Transport):
             with self._access.shared():
                 yield remote
 
-    def heads(
-        self, action: str = "read the branches of"
-    ) -> tuple[dict[bytes, bytes], bytes | None]:
+    def heads(self, action: str = "read the branches of") -> Heads:
         with self._using(action) as remote:
             refs = read_branches(Path(remote.controldir()), self.url)
             head = remote.refs.get_symrefs().get(Ref(b"HEAD"))

@@ -147,17 +147,18 @@ def test_a_write_recording_nothing_decides_on_a_new_look(
     assert a.read("t")["k"].tolist() == [1]
 
 
-def test_a_clone_is_three_requests(
+def test_a_clone_is_two_requests(
     two_clones: tuple[GitHTTPServer, MetadataRepo, MetadataRepo], tmp_path: Path
 ) -> None:
-    """The branches (protocol v0: git's server answers v2 ref listings with a request
-    of their own), then one fetch; the remote's HEAD is still followed."""
+    """One fetch: its advertisement names the branches and HEAD's (protocol v0: git's
+    server answers v2 ref listings with a request of their own), then the pack; the
+    remote's HEAD is still followed."""
     server, a, _ = two_clones
     seen = _count(server)
     c = MetadataRepo.clone(
         server.url_for("proj"), tmp_path / "c", credentials=GitCredentials(server.token)
     )
-    assert seen == [_GET_FETCH, _GET_FETCH, _FETCH]
+    assert seen == [_GET_FETCH, _FETCH]
     assert c.head() == a.head() and c.branch == "main"
 
 

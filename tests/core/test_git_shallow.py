@@ -12,6 +12,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -105,3 +106,126 @@ def test_a_walk_of_the_history_deepens_a_shallow_clone_once(
     assert not (worker.path / ".git" / "shallow").exists()
     assert _commits_in(worker.path) == HISTORY + 4
     assert len(worker.history("dm")) == 2
+
+
+def _count(server: GitHTTPServer) -> list[str]:
+    """Every request the server answers from now on, as ``METHOD service``."""
+    seen: list[str] = []
+    app = server._app
+
+    def counting(environ: dict[str, Any], start_response: Any) -> Any:
+        service = environ.get("QUERY_STRING", "").removeprefix("service=")
+        path = environ.get("PATH_INFO", "").rsplit("/", 1)[-1]
+        seen.append(f"{environ.get('REQUEST_METHOD')} {service or path}")
+        return app(environ, start_response)
+
+    server._app = counting
+    return seen
+
+
+def test_a_fresh_worker_clones_in_one_exchange_and_its_first_write_costs_a_warm_one(
+    long_project: tuple[GitHTTPServer, str, dc.LocalStore, Path], tmp_path: Path
+) -> None:
+    """The clone: one fetch (one advertisement naming the branches and HEAD's, one pack),
+    and the push's advertisement read alongside; the first write then asks the server
+    exactly what the next one does (the push goes straight out)."""
+    server, url, store, _ = long_project
+    seen = _count(server)
+    worker = dc.clone(url, tmp_path / "w", store, shallow=True)
+    assert sorted(seen) == sorted(
+        ["GET git-upload-pack", "POST git-upload-pack", "GET git-receive-pack"]
+    )
+    seen.clear()
+    first = worker.write("dm", pa.table({"k": [5]}))
+    cold = list(seen)
+    seen.clear()
+    second = worker.write("dm", pa.table({"k": [6]}))
+    assert first.change == second.change == "full"
+    assert cold == seen and cold.count("GET git-receive-pack") == 1  # the settling look
+    assert _commits_in(worker.path) == 3 and worker.read("dm")["k"].tolist() == [6]
+
+
+def _objects_of(bare: Path, tip: bytes) -> set[bytes]:
+    """The tip's commit and every tree and blob of its tree."""
+    with Repo(str(bare)) as repo:
+        store, found = repo.object_store, {tip}
+        todo = [store[tip].tree]
+        while todo:
+            sha = todo.pop()
+            found.add(sha)
+            obj = store[sha]
+            if isinstance(obj, Tree):
+                todo += [entry.sha for entry in obj.iteritems()]
+        return found
+
+
+def test_a_fresh_worker_fetches_the_tips_objects_only_and_writes_its_commit_sha(
+    long_project: tuple[GitHTTPServer, str, dc.LocalStore, Path], tmp_path: Path
+) -> None:
+    """What lands in the clone is the tip's commit, trees and blobs (no older version of
+    any document), and the store's history names the commit of every version without
+    the worker fetching the history to find it."""
+    server, url, store, bare = long_project
+    worker = dc.clone(url, tmp_path / "w", store, shallow=True)
+    with Repo(str(bare)) as remote:
+        tip = remote.refs[b"refs/heads/main"]
+    with Repo(str(worker.path)) as clone:
+        assert set(clone.object_store) == _objects_of(bare, tip)
+    made = worker.write("dm", pa.table({"k": [7]}))
+    history = worker.history("dm")
+    assert history[0].commit_sha == made.commit and all(v.commit_sha for v in history)
+    assert _commits_in(worker.path) == 2  # still the tip and its own commit
+
+
+def _damage_history_objects(bare: Path) -> int:
+    """Overwrite the deflated bytes of the server's objects that the tip does not need
+    (the history's notes): a server that inflates them fails. Returns how many."""
+    with Repo(str(bare)) as repo:
+        tip = repo.refs[b"refs/heads/main"]
+        needed = _objects_of(bare, tip)
+        (pack,) = list(repo.object_store.packs)
+        entries = sorted((offset, sha) for sha, offset, _crc in pack.index.iterentries())
+        path = Path(repo.object_store.pack_dir) / Path(pack.data.filename).name
+    raw_needed = {bytes.fromhex(s.decode()) for s in needed}
+    data = bytearray(path.read_bytes())
+    damaged = 0
+    for (offset, sha), (end, _next) in zip(entries, entries[1:], strict=False):
+        if sha not in raw_needed and end - offset > 24:
+            data[offset + 12 : end] = b"\xff" * (end - offset - 12)  # past the header
+            damaged += 1
+    path.write_bytes(bytes(data))
+    return damaged
+
+
+def test_the_test_servers_depth_one_answer_reads_only_the_objects_it_sends(
+    git_http_server: GitHTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dulwich's pack writer inflated every object of the server's pack to find deltas to
+    reuse (time in proportion to the history); the test server looks the wanted objects
+    up in the index. With every other object unreadable the shallow clone still works."""
+    server = git_http_server
+    monkeypatch.setenv("DATOM_GIT_TOKEN", server.token)
+    bare = server.create_bare("proj")
+    url, store = server.url_for("proj"), dc.LocalStore(tmp_path / "store")
+    dc.init_repo(tmp_path / "first", "LONG", store, url).write("dm", pa.table({"k": [1]}))
+    _grow(bare, 200)
+    # One pack of whole objects (no deltas): each object's bytes are its own.
+    subprocess.run(["git", "-C", str(bare), "repack", "-adfq", "--window=0"], check=True)
+    assert _damage_history_objects(bare) > 100
+    worker = dc.clone(url, tmp_path / "w", store, shallow=True)
+    assert worker.read("dm")["k"].tolist() == [1]
+    assert worker.write("ae", pa.table({"k": [2]})).change == "full"
+
+
+def test_a_read_only_token_still_clones_shallow_and_reads(
+    long_project: tuple[GitHTTPServer, str, dc.LocalStore, Path], tmp_path: Path
+) -> None:
+    """The push advertisement read alongside the clone is refused to a read-only token:
+    the clone and its reads do not notice; a write meets the refusal itself."""
+    server, url, store, _ = long_project
+    server.deny_push("proj")
+    worker = dc.clone(url, tmp_path / "w", store, shallow=True)
+    assert worker.read("dm")["k"].tolist() == [1, 2]
+    with pytest.raises(dc.DatomError, match="403"):
+        worker.write("dm", pa.table({"k": [3]}))
+    assert _commits_in(worker.path) == 1

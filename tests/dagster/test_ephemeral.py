@@ -28,6 +28,21 @@ def _commits(clone: Path) -> int:
         return len({s for s in r.object_store if r.object_store[s].type_name == b"commit"})
 
 
+def _requests(server) -> list[str]:
+    """Every request the git server answers from now on, as ``METHOD service``."""
+    seen: list[str] = []
+    app = server._app
+
+    def counting(environ, start_response):
+        service = environ.get("QUERY_STRING", "").removeprefix("service=")
+        path = environ.get("PATH_INFO", "").rsplit("/", 1)[-1]
+        seen.append(f"{environ.get('REQUEST_METHOD')} {service or path}")
+        return app(environ, start_response)
+
+    server._app = counting
+    return seen
+
+
 def test_fresh_home_steps_of_an_ephemeral_resource_clone_the_tip_only(
     fresh_instance, tmp_path, s3_endpoint, s3_bucket, any_git_http_server, monkeypatch
 ):
@@ -56,7 +71,12 @@ def test_fresh_home_steps_of_an_ephemeral_resource_clone_the_tip_only(
     step("creator", [readings], ephemeral=False)  # creates the project
     for i in range(3):  # a history the later steps need not fetch
         step(f"hist{i}", [readings])
+    seen = _requests(server)
     last = step("last", [reading_count])
+    # The step's clone is one fetch (one advertisement, one pack), the push's
+    # advertisement read alongside; its write then pushes straight away.
+    clone = ["GET git-upload-pack", "GET git-receive-pack", "POST git-upload-pack"]
+    assert sorted(seen[:3]) == sorted(clone) and seen[3] == "POST git-receive-pack"
     conn = last.datom.connection()
     assert (conn.path / ".git" / "shallow").exists()
     assert _commits(conn.path) == 2  # the tip it cloned, and its own write

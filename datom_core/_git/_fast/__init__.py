@@ -11,4 +11,6 @@ every plain path (see :mod:`datom_core._plain`).
   (plain: dulwich's ``tree_changes``; ``DATOM_PLAIN=walk`` selects it alone).
 * :mod:`._history`: the commits of each path, kept as HEAD moves (plain: dulwich's
   path-filtered walk).
+* :mod:`._prime`: the push's ref advertisement read while a shallow clone fetches
+  (plain: the first push asks for it).
 """
