@@ -1,33 +1,37 @@
 """The remote's tip, read where it lives (private to the git layer).
 
-A write classifies its table against the remote's tip and a writer settling its mirror
-asks whether the remote moved. Neither needs the clone to move there: for a local remote
-the tip is read from the remote's own object store (nothing copied into the clone, no
-working-tree file rewritten), for an HTTP(S) remote its objects are fetched into the
-clone's store and read there. The clone catches up once, when it commits on that tip.
+A write classifies its table on the remote's tip and a settling writer asks whether the
+remote moved, neither moving the clone: a local remote's tip is read in its own object
+store, an HTTP(S) remote's objects are fetched into the clone's store and read there.
+The processes sharing a clone share their last look (:func:`note_tip`): a writer behind a
+group's push classifies on it without the clone's lock (a kept look, as in ``_advert``).
 """
 
 from __future__ import annotations
 
+import os
 import stat
+import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, suppress
+from pathlib import Path
 
 from dulwich.object_store import BaseObjectStore
+from dulwich.pack import PackFileDisappeared
 
+from ._advert import FRESH_FOR
 from ._objects import TreeReader, blob_data, commit_of, tree_of
 
-__all__ = ["TipView", "read_in_tree"]
+__all__ = ["TipView", "note_tip", "noted_tip", "read_in_tree"]
 
 Guard = Callable[[], AbstractContextManager[object]]
+_NOTE = "datom-tip"  # in .git: "<time> <branch> <commit>", the clone's newest look
 
 
 class TipView(TreeReader):
     """A read-only view of one commit in ``store`` (``commit`` None: an empty remote).
-
-    Every read holds ``guard`` (a local remote's shared maintenance lock, so that a
-    compaction never removes a loose object between finding and reading it). ``kept``:
-    the tip is a look kept from a few seconds ago, not a new one (HTTP, see ``_advert``).
+    Every read holds ``guard`` (a local remote's maintenance lock: no loose object goes
+    between finding and reading it). ``kept``: a look from a few seconds ago (``_advert``).
     """
 
     kept = False
@@ -37,8 +41,7 @@ class TipView(TreeReader):
     ) -> None:
         self._guard = guard
         with guard():
-            # The tip's commit parsed once per process (every write and every look at a
-            # still remote meets the same one), then what TreeReader would hold.
+            # Parsed once per process (every look at a still remote meets the same one).
             parsed = commit_of(store, commit) if commit is not None else None
         if commit is not None and parsed is None:
             raise KeyError(commit)
@@ -79,3 +82,25 @@ def read_in_tree(store: BaseObjectStore, tree: bytes, relpath: str) -> bytes | N
             return None
         sha = found[part][1]
     return blob_data(store, sha)
+
+
+def note_tip(controldir: Path, branch: bytes, sha: bytes | None) -> None:
+    """Note ``sha`` as ``branch``'s tip on the remote now, for the clone's sharers (a hint)."""
+    tmp = Path(controldir, f"{_NOTE}.{os.getpid()}")
+    with suppress(OSError):
+        tmp.write_bytes(b"%.6f %s %s" % (time.time(), branch, sha or b"-"))
+        os.replace(tmp, Path(controldir, _NOTE))
+
+
+def noted_tip(controldir: Path, branch: bytes, store: BaseObjectStore) -> TipView | None:
+    """The tip noted less than ``FRESH_FOR`` seconds ago, as a kept view over the clone's
+    ``store`` (None: no such note, or the clone lacks its commit)."""
+    try:
+        at, noted, sha = Path(controldir, _NOTE).read_bytes().split()
+        if noted != branch or sha == b"-" or not 0 <= time.time() - float(at) < FRESH_FOR:
+            return None
+        view = TipView(store, sha)
+    except (OSError, ValueError, KeyError, PackFileDisappeared):
+        return None
+    view.kept = True
+    return view
