@@ -1,12 +1,7 @@
-"""The refs a smart-HTTP server advertised last, kept a few seconds: one advertisement
-serves a whole write.
-
-A write over HTTP(S) needs the branch tip to build on and, as its push's ``old`` value,
-in the push's own ref advertisement (dulwich's ``send_pack`` asks for one). Both are one
-look: the refs of the last advertisement (a fetch's or a push's) are kept with their time,
-and the next push sends its commands straight away with them and the push capabilities
-seen before. Nothing here is trusted for correctness: the server refuses a push whose
-``old`` value moved, and a refused push reads afresh.
+"""The refs a smart-HTTP server advertised last, kept a few seconds: a write's tip to build
+on and its push's ``old`` value (``send_pack`` asks for an advertisement) are one look, and
+the push goes with those refs and the push capabilities seen before. Nothing here is
+trusted: the server refuses a push whose ``old`` value moved; a refused push reads afresh.
 """
 
 from __future__ import annotations
@@ -19,13 +14,11 @@ __all__ = ["FRESH_FOR", "RefsMemo", "honours_old_value"]
 
 # Seconds a look stands for a new one: a stale one costs a refused push, never a wrong result.
 FRESH_FOR = 5.0
-_RECEIVE = b"git-receive-pack"
 
 
 def honours_old_value(agent: bytes | None) -> bool:
-    """Whether a server's ``ok`` means the ref moved from the push's ``old`` value: git's
-    ``receive-pack`` (``agent=git/...``) checks it; dulwich's server answers ``ok`` even
-    when its compare-and-swap failed, so for it and any other the push is looked at again."""
+    """Whether a server's ``ok`` means the ref moved from the push's ``old`` value (git's
+    ``receive-pack`` checks it; dulwich's answers ``ok`` to a failed compare-and-swap)."""
     return agent is not None and agent.startswith(b"git/")
 
 
@@ -49,7 +42,7 @@ class RefsMemo:
         refs, capabilities, url, symrefs, peeled = advertised
         clean = {k: v for k, v in refs.items() if v is not None}
         self._seen = _Seen(time.monotonic(), clean, dict(symrefs or {}), dict(peeled or {}))
-        if service == _RECEIVE:
+        if service == b"git-receive-pack":
             self._push = (set(capabilities), url)
 
     def tip(self, branch: bytes, within: float = FRESH_FOR) -> tuple[bool, bytes | None]:

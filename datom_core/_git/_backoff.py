@@ -14,8 +14,7 @@ _FIRST, _CAP = 0.01, 1.0  # seconds
 class Backoff:
     """The waits of one writer's successive lost races (see the module docstring)."""
 
-    def __init__(self) -> None:
-        self._bound = _FIRST
+    _bound = _FIRST  # each instance's own from its first lost race
 
     def next(self) -> float:
         """The seconds to wait after a lost race; the bound doubles each time, up to the cap."""

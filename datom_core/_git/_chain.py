@@ -41,10 +41,9 @@ class ChainItem:
 def commit_chain_and_push(
     core: RepoCore, items: Sequence[ChainItem], deadline: float
 ) -> tuple[list[Answer], bytes | None, bytes | None]:
-    """Commit ``items`` in order on ``origin``'s tip and push them at once (see the module
-    docstring): one answer per item, the tip built on and the last commit pushed (None:
-    none needed), where the clone ends. The push's own errors are ``commit_and_push``'s;
-    the caller compacts the remote afterwards, outside the clone's lock (``maintain``)."""
+    """Commit ``items`` in order on ``origin``'s tip, pushed at once: one answer per item, the
+    tip built on and the last commit pushed (None: none needed), where the clone ends. The
+    push's errors are ``commit_and_push``'s; the caller compacts the remote (``maintain``)."""
     if any(not item.message.strip() for item in items):
         raise GitError("A commit needs a non-empty message.")
     with core.lock():
@@ -122,6 +121,4 @@ def _build_chain(
         changes.update(new.changes)
         answers.append(new.id.decode())
         parent, last = new.id, new
-    if last is None:
-        return answers, None
-    return answers, NewCommit(last.commit, list(objects.values()), changes)
+    return answers, NewCommit(last.commit, list(objects.values()), changes) if last else None

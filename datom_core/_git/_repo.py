@@ -337,8 +337,8 @@ class RepoCore:
         store. What a write classifies on: the clone moves once, to its pushed commit.
         """
         r = self._open()
-        noted = noted_tip(self.controldir, gi.branch_ref(r), r.object_store) if recent else None
-        if noted is not None and is_http_url(self._url_of()):
+        noted = noted_tip(self.controldir, r, self._transport, recent and self._url_of())
+        if noted is not None:
             return noted
         with self.lock():
             self._ready(r)

@@ -1,10 +1,8 @@
 """The remote's tip, read where it lives (private to the git layer).
 
-A write classifies its table on the remote's tip and a settling writer asks whether the
-remote moved, neither moving the clone: a local remote's tip is read in its own object
-store, an HTTP(S) remote's objects are fetched into the clone's store and read there.
-The processes sharing a clone share their last look (:func:`note_tip`): a writer behind a
-group's push classifies on it without the clone's lock (a kept look, as in ``_advert``).
+A write classifies on the remote's tip without moving the clone: a local remote's tip is
+read in its own store, an HTTP(S) remote's objects are fetched into the clone's. A clone's
+sharers share their newest look (:func:`note_tip`), taken without the clone's lock.
 """
 
 from __future__ import annotations
@@ -18,9 +16,12 @@ from pathlib import Path
 
 from dulwich.object_store import BaseObjectStore
 from dulwich.pack import PackFileDisappeared
+from dulwich.repo import Repo
 
+from . import _internals as gi
 from ._advert import FRESH_FOR
 from ._objects import TreeReader, blob_data, commit_of, tree_of
+from ._remote import is_http_url
 
 __all__ = ["TipView", "note_tip", "noted_tip", "read_in_tree"]
 
@@ -92,15 +93,32 @@ def note_tip(controldir: Path, branch: bytes, sha: bytes | None) -> None:
         os.replace(tmp, Path(controldir, _NOTE))
 
 
-def noted_tip(controldir: Path, branch: bytes, store: BaseObjectStore) -> TipView | None:
-    """The tip noted less than ``FRESH_FOR`` seconds ago, as a kept view over the clone's
-    ``store`` (None: no such note, or the clone lacks its commit)."""
+def noted_tip(controldir: Path, r: Repo, transport: object, url: object) -> TipView | None:
+    """The tip of ``r``'s branch noted less than ``FRESH_FOR`` seconds ago, as a kept view;
+    None: no note, not an HTTP(S) ``url`` (a local remote is read in place), the clone
+    lacks the commit, or this process's own fresh look saw a tip it does not descend from."""
+    memo = getattr(getattr(transport, "_client", None), "memo", None)
+    branch, store = gi.branch_ref(r), r.object_store
     try:
         at, noted, sha = Path(controldir, _NOTE).read_bytes().split()
-        if noted != branch or sha == b"-" or not 0 <= time.time() - float(at) < FRESH_FOR:
+        fresh = 0 <= time.time() - float(at) < FRESH_FOR and is_http_url(str(url))
+        if not fresh or noted != branch or sha == b"-":
+            return None
+        known, seen = memo.tip(branch) if memo is not None else (False, None)
+        if known and seen != sha and not _descends(store, sha, seen):
             return None
         view = TipView(store, sha)
     except (OSError, ValueError, KeyError, PackFileDisappeared):
         return None
     view.kept = True
     return view
+
+
+def _descends(store: BaseObjectStore, sha: bytes | None, older: bytes | None) -> bool:
+    """Whether ``older`` is one of the 64 first-parent ancestors of ``sha``."""
+    for _ in range(64):
+        parsed = commit_of(store, sha) if sha is not None else None
+        sha = parsed.parents[0] if parsed is not None and parsed.parents else None
+        if sha is None or sha == older:
+            return sha is not None
+    return False

@@ -13,6 +13,8 @@ import pytest
 from dulwich.repo import Repo
 
 import datom_core as dc
+from datom_core._git import Author, GitCredentials, MetadataRepo
+from datom_core._git._tipview import note_tip
 from tests.core.projects import frame
 from tests.gitserver import GitHTTPServer
 
@@ -112,3 +114,45 @@ def test_writers_behind_a_push_queue_without_the_lock_and_share_one_look(
         assert len(history) == 1 and history[0].commit_sha in commits
         assert results[f"t{i}"].split()[2] == history[0].commit_sha
     assert conn.validate().ok
+
+
+ME = Author("Ada Lovelace", "ada@example.org")
+
+
+def test_a_sharers_newer_push_is_the_tip_classified_on_without_a_request(
+    any_git_http_server: GitHTTPServer, tmp_path: Path
+) -> None:
+    """Two handles on one clone (two processes sharing it): the tip one pushed is what
+    the other classifies on, taken from the clone with no request, though its own look
+    of a moment ago saw the tip before that push."""
+    server = any_git_http_server
+    server.create_bare("proj")
+    url, creds = server.url_for("proj"), GitCredentials(server.token)
+    first = MetadataRepo.clone(url, tmp_path / "a", credentials=creds)
+    first.commit_and_push(lambda tree: {"t/x.json": b"0\n"}, "seed", ME)
+    other = MetadataRepo.open(tmp_path / "a", credentials=creds)
+    before = other.remote_head()  # its own fresh look
+    made = first.commit_and_push(lambda tree: {"t/x.json": b"1\n"}, "one", ME)
+    seen = _count(server)
+    view = other.remote_tip(recent=True)
+    assert (before, view.commit, view.kept, seen) == (before, made, True, [])
+    assert view.read("t/x.json") == b"1\n"
+
+
+def test_a_note_older_than_the_own_look_is_never_taken(
+    any_git_http_server: GitHTTPServer, tmp_path: Path
+) -> None:
+    """A note a sharer wrote from a look older than this process's own (another clone
+    pushed in between) is not classified or settled on: the newer look wins."""
+    server = any_git_http_server
+    server.create_bare("proj")
+    url, creds = server.url_for("proj"), GitCredentials(server.token)
+    a = MetadataRepo.clone(url, tmp_path / "a", credentials=creds)
+    old = a.commit_and_push(lambda tree: {"t/x.json": b"0\n"}, "seed", ME)
+    b = MetadataRepo.clone(url, tmp_path / "b", credentials=creds)
+    theirs = b.commit_and_push(lambda tree: {"t/y.json": b"b\n"}, "b's", ME)
+    assert a.remote_head() == theirs  # a's own look: the newer tip
+    assert old is not None
+    note_tip(a.controldir, b"refs/heads/main", old.encode())  # a sharer's older look
+    view = a.remote_tip(recent=True)
+    assert view.commit == theirs and view.read("t/y.json") == b"b\n"
