@@ -13,6 +13,13 @@ leader answers each waiting writer before it lets the lock go; a writer that the
 the lock reads its answer and finishes its write (the store's mirror, its result), or,
 finding its write still waiting, takes it back and leads in turn.
 
+A writer does not take the clone's lock to read the remote's tip either: over HTTP(S) it
+classifies its write on the clone's newest look, the tip the last group pushed, which the
+git layer notes for the processes sharing the clone (``MetadataRepo.remote_tip`` with
+``recent``: a kept look, checked by the push's compare-and-swap). So the writers waiting
+behind a group's push prepare theirs meanwhile, and the next group's leader reads the tip
+once for all of them.
+
 Each writer of a group mirrors the manifest of the group's last commit (git's bytes
 there), not its own commit's: every one of them then puts the same bytes in the store,
 so their conditional writes of that one shared document stop refusing each other, and

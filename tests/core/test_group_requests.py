@@ -5,6 +5,7 @@ remote's tip once for all of them."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -43,8 +44,22 @@ def _count(server: GitHTTPServer) -> list[str]:
     return seen
 
 
+class _ManifestsWritten(dc.LocalStore):
+    """A local store that logs each manifest a write's mirror puts (one file per write)."""
+
+    def __init__(self, root: str, log: str) -> None:
+        super().__init__(root)
+        self._log = Path(log)
+
+    def write_in_order(self, documents: Any, after: Any = None) -> None:
+        for key, data, _ in documents:
+            if key == ".metadata/manifest.json":
+                (self._log / f"{os.getpid()}.json").write_bytes(bytes(data))
+        super().write_in_order(documents, after)
+
+
 def _write(clone: str, store: str, table: str, seed: int, out: str) -> None:
-    conn = dc.connect(clone, store=dc.LocalStore(store))
+    conn = dc.connect(clone, store=_ManifestsWritten(store, out))
     try:
         result = conn.write(table, frame(seed=seed))
         Path(out, table).write_text(f"ok {result.version} {result.commit}")
@@ -107,6 +122,11 @@ def test_writers_behind_a_push_queue_without_the_lock_and_share_one_look(
     assert chain[-1].parents[0].decode() == base  # exact parents: each on the one before
     for newer, older in zip(chain, chain[1:], strict=False):
         assert newer.parents[0] == older.id
+    # Every writer of the group mirrored the manifest of the group's last commit: one
+    # shared document, the same bytes from each (no conditional write refuses another).
+    manifests = {p.read_bytes() for p in out.glob("*.json")}
+    assert len(list(out.glob("*.json"))) == k
+    assert manifests == {conn.repo.read_at(tip, ".datom/manifest.json")}
     commits = {c.id.decode() for c in chain}
     conn.pull()
     for i in range(k):
