@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dulwich.objects import ObjectID
 from dulwich.repo import Repo
 
 import datom_core as dc
@@ -111,10 +112,11 @@ def test_writers_behind_a_push_queue_without_the_lock_and_share_one_look(
     before_push = seen[: seen.index(_PUSH)]
     assert seen.count(_PUSH) == 1, seen  # one group
     assert sum(before_push.count(a) for a in _ADVERTISEMENTS) == 1, seen
+    tip = conn.repo.remote_head()
+    assert tip is not None
     with Repo(str(tmp_path / "p" / ".git")) as r:  # the clone's copy of the remote's commits
-        tip = conn.repo.remote_head()
         chain = []
-        for entry in r.get_walker(include=[tip.encode()]):
+        for entry in r.get_walker(include=[ObjectID(tip.encode())]):
             chain.append(entry.commit)
             if len(chain) == k:
                 break
