@@ -194,6 +194,8 @@ def main() -> None:
     parser.add_argument("--git-backend", action="store_true", help="git http-backend server")
     parser.add_argument("--one-clone", action="store_true",
                         help="every writer through one shared clone (group commit)")  # fmt: skip
+    parser.add_argument("--tables", choices=("both", "distinct", "shared"), default="both",
+                        help="the writers' tables: one each, one shared, or both phases")  # fmt: skip
     args = parser.parse_args()
     counts = [1, 4] if args.quick else [int(x) for x in args.writers.split(",") if int(x)]
     writes = 2 if args.quick else args.writes
@@ -207,7 +209,8 @@ def main() -> None:
             return
         where = "one clone shared by all" if args.one_clone else "each writer its own clone"
         print(f"aggregate writes/s, {where}, {writes} writes each:")
-        for shared in (False, True):
+        phases = {"both": (False, True), "distinct": (False,), "shared": (True,)}
+        for shared in phases[args.tables]:
             base = None
             for n in counts:
                 rate = many_writers(world, ctx, n, shared, writes, args.budget, args.one_clone)

@@ -1,15 +1,7 @@
-"""The refs a smart-HTTP server advertised last, kept for a few seconds so that one
-advertisement serves a whole write.
-
-A write over HTTP(S) needs the branch tip twice: to build its commit on, and, as the
-``old`` value of its push, in the push's own ref advertisement (dulwich's ``send_pack``
-asks for one before it sends). Both are the same look at the remote: the refs of the most
-recent advertisement (of either service: a fetch's ``git-upload-pack`` one or a push's
-``git-receive-pack`` one) are kept with the time they were read, and the next push sends
-its commands straight away with those refs as what it expects, together with the push
-capabilities the server advertised before (a server's capabilities do not change between
-two requests). Nothing here is trusted for correctness: the server compares each ref with
-the ``old`` value the push names and refuses a moved one, and a refused push reads afresh.
+"""The refs a smart-HTTP server advertised last, kept a few seconds: a write's tip to build
+on and its push's ``old`` value (``send_pack`` asks for an advertisement) are one look, and
+the push goes with those refs and the push capabilities seen before. Nothing here is
+trusted: the server refuses a push whose ``old`` value moved; a refused push reads afresh.
 """
 
 from __future__ import annotations
@@ -20,17 +12,13 @@ from typing import Any
 
 __all__ = ["FRESH_FOR", "RefsMemo", "honours_old_value"]
 
-# Seconds an advertisement stands in for a new look at the remote. Short: a stale one
-# costs a refused push and a new fetch, never a wrong result.
+# Seconds a look stands for a new one: a stale one costs a refused push, never a wrong result.
 FRESH_FOR = 5.0
-_RECEIVE = b"git-receive-pack"
 
 
 def honours_old_value(agent: bytes | None) -> bool:
-    """Whether a server's ``ok`` for a ref means the ref moved from the ``old`` value the
-    push named. git's ``receive-pack`` (``agent=git/...``) updates refs in a transaction
-    that checks it; dulwich's server answers ``ok`` even when its compare-and-swap failed,
-    so for it, and for any server not known, the push is looked at again."""
+    """Whether a server's ``ok`` means the ref moved from the push's ``old`` value (git's
+    ``receive-pack`` checks it; dulwich's answers ``ok`` to a failed compare-and-swap)."""
     return agent is not None and agent.startswith(b"git/")
 
 
@@ -43,8 +31,7 @@ class _Seen:
 
 
 class RefsMemo:
-    """The last refs advertised and the server's push capabilities (see the module
-    docstring); one per HTTP client, used by one thread at a time like the client."""
+    """The last refs advertised and the push capabilities; one per HTTP client."""
 
     def __init__(self) -> None:
         self._seen: _Seen | None = None
@@ -55,12 +42,11 @@ class RefsMemo:
         refs, capabilities, url, symrefs, peeled = advertised
         clean = {k: v for k, v in refs.items() if v is not None}
         self._seen = _Seen(time.monotonic(), clean, dict(symrefs or {}), dict(peeled or {}))
-        if service == _RECEIVE:
+        if service == b"git-receive-pack":
             self._push = (set(capabilities), url)
 
     def tip(self, branch: bytes, within: float = FRESH_FOR) -> tuple[bool, bytes | None]:
-        """``(known, sha)``: the branch as advertised less than ``within`` seconds ago
-        (``known`` False: no such advertisement)."""
+        """``(known, sha)``: the branch as advertised less than ``within`` seconds ago."""
         seen = self._seen
         if seen is None or time.monotonic() - seen.at >= within:
             return False, None
@@ -72,9 +58,8 @@ class RefsMemo:
         return self._push is not None
 
     def take_for_push(self, within: float = FRESH_FOR) -> tuple[Any, ...] | None:
-        """What a push's ref advertisement would return, made of the last refs seen and
-        the push capabilities, or None (no fresh refs, or no push capabilities yet). Used
-        once: a second push asks the server."""
+        """A push advertisement made of the fresh refs and the push capabilities, or None;
+        used once (a second push asks the server)."""
         seen, push = self._seen, self._push
         if seen is None or push is None or time.monotonic() - seen.at >= within:
             return None

@@ -1,15 +1,11 @@
 """Several writes recorded as a chain of commits in one push (private to the git layer).
 
-A push costs the same few round trips whether it carries one commit or sixteen, so the
-writes waiting on one clone (``_project._group``) go out together: each is still its own
-commit, built on the one before it (the first on the remote's tip), with its own message
-and author, and the remote's branch moves once, by compare-and-swap, to the last. A push
-lost to a concurrent writer rebuilds the whole chain on the new tip after the same
-backoff as a single write (``_backoff``).
-
-A write whose build raises (its table is one this build cannot write into, its history
-went missing on the tip) is left out of the chain and given its error; the others go on.
-A write whose files the chain's tip already holds makes no commit (its answer is None).
+A push costs the same few round trips for one commit or sixteen, so the writes waiting on
+one clone (``_project._group``) go out together: each its own commit on the one before
+(the first on the remote's tip), with its own message and author; the branch moves once,
+by compare-and-swap, to the last. A lost push rebuilds the chain on the new tip after a
+single write's backoff. A write whose build raises is left out and given its error; one
+whose files the chain already holds makes no commit (its answer is None).
 """
 
 from __future__ import annotations
@@ -35,8 +31,7 @@ Answer = str | None | Exception  # the commit, no commit needed, or the build's 
 
 @dataclass(frozen=True)
 class ChainItem:
-    """One write of a chain: ``build(tree)`` as for ``commit_and_push``, its commit
-    message and its author's git identity (``Name <email>``)."""
+    """One write of a chain: ``build(tree)`` (``commit_and_push``'s), message, identity."""
 
     build: Build
     message: str
@@ -46,15 +41,11 @@ class ChainItem:
 def commit_chain_and_push(
     core: RepoCore, items: Sequence[ChainItem], deadline: float
 ) -> tuple[list[Answer], bytes | None, bytes | None]:
-    """Commit ``items`` in order on ``origin``'s tip and push them at once (see the module
-    docstring): one answer per item, the tip the chain was built on and the last commit
-    pushed (None: none was needed).
-    The clone ends on that commit. Errors of the push itself are raised as by
-    ``commit_and_push`` (nothing recorded, or a push that may have landed: marked so). The
-    caller compacts the remote afterwards, outside the clone's lock (``maintain``)."""
-    for item in items:
-        if not item.message.strip():
-            raise GitError("A commit needs a non-empty message.")
+    """Commit ``items`` in order on ``origin``'s tip, pushed at once: one answer per item, the
+    tip built on and the last commit pushed (None: none needed), where the clone ends. The
+    push's errors are ``commit_and_push``'s; the caller compacts the remote (``maintain``)."""
+    if any(not item.message.strip() for item in items):
+        raise GitError("A commit needs a non-empty message.")
     with core.lock():
         return _chain_under_lock(core, items, deadline)
 
@@ -69,23 +60,22 @@ def _chain_under_lock(
     end, backoff, attempts = time.monotonic() + deadline, Backoff(), 0
     while True:
         attempts += 1
-        began = time.monotonic()
         try:
-            with remote.turn(max(end - time.monotonic(), 0.0)):
-                with remote.view(r, branch) as (tip, store):
-                    if attempts == 1:
-                        core._keep_local_work(r, branch, tip, "write")
-                    answers, made = _build_chain(store, tip, items)
-                    if made is not None:
-                        checkpoint("git:chain:built")
-                        try:
-                            remote.push(r, branch, tip, made.id, made.objects)
-                        except BaseException as e:
-                            if not isinstance(e, PushRejectedError):
-                                mark_push_sent(e)  # the remote may have applied it
-                            raise
+            turn = remote.turn(max(end - time.monotonic(), 0.0))
+            with turn, remote.view(r, branch) as (tip, store):
+                if attempts == 1:
+                    core._keep_local_work(r, branch, tip, "write")
+                answers, made = _build_chain(store, tip, items)
+                if made is not None:
+                    checkpoint("git:chain:built")
+                    try:
+                        remote.push(r, branch, tip, made.id, made.objects)
+                    except BaseException as e:
+                        if not isinstance(e, PushRejectedError):
+                            mark_push_sent(e)  # the remote may have applied it
+                        raise
         except PushRejectedError:
-            delay = backoff.wait_for(time.monotonic() - began)
+            delay = backoff.next()
             if time.monotonic() + delay > end:
                 raise gave_up(remote.url, attempts, deadline) from None
             time.sleep(delay)
@@ -104,10 +94,8 @@ def _chain_under_lock(
 def _build_chain(
     store: object, tip: bytes | None, items: Sequence[ChainItem]
 ) -> tuple[list[Answer], NewCommit | None]:
-    """Each item's commit on the one before; the chain as one :class:`NewCommit` (the
-    last commit, every object the chain adds, every path it changes), None if empty."""
-    # Later commits are built on earlier ones not stored anywhere yet: they are read
-    # from memory over the remote's (or the clone's) store.
+    """Each item's commit on the one before, and the chain as one ``NewCommit`` or None."""
+    # Later commits are built on earlier ones held in memory, over the tip's store.
     memory = MemoryObjectStore()
     overlay = OverlayObjectStore([memory, store])  # type: ignore[list-item]
     answers: list[Answer] = []
@@ -133,6 +121,4 @@ def _build_chain(
         changes.update(new.changes)
         answers.append(new.id.decode())
         parent, last = new.id, new
-    if last is None:
-        return answers, None
-    return answers, NewCommit(last.commit, list(objects.values()), changes)
+    return answers, NewCommit(last.commit, list(objects.values()), changes) if last else None

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -34,6 +33,7 @@ from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError, mark_push_sent
 from . import _internals as gi
 from . import _maintenance as maint
+from ._backoff import Backoff
 from ._copy import add_objects
 from ._http import open_transport
 from ._localwork import forget_made, local_commits, refuse_local_work
@@ -42,7 +42,7 @@ from ._objects import NewCommit, TreeReader, build_commit
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, is_http_url, resolve_credentials
 from ._settings import check_split_index, config_stamp, open_repo, precious
 from ._shared import missing_object, sharing_wanted
-from ._tipview import TipView
+from ._tipview import TipView, note_tip, noted_tip
 from ._transport import Transport
 from ._types import Author, author_from, config_stack
 from ._worktree import WorkTree
@@ -53,7 +53,6 @@ log = logging.getLogger("datom_core.git")
 
 Build = Callable[[TreeReader], Mapping[str, bytes]]
 _PUSH_DEADLINE = 300.0  # seconds a commit_and_push keeps replaying a rejected push
-_BACKOFF_START, _BACKOFF_MAX = 0.01, 1.0
 _UNFOLLOWED = (
     "commit %s is recorded, but the clone %s could not follow it (%s); the next datom "
     "operation on this clone finishes that"
@@ -217,6 +216,7 @@ class RepoCore:
 
     def _pushed(self, r: Repo, remote: Transport, branch: bytes, sha: bytes) -> None:
         gi.set_tracking(r, branch, sha)
+        note_tip(self.controldir, branch, sha)
         if gi.get_ref(r, branch) == sha:
             forget_made(self.controldir)
         remote.adopt_head(branch)
@@ -246,8 +246,7 @@ class RepoCore:
         recorded). Returns the pushed commit, or ``None`` when the tip already holds those
         bytes (the clone is then moved to the tip). The clone ends on the pushed commit;
         commits made there with git and not pushed make it refuse first (``_localwork``);
-        ``pushed(commit)`` is called once the remote
-        holds it, before the clone moves (it must not wait for this clone's lock).
+        ``pushed(commit)`` once the remote holds it, before the clone moves (no waiting on its lock).
         """
         if not message.strip():
             raise GitError("A commit needs a non-empty message.")
@@ -271,35 +270,35 @@ class RepoCore:
         remote = self._remote()
         branch = self._target_branch(r, remote)
         who = (author or self.default_author()).identity.encode()
-        end, delay, attempts = time.monotonic() + deadline, _BACKOFF_START, 0
+        end, backoff, attempts = time.monotonic() + deadline, Backoff(), 0
         while True:
             attempts += 1
             try:
-                with remote.turn(max(end - time.monotonic(), 0.0)):
-                    with remote.view(r, branch) as (tip, store):
-                        if attempts == 1:
-                            self._keep_local_work(r, branch, tip, "write")
-                        files = dict(build(TreeReader(store, tip)))
-                        for relpath in files:
-                            gi.check_relpath(relpath)
-                        new = build_commit(store, tip, files, message, who, _now())
-                        if new is not None:
-                            try:
-                                remote.push(r, branch, tip, new.id, new.objects)
-                            except BaseException as e:
-                                if not isinstance(e, PushRejectedError):
-                                    mark_push_sent(e)  # the remote may have applied it
-                                raise
+                turn = remote.turn(max(end - time.monotonic(), 0.0))
+                with turn, remote.view(r, branch) as (tip, store):
+                    if attempts == 1:
+                        self._keep_local_work(r, branch, tip, "write")
+                    files = dict(build(TreeReader(store, tip)))
+                    for relpath in files:
+                        gi.check_relpath(relpath)
+                    new = build_commit(store, tip, files, message, who, _now())
+                    if new is not None:
+                        try:
+                            remote.push(r, branch, tip, new.id, new.objects)
+                        except BaseException as e:
+                            if not isinstance(e, PushRejectedError):
+                                mark_push_sent(e)  # the remote may have applied it
+                            raise
                 if new is None:
                     if remote.forget():  # a kept look: recording nothing needs a new one
                         continue
                     self._stay_on(r, remote, branch, tip)
                     return None
             except PushRejectedError:
+                delay = backoff.next()
                 if time.monotonic() + delay > end:
                     raise gave_up(remote.url, attempts, deadline) from None
-                time.sleep(random.uniform(0, delay))
-                delay = min(delay * 2, _BACKOFF_MAX)
+                time.sleep(delay)
                 continue
             checkpoint("git:push:swapped")
             if pushed is not None:
@@ -332,14 +331,16 @@ class RepoCore:
     def remote_tip(self, recent: bool = False) -> TipView:
         """A read-only view of ``origin``'s tip of this clone's branch; the clone's branch,
         index and working tree stay where they are (``commit`` None: an empty remote).
-        ``recent``: over HTTP(S) a look a few seconds old may stand in (``view.kept``).
-
-        A local remote is read in place; an HTTP(S) remote's new objects are fetched into
-        the clone's store. What a write classifies on: the clone moves once, to the commit
-        it pushes (or with :meth:`catch_up`).
+        ``recent``: over HTTP(S) a look a few seconds old (``view.kept``), this process's
+        or a sharer's (``note_tip``, taken without the lock), may stand in. A local remote
+        is read in place; an HTTP(S) remote's new objects are fetched into the clone's
+        store. What a write classifies on: the clone moves once, to its pushed commit.
         """
+        r = self._open()
+        noted = noted_tip(self.controldir, r, self._transport, recent and self._url_of())
+        if noted is not None:
+            return noted
         with self.lock():
-            r = self._open()
             self._ready(r)
             branch = gi.branch_ref(r)
             view = self._remote().tip_view(r, branch, recent)
@@ -349,13 +350,13 @@ class RepoCore:
 
     def remote_head(self) -> str | None:
         """The commit ``origin``'s branch is on (None: an empty remote), looked at without
-        this clone's lock once its remote is open: a writer settling its mirror asks this
-        after each push, while other processes sharing the clone write through it."""
+        the clone's lock once its remote is open (a settling writer asks after each push)."""
         r = self._open()
         if self._transport is None:  # opening the remote may set the clone up: locked
             with self.lock():
                 self._remote()
         sha = self._remote().branch_tip(gi.branch_ref(r))
+        note_tip(self.controldir, gi.branch_ref(r), sha)
         return sha.decode() if sha is not None else None
 
     def catch_up(self, commit: str | None) -> None:

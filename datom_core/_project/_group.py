@@ -13,6 +13,18 @@ leader answers each waiting writer before it lets the lock go; a writer that the
 the lock reads its answer and finishes its write (the store's mirror, its result), or,
 finding its write still waiting, takes it back and leads in turn.
 
+A writer does not take the clone's lock to read the remote's tip either: over HTTP(S) it
+classifies its write on the clone's newest look, the tip the last group pushed, which the
+git layer notes for the processes sharing the clone (``MetadataRepo.remote_tip`` with
+``recent``: a kept look, checked by the push's compare-and-swap). So the writers waiting
+behind a group's push prepare theirs meanwhile, and the next group's leader reads the tip
+once for all of them.
+
+Each writer of a group mirrors the manifest of the group's last commit (git's bytes
+there), not its own commit's: every one of them then puts the same bytes in the store,
+so their conditional writes of that one shared document stop refusing each other, and
+what each settles is the remote's once the push lands (``_mirror``).
+
 Every invariant of a single write holds for each grouped one. What a write puts in the
 store (parquet, snapshot) is put before it waits, as before a push; a write whose build
 fails on the tip (its table refused there) is left out of the chain and redoes its write
@@ -34,6 +46,7 @@ from typing import Any, cast
 
 from datom_core._errors import GitError, mark_push_sent
 from datom_core._git import Author, ChainItem, MetadataRepo
+from datom_core._project import _layout as L
 from datom_core._project._build import TableUpdate
 from datom_core._project._outcome import entries_on
 from datom_core._project._queue import Answer, Claimed, Queue, Waiting, encode_update
@@ -112,7 +125,7 @@ def _as_follower(
             waiting.withdraw()
             commit, last = _lead(repo, update, message, author, pushed)
         elif answer.state == "recorded" and answer.commit is not None:
-            commit = _finish(repo, update, answer.commit, answer.parent, pushed)
+            commit = _finish(repo, update, answer, pushed)
         elif answer.state == "none":
             commit = None
         else:  # its build failed at the leader, or the leader failed or died
@@ -154,29 +167,39 @@ def _lead(
         parent = a if isinstance(a, str) else parent
     for c, a, p in zip(good, answers[1:], parents[1:], strict=True):
         if isinstance(a, str):
-            _answer(queue, c.rid, Answer("recorded", a, p))
+            _answer(queue, c.rid, Answer("recorded", a, p, last))
         else:
             _answer(queue, c.rid, Answer("none" if a is None else "redo"))
     own = answers[0]
     if isinstance(own, Exception):
         raise own
     if own is not None:
+        _group_manifest(repo, update, last)
         pushed(own)
     return own, last
 
 
-def _finish(
-    repo: MetadataRepo, update: TableUpdate, commit: str, parent: str | None, pushed: Pushed
-) -> str:
-    """A write the leader recorded as ``commit`` on ``parent``: ``update`` learns what it
-    replaced there, its files are git's bytes at ``commit`` (what the store mirrors)."""
+def _finish(repo: MetadataRepo, update: TableUpdate, answer: Answer, pushed: Pushed) -> str:
+    """A write the leader recorded as ``answer.commit`` on ``answer.parent``: ``update``
+    learns what it replaced there, its files are git's bytes at that commit (what the
+    store mirrors; the manifest the group's last commit's)."""
+    commit, parent = cast(str, answer.commit), answer.parent
     update.build(repo.tree(parent) if parent is not None else cast(TreeReader, _Empty()))
     for path in update.files:
         raw = repo.read_at(commit, path)
         if raw is not None:
             update.files[path] = raw
+    _group_manifest(repo, update, answer.last)
     pushed(commit)
     return commit
+
+
+def _group_manifest(repo: MetadataRepo, update: TableUpdate, last: str | None) -> None:
+    """The manifest this grouped write mirrors: the group's last commit's (see the
+    module docstring)."""
+    raw = repo.read_at(last, L.MANIFEST) if last is not None else None
+    if raw is not None and L.MANIFEST in update.files:
+        update.files[L.MANIFEST] = raw
 
 
 def _refuse_if_recorded(repo: MetadataRepo, update: TableUpdate) -> None:
