@@ -20,7 +20,7 @@ from dulwich.errors import NotGitRepository
 from dulwich.file import FileLocked
 from dulwich.graph import can_fast_forward
 from dulwich.index import IndexEntry, index_entry_from_stat
-from dulwich.objects import Blob, Commit, ObjectID
+from dulwich.objects import Commit, ObjectID
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
@@ -76,11 +76,6 @@ def write_worktree_file(path: Path, data: bytes) -> None:
     """Make the working-tree file ``path`` hold exactly ``data``, under a journal that lists
     it (``WorkTree.journal``): a crash midway leaves bytes the next operation replaces."""
     write_file_atomic(path, data)
-
-
-def blob_id(data: bytes | None) -> bytes | None:
-    """The git id of a blob of ``data`` (None: no file)."""
-    return Blob.from_string(data).id if data is not None else None
 
 
 def remove_worktree_file(target: Path, root: Path) -> None:
