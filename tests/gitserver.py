@@ -243,3 +243,26 @@ def serving(server: GitHTTPServer) -> Iterator[GitHTTPServer]:
             yield server
         finally:
             server.stop()
+
+
+def counted_requests(server: Any, by_service: bool = False) -> list[str]:
+    """Every request ``server`` (this module's or :mod:`tests.gitbackend`'s) answers from
+    now on: ``METHOD path-tail?query`` (``GET info/refs?service=git-upload-pack``), or
+    with ``by_service`` ``METHOD service`` (``GET git-upload-pack``)."""
+    seen: list[str] = []
+    app = server._app
+
+    def counting(environ: dict[str, Any], start_response: Any) -> Any:
+        query = environ.get("QUERY_STRING", "")
+        if by_service:
+            service = query.removeprefix("service=")
+            tail = service or environ.get("PATH_INFO", "").rsplit("/", 1)[-1]
+            seen.append(f"{environ.get('REQUEST_METHOD')} {tail}")
+        else:
+            path = environ.get("PATH_INFO", "").rsplit("/", 2)
+            tail = "/".join(path[-2:]) if path[-2] == "info" else path[-1]
+            seen.append(f"{environ.get('REQUEST_METHOD')} {tail}" + (f"?{query}" if query else ""))
+        return app(environ, start_response)
+
+    server._app = counting
+    return seen

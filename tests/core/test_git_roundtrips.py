@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -19,7 +18,7 @@ import pytest
 import datom_core as dc
 from datom_core._git import Author, GitCredentials, MetadataRepo
 from tests.gitbackend import GitBackendServer
-from tests.gitserver import GitHTTPServer
+from tests.gitserver import GitHTTPServer, counted_requests
 
 ME = Author("Ada Lovelace", "ada@example.org")
 _GET_PUSH = "GET info/refs?service=git-receive-pack"
@@ -28,20 +27,7 @@ _PUSH = "POST git-receive-pack"
 _FETCH = "POST git-upload-pack"
 
 
-def _count(server: GitHTTPServer) -> list[str]:
-    """Every request the server answers from now on, as ``METHOD path-tail?query``."""
-    seen: list[str] = []
-    app = server._app
-
-    def counting(environ: dict[str, Any], start_response: Any) -> Any:
-        path = environ.get("PATH_INFO", "").rsplit("/", 2)
-        tail = "/".join(path[-2:]) if path[-2] == "info" else path[-1]
-        query = environ.get("QUERY_STRING", "")
-        seen.append(f"{environ.get('REQUEST_METHOD')} {tail}" + (f"?{query}" if query else ""))
-        return app(environ, start_response)
-
-    server._app = counting
-    return seen
+_count = counted_requests
 
 
 def _git(server: GitHTTPServer) -> bool:

@@ -12,7 +12,6 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -20,7 +19,7 @@ from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 
 import datom_core as dc
-from tests.gitserver import GitHTTPServer
+from tests.gitserver import GitHTTPServer, counted_requests
 
 HISTORY = 1000
 
@@ -109,18 +108,7 @@ def test_a_walk_of_the_history_deepens_a_shallow_clone_once(
 
 
 def _count(server: GitHTTPServer) -> list[str]:
-    """Every request the server answers from now on, as ``METHOD service``."""
-    seen: list[str] = []
-    app = server._app
-
-    def counting(environ: dict[str, Any], start_response: Any) -> Any:
-        service = environ.get("QUERY_STRING", "").removeprefix("service=")
-        path = environ.get("PATH_INFO", "").rsplit("/", 1)[-1]
-        seen.append(f"{environ.get('REQUEST_METHOD')} {service or path}")
-        return app(environ, start_response)
-
-    server._app = counting
-    return seen
+    return counted_requests(server, by_service=True)
 
 
 def test_a_fresh_worker_clones_in_one_exchange_and_its_first_write_costs_a_warm_one(

@@ -18,7 +18,7 @@ import datom_core as dc
 from datom_core._git import Author, GitCredentials, MetadataRepo
 from datom_core._git._tipview import note_tip
 from tests.core.projects import frame
-from tests.gitserver import GitHTTPServer
+from tests.gitserver import GitHTTPServer, counted_requests
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -29,20 +29,7 @@ _ADVERTISEMENTS = (
 _PUSH = "POST git-receive-pack"
 
 
-def _count(server: GitHTTPServer) -> list[str]:
-    """Every request the server answers from now on, as ``METHOD path-tail?query``."""
-    seen: list[str] = []
-    app = server._app
-
-    def counting(environ: dict[str, Any], start_response: Any) -> Any:
-        path = environ.get("PATH_INFO", "").rsplit("/", 2)
-        tail = "/".join(path[-2:]) if path[-2] == "info" else path[-1]
-        query = environ.get("QUERY_STRING", "")
-        seen.append(f"{environ.get('REQUEST_METHOD')} {tail}" + (f"?{query}" if query else ""))
-        return app(environ, start_response)
-
-    server._app = counting
-    return seen
+_count = counted_requests
 
 
 class _ManifestsWritten(dc.LocalStore):

@@ -9,6 +9,7 @@ from dulwich.repo import Repo
 
 from dagster import asset, materialize
 from datom_dagster import DatomIOManager, DatomResource, S3Storage
+from tests.gitserver import counted_requests
 
 from .conftest import latest, meta
 
@@ -29,18 +30,7 @@ def _commits(clone: Path) -> int:
 
 
 def _requests(server) -> list[str]:
-    """Every request the git server answers from now on, as ``METHOD service``."""
-    seen: list[str] = []
-    app = server._app
-
-    def counting(environ, start_response):
-        service = environ.get("QUERY_STRING", "").removeprefix("service=")
-        path = environ.get("PATH_INFO", "").rsplit("/", 1)[-1]
-        seen.append(f"{environ.get('REQUEST_METHOD')} {service or path}")
-        return app(environ, start_response)
-
-    server._app = counting
-    return seen
+    return counted_requests(server, by_service=True)
 
 
 def test_fresh_home_steps_of_an_ephemeral_resource_clone_the_tip_only(
