@@ -39,6 +39,7 @@ from datom_core._errors import (
     ProjectExistsError,
     PushRejectedError,
     ReadOnlyError,
+    StoreContendedError,
     StoreError,
     UnhashableColumnsError,
     UnsupportedInputError,
@@ -195,6 +196,7 @@ __all__ = [
     "OnboardingWarning",
     "PushRejectedError",
     "ReadOnlyError",
+    "StoreContendedError",
     "StoreError",
     "UnhashableColumnsError",
 ]

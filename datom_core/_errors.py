@@ -12,6 +12,7 @@ specific subclass when they want to react to one situation::
     │   └── AmbiguousVersionError  a version prefix matches several versions (names them)
     ├── IntegrityError           stored bytes or documents do not match their recorded hash
     ├── StoreError               the data store is unreachable, refuses access, or is inconsistent
+    │   └── StoreContendedError    other writers kept replacing a document (names the key)
     ├── GitError                 the metadata repository or its remote failed
     │   └── PushRejectedError      the remote refused the push after every retry
     ├── ReadOnlyError            a reader connection (store only) was asked to write
@@ -151,6 +152,16 @@ class IntegrityError(DatomError):
 
 class StoreError(DatomError, OSError):
     """The data store is unreachable, refuses access, or holds inconsistent state."""
+
+
+class StoreContendedError(StoreError):
+    """Other writers kept replacing a store document between each look and conditional
+    PUT; :attr:`key` names it. The version is recorded in git: the next write of the
+    table, or ``validate(fix=True)``, brings the store's copy up to date."""
+
+    def __init__(self, message: str, key: str) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 class GitError(DatomError):

@@ -27,6 +27,7 @@ next write of the table, a ``none`` write, or ``validate(fix=True)`` repairs.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Mapping
@@ -34,7 +35,7 @@ from concurrent.futures import wait
 from dataclasses import dataclass
 
 from datom_core._checkpoint import checkpoint
-from datom_core._errors import DatomError
+from datom_core._errors import DatomError, StoreContendedError
 from datom_core._git import TipView
 from datom_core._project import _layout as L
 from datom_core._project._commits import (
@@ -65,6 +66,7 @@ __all__ = [
     "without_commit_sha",
 ]
 
+_log = logging.getLogger("datom")
 _MIRROR_STEPS = ("mirror:snapshot", "mirror:history", "mirror:metadata")  # then the manifest
 _MAX_ROUNDS = 10  # looks at a moving remote before leaving the rest to the next writer
 _SETTLE_PAUSE = 0.01  # seconds, times the round, before reading back under contention
@@ -124,7 +126,11 @@ class PushedMirror:
             history = store_history_without_git(self._ctx, docs.table, docs.history, new, kept)
             if history is None:  # the clone's log has the other writers' commits now
                 history = store_history(self._ctx, docs.table, docs.history, new)
-            _write_mirror(self._ctx, docs, history, snapshot=False)  # put before the push
+            try:
+                _write_mirror(self._ctx, docs, history, snapshot=False)  # put before the push
+            except StoreContendedError as e:
+                if not _superseded(self._ctx, e, commit):
+                    raise
             _settle(self._ctx, docs, history, commit)
 
     def abandon(self) -> None:
@@ -132,6 +138,21 @@ class PushedMirror:
         write of the table, or ``validate(fix=True)``, mirrors it). Nothing is written
         before :meth:`finish`, so there is nothing to drop."""
         wait([self._kept])  # the worker's read, whatever it met (the failure is the write's)
+
+
+def _superseded(ctx: ProjectContext, error: StoreContendedError, commit: str) -> bool:
+    """Whether the manifest other writers kept replacing is theirs to write: the remote
+    moved past ``commit``, so the manifest of its tip names this version or a newer one,
+    and the writer of that tip settles it (the one at the tip never gives up this way)."""
+    if error.key != L.STORE_MANIFEST:
+        return False
+    tip = ctx.require_repo().remote_tip(recent=False).commit
+    if tip is None or tip == commit:
+        return False
+    _log.info(
+        "the store's manifest is newer writers' to write (the remote moved past %s)", commit[:12]
+    )
+    return True
 
 
 _WORKER = ProcessWorker("datom-mirror")

@@ -11,7 +11,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from datom_core._errors import InvalidNameError, StoreError
+from datom_core._errors import InvalidNameError, StoreContendedError, StoreError
 from datom_core._store._base import CHUNK_SIZE, Store, uninitialised_buffer
 from datom_core._store._paths import normalise_prefix, source_size, split_source
 from datom_core._store._s3errors import s3_remedy
@@ -234,10 +234,8 @@ class S3Store(Store):
                     continue
                 self._etags[key] = put.get("ETag")
                 return
-        raise StoreError(
-            f"could not write {key!r} in store {self.url}: other writers kept replacing it "
-            f"between each look and PUT ({_SWAP_TRIES} tries); retry"
-        )
+        tries = f"between each look and PUT ({_SWAP_TRIES} tries); retry"
+        raise StoreContendedError(f"could not write {key!r} in store {self.url}: other writers kept replacing it {tries}", key)  # fmt: skip
 
     def _etag(self, bucket: str, name: str) -> str | None:
         """The ETag of the object ``name`` (None: there is none)."""
