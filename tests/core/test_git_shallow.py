@@ -111,6 +111,7 @@ def _count(server: GitHTTPServer) -> list[str]:
     return counted_requests(server, by_service=True)
 
 
+@pytest.mark.usefixtures("accelerated")  # the push advertisement read alongside: _fast/_prime
 def test_a_fresh_worker_clones_in_one_exchange_and_its_first_write_costs_a_warm_one(
     long_project: tuple[GitHTTPServer, str, dc.LocalStore, Path], tmp_path: Path
 ) -> None:

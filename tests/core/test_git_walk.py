@@ -92,7 +92,7 @@ _paths = st.sampled_from(["t1/metadata.json", "t2/metadata.json", "t1/sub/x", "t
 _files = st.dictionaries(_paths, st.tuples(st.sampled_from(_MODES), st.sampled_from([b"1", b"2"])))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, derandomize=True)
 @given(steps=st.lists(st.tuples(st.booleans(), _files), min_size=2, max_size=5))
 def test_fast_and_plain_walks_agree(steps: list[tuple[bool, dict[str, tuple[int, bytes]]]]) -> None:
     """A history of commits, some built here on their parent (their trees remember what
@@ -103,8 +103,14 @@ def test_fast_and_plain_walks_agree(steps: list[tuple[bool, dict[str, tuple[int,
     store = MemoryObjectStore()
     _objects._TREES, _tree._MADE_FROM = KeyedMemory(64), KeyedMemory(256)
     heads: list[bytes] = []
-    for made_here, files in steps:
+    for made_here, drawn in steps:
         parent = heads[-1] if heads else None
+        # a submodule only where no table folder is ever written (a write under a path a
+        # submodule holds is not what this compares)
+        files = {
+            p: (m if m != 0o160000 or p in ("t3", "a.b") else 0o100644, d)
+            for p, (m, d) in drawn.items()
+        }
         plain_files = {p: d for p, (m, d) in files.items() if m == 0o100644}
         new = _objects.build_commit(store, parent, plain_files, "m", b"A <a@b>", 0)
         if made_here and new is not None:
