@@ -26,6 +26,18 @@ from tests.faultproxy import FaultProxy
 PARQUET = re.compile(r"/dm/[0-9a-f]{64}\.parquet$")
 
 
+def _another_projects_parquet(
+    tmp_path: Path, bucket: str, proxy: FaultProxy
+) -> tuple[dc.Connection, str]:
+    """A second project in the bucket with ``dm`` written, and its parquet's key (the key
+    the first project's ``dm`` of the same data takes)."""
+    other = dc.init_repo(
+        tmp_path / "other", "OTHER", dc.S3Store(bucket, prefix="other", endpoint_url=proxy.url)
+    )
+    other.write("dm", frame(seed=3))
+    return other, next(k for k in other.store.list("dm") if k.endswith(".parquet"))
+
+
 def _write(tmp_path: Path, bucket: str, proxy: FaultProxy) -> tuple[dc.Connection, list[str]]:
     store = dc.S3Store(bucket, prefix="proj", endpoint_url=proxy.url)
     conn = dc.init_repo(tmp_path / "repo", "STUDY_001", store)
@@ -52,13 +64,7 @@ def test_a_parquet_already_there_is_kept_and_not_replaced(
     """An object no recorded version names already holds the new data's parquet (an
     interrupted write's): the conditional PUT is refused, the object verified and used."""
     conn, _ = _write(tmp_path, s3_bucket, s3_proxy)
-    other = dc.init_repo(
-        tmp_path / "other",
-        "OTHER",
-        dc.S3Store(s3_bucket, prefix="other", endpoint_url=s3_proxy.url),
-    )
-    other.write("dm", frame(seed=3))
-    key = next(k for k in other.store.list("dm") if k.endswith(".parquet"))
+    other, key = _another_projects_parquet(tmp_path, s3_bucket, s3_proxy)
     there = other.store.read_bytes(key)
     conn.store.put_if_absent(key, there)
     s3_proxy.seen.clear()
@@ -315,13 +321,7 @@ def test_a_parquet_there_in_other_bytes_is_pinned_by_the_snapshot(
     object of the same data but other bytes (another writer's encoding) refuses our
     parquet, the version pins that object, and its snapshot says so."""
     conn, _ = _write(tmp_path, s3_bucket, s3_proxy)
-    other = dc.init_repo(
-        tmp_path / "other",
-        "OTHER",
-        dc.S3Store(s3_bucket, prefix="other", endpoint_url=s3_proxy.url),
-    )
-    other.write("dm", frame(seed=3))
-    key = next(k for k in other.store.list("dm") if k.endswith(".parquet"))
+    other, key = _another_projects_parquet(tmp_path, s3_bucket, s3_proxy)
     sink = tmp_path / "other.parquet"
     pq.write_table(
         pq.read_table(pa.BufferReader(other.store.read_bytes(key))), sink, compression="gzip"
