@@ -22,17 +22,18 @@ from dulwich.config import Config
 from dulwich.errors import GitProtocolError, NotGitRepository
 from dulwich.file import FileLocked
 from dulwich.graph import can_fast_forward
-from dulwich.object_store import BaseObjectStore
 from dulwich.objects import ObjectID, ShaFile
 from dulwich.pack import pack_objects_to_data
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from .._errors import DatomError, GitError, PushRejectedError
-from ._advert import RefsMemo, honours_old_value
+from .._plain import plain
+from ._fast import _advert
+from ._fast._advert import RefsMemo
 from ._fast._prime import push_advertisement_alongside
 from ._httpclient import HttpClient, ObjectFormatError
-from ._refstatus import SAID_MAX, check_ref_status
+from ._refstatus import SAID_MAX, check_ref_status, honours_old_value
 from ._remote import (
     USERNAME_ENV,
     GitCredentials,
@@ -41,7 +42,6 @@ from ._remote import (
     resolve_credentials,
     scrub,
 )
-from ._tipview import TipView
 from ._transport import FETCH_PATIENCE, Errors, Heads, LocalTransport, Transport, rejected
 
 __all__ = ["HttpTransport", "check_ref_status", "open_transport", "remote_errors"]
@@ -166,13 +166,6 @@ def _transient(cause: BaseException | None) -> bool:
     return status is None or status.group(1).startswith("5")
 
 
-def _refused(cause: BaseException | None) -> bool:
-    """Whether a request failed because the server refuses it to this token (401, 403)."""
-    if isinstance(cause, HTTPUnauthorized):
-        return True
-    return isinstance(cause, GitProtocolError) and "http resp 403" in str(cause)
-
-
 class HttpTransport(Transport):
     """A smart-HTTP(S) server, through dulwich's client (``errors`` translates failures)."""
 
@@ -183,9 +176,6 @@ class HttpTransport(Transport):
         self.credentials = credentials
         self._client = client
         self.errors = errors
-        # The server refuses push advertisements to this token (a read-only one): tips are
-        # read from fetch advertisements instead.
-        self._read_only = False
 
     def heads(self, action: str = "read the branches of") -> Heads:
         with self.errors(action):
@@ -195,46 +185,20 @@ class HttpTransport(Transport):
         return refs, symrefs.get(b"HEAD")
 
     def branch_tip(self, branch: bytes) -> bytes | None:
-        """A new look at the remote: one request (a push advertisement), kept for a few
-        seconds as the tip the next write builds on and pushes from (:mod:`._advert`)."""
-        if not self._read_only:
-            try:
-                with self.errors("read from"):
-                    return self._client.look().get(branch)  # type: ignore[attr-defined]
-            except GitError as e:
-                if not _refused(e.__cause__):
-                    raise
-                self._read_only = True
-        return self.heads("read from")[0].get(branch)
+        """A new look: one request, kept by :mod:`._fast._advert` (a push advertisement) as
+        the tip the next write builds on and pushes from; plain: a fetch advertisement."""
+        if plain("advert"):
+            return super().branch_tip(branch)
+        return _advert.branch_tip(self, branch)
 
     def _tip(self, r: Repo, branch: bytes, recent: bool = True) -> bytes | None:
-        """The tip to build on: the last advertisement's when it is fresh (and ``recent``
-        allows it), else a new look; its objects fetched when the clone lacks them."""
-        memo: RefsMemo = self._client.memo  # type: ignore[attr-defined]
-        known, tip = memo.tip(branch) if recent else (False, None)
-        self.kept = known
-        if not known and memo.can_push():
-            # A fetch's advertisement serves the push too (the capabilities are known):
-            # one request when the clone has the tip, two when it must fetch its objects.
-            return self.fetch_branch(r, branch)
-        if not known:
-            tip = self.branch_tip(branch)
-        if tip is not None and ObjectID(tip) not in r.object_store:
-            tip = self.fetch_branch(r, branch)
-        return tip
-
-    @contextmanager
-    def view(self, r: Repo, branch: bytes) -> Iterator[tuple[bytes | None, BaseObjectStore]]:
-        """The tip read at most once per write: a push built on a tip that moved since is
-        refused by the server, and the retry looks again."""
-        yield self._tip(r, branch), r.object_store
-
-    def tip_view(self, r: Repo, branch: bytes, recent: bool = False) -> TipView:
-        """A new look, or with ``recent`` as :meth:`view`: a tip up to ``FRESH_FOR``
-        seconds old (:mod:`._advert`)."""
-        view = TipView(r.object_store, self._tip(r, branch, recent))
-        view.kept = self.kept
-        return view
+        """A look read at most once per write (a push built on a tip that moved since is
+        refused by the server, and the retry looks again): with :mod:`._fast._advert` the
+        last advertisement's when fresh; plain: a new fetch."""
+        if not plain("advert"):
+            return _advert.tip(self, r, branch, recent)
+        self.kept = False
+        return self.fetch_branch(r, branch)
 
     def forget(self) -> bool:
         self._client.memo.forget()  # type: ignore[attr-defined]
@@ -313,6 +277,8 @@ class HttpTransport(Transport):
 
         said: list[bytes] = []  # receive-pack's messages: why a ref was not updated
         memo: RefsMemo = self._client.memo  # type: ignore[attr-defined]
+        if not plain("advert"):
+            memo.arm()  # answered from the last look (_fast/_advert); plain: dulwich asks
         try:
             with self.errors("push to"):
                 result = self._client.send_pack(

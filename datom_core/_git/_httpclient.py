@@ -1,6 +1,6 @@
 """dulwich's HTTP(S) git client as the transport uses it: failed requests closed before
-they raise, pushes answered from the last ref advertisement (:mod:`._advert`), and
-servers whose objects are not named by SHA-1 refused at their first advertisement."""
+they raise, servers whose objects are not named by SHA-1 refused at their first
+advertisement, and every advertisement kept (the accelerator :mod:`._fast._advert`)."""
 
 from __future__ import annotations
 
@@ -15,24 +15,13 @@ from dulwich.client import (
 )
 from dulwich.errors import GitProtocolError, NotGitRepository
 
-from ._advert import RefsMemo
+from ._fast._advert import RefsMemo
 
 __all__ = ["HttpClient", "ObjectFormatError"]
-
-_RECEIVE = b"git-receive-pack"
 
 
 class ObjectFormatError(Exception):
     """A server advertised object names other than SHA-1 (``args[0]``: its format)."""
-
-
-def _sha1_only(found: Any) -> Any:
-    # Every fetch, push and listing starts with an advertisement: a SHA-256 repository
-    # says so there (object-format=sha256), empty or not, before anything is sent.
-    named = extract_object_format_from_capabilities(found[1])
-    if named not in (None, "sha1"):
-        raise ObjectFormatError(named)
-    return found
 
 
 class HttpClient(Urllib3HttpGitClient):
@@ -40,9 +29,8 @@ class HttpClient(Urllib3HttpGitClient):
     and refusing a server whose objects are not named by SHA-1.
 
     dulwich raises on 401/403/404 without closing the (unread, streamed) response, which
-    leaks the connection's socket; its own status mapping is reproduced here. A push's ref
-    advertisement is answered from ``memo`` when it holds fresh refs (:mod:`._advert`):
-    the push is then one request.
+    leaks the connection's socket; its own status mapping is reproduced here. ``memo``
+    keeps each advertisement, and answers a push's when the push armed it.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -56,23 +44,18 @@ class HttpClient(Urllib3HttpGitClient):
         protocol_version: int | None = None,
         ref_prefix: Sequence[bytes] | None = None,
     ) -> Any:
-        if service == _RECEIVE:
-            primed = self.memo.take_for_push()
-            if primed is not None:
-                self.protocol_version = 0  # what a push speaks (dulwich sets it so too)
-                return primed
-        found = _sha1_only(
-            super()._discover_references(service, base_url, protocol_version, ref_prefix)
-        )
+        primed = self.memo.primed(service)
+        if primed is not None:
+            self.protocol_version = 0  # what a push speaks (dulwich sets it so too)
+            return primed
+        found = super()._discover_references(service, base_url, protocol_version, ref_prefix)
+        # Every fetch, push and listing starts with an advertisement: a SHA-256 repository
+        # says so there (object-format=sha256), empty or not, before anything is sent.
+        named = extract_object_format_from_capabilities(found[1])
+        if named not in (None, "sha1"):
+            raise ObjectFormatError(named)
         self.memo.saw(service, found)
         return found
-
-    def look(self) -> dict[bytes, bytes]:
-        """The branches and tags of a new push advertisement (one request, the server
-        asked whatever ``memo`` holds); kept in ``memo`` for the push that follows."""
-        found = _sha1_only(super()._discover_references(_RECEIVE, self._get_url(b"")))
-        self.memo.saw(_RECEIVE, found)
-        return {bytes(k): bytes(v) for k, v in found[0].items() if v is not None}
 
     def _http_request(
         self,

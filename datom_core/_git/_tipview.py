@@ -19,7 +19,7 @@ from dulwich.pack import PackFileDisappeared
 from dulwich.repo import Repo
 
 from . import _internals as gi
-from ._advert import FRESH_FOR
+from ._fast._advert import FRESH_FOR
 from ._objects import TreeReader, blob_data, commit_of, tree_of
 from ._remote import is_http_url
 

@@ -112,16 +112,21 @@ class Transport:
     @contextmanager
     def view(self, r: Repo, branch: bytes) -> Iterator[tuple[bytes | None, BaseObjectStore]]:
         """``(tip, store)``: the branch tip and an object store holding it, to build on."""
-        yield self.fetch_branch(r, branch), r.object_store
+        yield self._tip(r, branch), r.object_store
 
     def tip_view(self, r: Repo, branch: bytes, recent: bool = False) -> TipView:
         """The branch tip as a read-only view, the clone's branch left where it is;
         ``recent``: a look a few seconds old may stand in for a new one (see ``kept``)."""
-        return TipView(r.object_store, self.fetch_branch(r, branch))
+        view = TipView(r.object_store, self._tip(r, branch, recent))
+        view.kept = self.kept
+        return view
+
+    def _tip(self, r: Repo, branch: bytes, recent: bool = True) -> bytes | None:
+        return self.fetch_branch(r, branch)
 
     # Whether the tip the last view or tip_view gave came from a look kept from an
-    # earlier operation (HTTP, see _advert) rather than a new one: a decision to record
-    # nothing is then made again on a new look.
+    # earlier operation (HTTP, see _fast/_advert) rather than a new one: a decision to
+    # record nothing is then made again on a new look.
     kept = False
 
     def forget(self) -> bool:

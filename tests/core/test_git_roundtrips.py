@@ -1,8 +1,10 @@
 """Requests a write makes to a smart-HTTP git server, counted at the server.
 
-A write reads the branch tip once (one ref advertisement, or none when the last one is a
-few seconds old) and pushes with that tip as the expected old value in a single request;
-a push that lost a race costs one fetch and the push again. Run on dulwich's server and
+With the accelerator ``_fast/_advert``, a write reads the branch tip once (one ref
+advertisement, or none when the last one is a few seconds old) and pushes with that tip as
+the expected old value in a single request; a push that lost a race costs one fetch and
+the push again. Its plain path (``DATOM_PLAIN=advert``) asks dulwich's per-request
+advertisements; the tests of what a write does, not of what it costs, pass in both. Run on dulwich's server and
 on git's own ``git http-backend``; dulwich's server answers ``ok`` to a compare-and-swap
 that failed, so there a push is looked at once more.
 """
@@ -17,6 +19,7 @@ import pytest
 
 import datom_core as dc
 from datom_core._git import Author, GitCredentials, MetadataRepo
+from datom_core._git._fast import _advert
 from tests.gitbackend import GitBackendServer
 from tests.gitserver import GitHTTPServer, counted_requests
 
@@ -47,6 +50,7 @@ def two_clones(
     yield server, MetadataRepo.open(tmp_path / "a", credentials=creds), b
 
 
+@pytest.mark.usefixtures("accelerated")  # the kept advertisements: _fast/_advert
 def test_a_commit_and_push_is_two_requests(
     two_clones: tuple[GitHTTPServer, MetadataRepo, MetadataRepo],
 ) -> None:
@@ -60,6 +64,7 @@ def test_a_commit_and_push_is_two_requests(
     assert a.remote_head() == made == a.head()
 
 
+@pytest.mark.usefixtures("accelerated")  # the kept advertisements: _fast/_advert
 def test_a_push_that_lost_a_race_costs_one_fetch(
     two_clones: tuple[GitHTTPServer, MetadataRepo, MetadataRepo],
 ) -> None:
@@ -93,6 +98,7 @@ def test_a_stale_look_is_never_taken_for_the_remote_after_a_push(
     assert seen  # asked the server, not the refs seen before the push
 
 
+@pytest.mark.usefixtures("accelerated")  # the kept advertisements: _fast/_advert
 def test_back_to_back_table_writes_make_two_git_requests_each(
     any_git_http_server: GitHTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -172,3 +178,33 @@ def test_a_token_refused_push_advertisements_still_reads_the_tip(
     server.deny_push("proj")
     assert b.remote_head() == head
     assert b.remote_tip().commit == head
+
+
+def test_under_the_switch_each_look_and_push_asks_the_server(
+    two_clones: tuple[GitHTTPServer, MetadataRepo, MetadataRepo],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``DATOM_PLAIN=advert``: nothing of ``_fast/_advert`` runs (each piece replaced by
+    one that fails); a write fetches the tip and dulwich's ``send_pack`` asks for its own
+    advertisement, a look is a fetch advertisement, and the writes land as with it."""
+    server, a, b = two_clones
+    monkeypatch.setenv("DATOM_PLAIN", "advert")
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the kept advertisements ran under DATOM_PLAIN=advert")
+
+    for name in ("tip", "branch_tip", "look"):
+        monkeypatch.setattr(_advert, name, fail)
+    monkeypatch.setattr(_advert.RefsMemo, "arm", fail)
+    seen = _count(server)
+    made = a.commit_and_push(lambda tree: {"t/x.json": b"1\n"}, "one", ME)
+    push = [_GET_FETCH, _GET_PUSH, _PUSH]
+    assert seen == push + ([] if _git(server) else [_GET_FETCH])
+    seen.clear()
+    assert a.remote_head() == made and seen == [_GET_FETCH]
+    view = b.remote_tip(recent=True)
+    assert view.commit == made and not view.kept
+    theirs = b.commit_and_push(lambda tree: {"t/y.json": b"b\n"}, "b's", ME)
+    again = a.commit_and_push(lambda tree: {"t/x.json": b"a\n"}, "a's", ME)
+    assert again is not None and a.log(max_entries=2)[1].id == theirs
+    assert a.tree().read("t/y.json") == b"b\n" and a.remote_head() == again

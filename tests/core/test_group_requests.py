@@ -60,6 +60,7 @@ def _queued(clone: Path) -> int:
     return len(list(folder.glob("*.req"))) if folder.exists() else 0
 
 
+@pytest.mark.usefixtures("accelerated")  # one look for the group: _fast/_advert
 def test_writers_behind_a_push_queue_without_the_lock_and_share_one_look(
     any_git_http_server: GitHTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

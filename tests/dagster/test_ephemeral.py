@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from dulwich.repo import Repo
 
 from dagster import asset, materialize
@@ -33,6 +34,7 @@ def _requests(server) -> list[str]:
     return counted_requests(server, by_service=True)
 
 
+@pytest.mark.usefixtures("accelerated")  # requests counted: _fast/_prime, _fast/_advert
 def test_fresh_home_steps_of_an_ephemeral_resource_clone_the_tip_only(
     fresh_instance, tmp_path, s3_endpoint, s3_bucket, any_git_http_server, monkeypatch
 ):

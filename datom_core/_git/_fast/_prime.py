@@ -1,12 +1,13 @@
 """A shallow clone reads the push's ref advertisement while it fetches (an accelerator of
-the git layer; switched off by ``DATOM_PLAIN=1``, see :mod:`datom_core._plain`).
+the git layer, serving :mod:`._advert`; switched off by ``DATOM_PLAIN=1`` or
+``DATOM_PLAIN=advert``, see :mod:`datom_core._plain`).
 
 A shallow clone is an ephemeral worker's: it clones to write. Its first push needs the
 server's push capabilities, which only a push advertisement (``GET
 info/refs?service=git-receive-pack``) tells; asked by the push, that is one more round trip
 in sequence. Asked here, on a second connection while the clone's fetch runs, it costs
 none: the push then sends its commands straight away, from the refs and capabilities kept
-(:mod:`.._advert`).
+(:mod:`._advert`).
 
 Contract: the request and its answer are the ones the push would make and receive itself,
 recorded where the push looks for them (the client's ``RefsMemo``); nothing in them is
@@ -29,21 +30,22 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..._plain import plain
+from ._advert import look
 
 __all__ = ["push_advertisement_alongside"]
 
 
 @contextmanager
 def push_advertisement_alongside(client: Any, wanted: bool) -> Iterator[None]:
-    """While the body runs, ``client.look()`` (the push advertisement, recorded in the
+    """While the body runs, :func:`._advert.look` (the push advertisement, recorded in the
     client's memo) runs on a copy of ``client``: the same connection pool (urllib3's is
     thread-safe), its own per-request state. ``wanted``: a shallow clone."""
-    if not wanted or plain():
+    if not wanted or plain("advert"):
         yield
         return
     twin = copy.copy(client)
     with ThreadPoolExecutor(1, thread_name_prefix="datom-push-advert") as pool:
-        asked = pool.submit(twin.look)
+        asked = pool.submit(look, twin)
         try:
             yield
         finally:
