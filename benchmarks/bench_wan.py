@@ -6,7 +6,9 @@ git's and S3's separately. Prints:
 
 1. one writer's small writes: per-write latency (median, in ms and in RTTs) and requests
    per write (git, S3), plus one write's request sequence, so each round trip is named
-   (targets: git <= 2 round trips; the whole small write <= 6 RTT);
+   (targets: git <= 2 round trips; the whole small write <= 6 RTT); then the same writes
+   with the kept ref advertisements (``_git/_fast/_advert``) on and on their plain path
+   (``DATOM_PLAIN=advert``), alternated in one run: "plain / fast";
 2. aggregate writes/s for 1, 4, 8, 16 writer processes, each its own clone, first to
    distinct tables then to one shared table: failures (target 0), p90 and max latency,
    git requests per write, and throughput over one writer's (target: 16 writers >= 1).
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import os
 import statistics
 import sys
 import time
@@ -72,6 +75,39 @@ def single_writer(world: World, rtt: float, writes: int) -> None:
     print("  one write's requests, in RTT from the write's start (sent -> answer received):")
     for line in sequence:
         print(f"    {line[:120]}")
+
+
+def advert_ratio(world: World, rtt: float, writes: int) -> None:
+    """Small writes alternating between the kept advertisements and their plain path
+    (the order flipped every pair): median latency and git requests of each."""
+    import datom_core as dc
+
+    world.git_server.create_bare("advert")
+    conn = dc.init_repo(world.tmp / "advert", "WAN", world.store("advert"), world.remote("advert"))
+    conn.write("warm", _table("warm", 0))
+    seen: dict[str, list[tuple[float, int]]] = {"fast": [], "plain": []}
+    before = os.environ.get("DATOM_PLAIN")
+    try:
+        for i in range(2 * writes):
+            mode = ("fast", "plain")[(i + i // 2) % 2]  # fast, plain, plain, fast, ...
+            os.environ["DATOM_PLAIN"] = "advert" if mode == "plain" else "0"
+            world.git_proxy.reset_counts()
+            t0 = time.perf_counter()
+            conn.write("small", _table("small", i))
+            seen[mode].append((time.perf_counter() - t0, _counts(world)[0]))
+    finally:
+        if before is None:
+            del os.environ["DATOM_PLAIN"]
+        else:
+            os.environ["DATOM_PLAIN"] = before
+    took = {m: statistics.median(t for t, _ in rows) for m, rows in seen.items()}
+    git = {m: statistics.median(g for _, g in rows) for m, rows in seen.items()}
+    print(f"kept ref advertisements (_git/_fast/_advert), {writes} writes each, alternated:")
+    for m in ("fast", "plain"):
+        print(
+            f"  {m:5}  {took[m] * 1000:7.0f} ms = {took[m] / rtt:5.1f} RTT, {git[m]:.0f} git requests"
+        )
+    print(f"  plain / fast = {took['plain'] / took['fast']:4.2f}")
 
 
 def _timeline(world: World, began: float, rtt: float) -> list[str]:
@@ -205,6 +241,7 @@ def main() -> None:
     began = time.perf_counter()
     with wan_world(rtt, git_backend=args.git_backend) as world:
         single_writer(world, rtt, 3 if args.quick else args.single)
+        advert_ratio(world, rtt, 3 if args.quick else args.single)
         if not counts:
             return
         where = "one clone shared by all" if args.one_clone else "each writer its own clone"

@@ -27,7 +27,7 @@ from dulwich.pack import pack_objects_to_data
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
-from .._errors import DatomError, GitError, PushRejectedError
+from .._errors import DatomError, GitError
 from .._plain import plain
 from ._fast import _advert
 from ._fast._advert import RefsMemo
@@ -44,7 +44,7 @@ from ._remote import (
 )
 from ._transport import FETCH_PATIENCE, Errors, Heads, LocalTransport, Transport, rejected
 
-__all__ = ["HttpTransport", "check_ref_status", "open_transport", "remote_errors"]
+__all__ = ["HttpTransport", "open_transport", "remote_errors"]
 
 HTTP_TIMEOUT = 120.0
 _HEADS = b"refs/heads/"
@@ -181,8 +181,8 @@ class HttpTransport(Transport):
         with self.errors(action):
             result = self._client.get_refs(b"", protocol_version=0)  # v2: a request more
         refs = {bytes(n): bytes(s) for n, s in result.refs.items() if n.startswith(_HEADS) and s}
-        symrefs = {bytes(k): bytes(v) for k, v in (result.symrefs or {}).items()}
-        return refs, symrefs.get(b"HEAD")
+        named = (result.symrefs or {}).get(Ref(b"HEAD"))
+        return refs, bytes(named) if named else None
 
     def branch_tip(self, branch: bytes) -> bytes | None:
         """A new look: one request, kept by :mod:`._fast._advert` (a push advertisement) as
@@ -304,11 +304,7 @@ class HttpTransport(Transport):
         landed = self.heads()[0].get(branch)
         memo.forget()
         if landed != new and not self._built_on(r, branch, new):
-            raise PushRejectedError(
-                f"Push to {self.url} lost a race: the remote reported success but a concurrent "
-                f"push moved {branch[len(_HEADS) :].decode()} elsewhere. Call fetch_and_reset(), "
-                "redo the write, and push again."
-            )
+            raise rejected(self.url, branch, "the remote said ok but lost a race")
 
     def _built_on(self, r: Repo, branch: bytes, new: bytes) -> bool:
         """Whether the branch moved on from ``new`` (another writer built on it already)."""

@@ -67,13 +67,11 @@ class HttpClient(Urllib3HttpGitClient):
         resp, read = super()._http_request(url, headers, data, raise_for_status=False)
         if not raise_for_status or resp.status == 200:
             return resp, read
-        status, challenge = resp.status, resp.headers.get("WWW-Authenticate")
-        proxy_challenge = resp.headers.get("Proxy-Authenticate")
         resp.close()
+        status, header = resp.status, resp.headers.get
         if status == 404:
             raise NotGitRepository(f"no repository at {url}")
-        if status == 401:
-            raise HTTPUnauthorized(challenge, url)
-        if status == 407:
-            raise HTTPProxyUnauthorized(proxy_challenge, url)
+        if status in (401, 407):
+            error = HTTPUnauthorized if status == 401 else HTTPProxyUnauthorized
+            raise error(header("WWW-Authenticate" if status == 401 else "Proxy-Authenticate"), url)
         raise GitProtocolError(f"unexpected http resp {status} for {url}")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 from dulwich.repo import Repo
@@ -34,70 +35,47 @@ _HOOK_TIMEOUT = 600.0
 _ALLOWED = {b"warn", b"ignore", b"false", b"no", b"off", b"0"}
 
 
-def _hook(gitdir: Path, name: str) -> Path | None:
-    path = gitdir / "hooks" / name
-    return path if os.access(path, os.X_OK) and path.is_file() else None
-
-
-def _run(
-    hook: Path, gitdir: Path, args: list[str], stdin: bytes
-) -> subprocess.CompletedProcess[bytes]:
-    env = dict(os.environ, GIT_DIR=".")
-    try:
-        return subprocess.run(
-            [str(hook), *args],
-            input=stdin,
-            cwd=gitdir,
-            env=env,
-            capture_output=True,
-            timeout=_HOOK_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return subprocess.CompletedProcess([str(hook)], 1, b"", str(e).encode())
-
-
-def _said(done: subprocess.CompletedProcess[bytes]) -> str:
-    text = (done.stderr + done.stdout).decode("utf-8", "replace").strip()
-    return " ".join(text.split())[:500] or "no output"
-
-
-def _line(ref: bytes, old: bytes | None, new: bytes) -> tuple[bytes, bytes]:
-    return old or _ZERO, new
+def _failed(
+    gitdir: Path, ref: bytes, old: bytes | None, new: bytes, stage: str
+) -> Iterator[tuple[str, str]]:
+    """Run the hooks of ``stage`` (``pre``: ``pre-receive`` and ``update``; ``post``:
+    ``post-receive`` and ``post-update``) in order; yield each failed one's name and what
+    it said (its exit status and output)."""
+    was, name = old or _ZERO, os.fsdecode(ref)
+    second = (
+        ["update", name, was.decode(), new.decode()] if stage == "pre" else ["post-update", name]
+    )
+    for hook, *args in ([f"{stage}-receive"], second):
+        path = gitdir / "hooks" / hook
+        if not (os.access(path, os.X_OK) and path.is_file()):
+            continue
+        stdin = b"" if args else b"%s %s %s\n" % (was, new, ref)
+        try:
+            env = dict(os.environ, GIT_DIR=".")
+            done = subprocess.run([str(path), *args], input=stdin, cwd=gitdir, env=env,
+                                  capture_output=True, timeout=_HOOK_TIMEOUT)  # fmt: skip
+            status, said = done.returncode, done.stderr + done.stdout
+        except (OSError, subprocess.TimeoutExpired) as e:
+            status, said = 1, str(e).encode()
+        if status != 0:
+            text = " ".join(said.decode("utf-8", "replace").split())[:500] or "no output"
+            yield hook, f"exited with {status} ({text})"
 
 
 def pre_receive(gitdir: Path, url: str, ref: bytes, old: bytes | None, new: bytes) -> None:
     """Run ``pre-receive`` and ``update``; :class:`GitError` if either refuses."""
-    was, now = _line(ref, old, new)
-    for name, args, stdin in (
-        ("pre-receive", [], b"%s %s %s\n" % (was, now, ref)),
-        ("update", [os.fsdecode(ref), was.decode(), now.decode()], b""),
-    ):
-        hook = _hook(gitdir, name)
-        if hook is None:
-            continue
-        done = _run(hook, gitdir, args, stdin)
-        if done.returncode != 0:
-            raise GitError(
-                f"The remote {url} refused the push of {os.fsdecode(ref)}: its {name} hook "
-                f"exited with {done.returncode} ({_said(done)}). Nothing was recorded; "
-                "do what the hook asks, or ask the repository's owner."
-            )
+    for name, said in _failed(gitdir, ref, old, new, "pre"):
+        raise GitError(
+            f"The remote {url} refused the push of {os.fsdecode(ref)}: its {name} hook "
+            f"{said}. Nothing was recorded; do what the hook asks, or ask the repository's "
+            "owner."
+        )
 
 
 def post_receive(gitdir: Path, ref: bytes, old: bytes | None, new: bytes) -> None:
     """Run ``post-receive`` and ``post-update``; a failure is logged, the push stands."""
-    was, now = _line(ref, old, new)
-    for name, args, stdin in (
-        ("post-receive", [], b"%s %s %s\n" % (was, now, ref)),
-        ("post-update", [os.fsdecode(ref)], b""),
-    ):
-        hook = _hook(gitdir, name)
-        if hook is None:
-            continue
-        done = _run(hook, gitdir, args, stdin)
-        if done.returncode != 0:
-            log.warning("the %s hook of %s failed (%s): the push stands", name, gitdir, _said(done))
+    for name, said in _failed(gitdir, ref, old, new, "post"):
+        log.warning("the %s hook of %s %s: the push stands", name, gitdir, said)
 
 
 def check_current_branch(remote: Repo, url: str, ref: bytes) -> None:

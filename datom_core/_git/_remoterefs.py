@@ -104,26 +104,23 @@ def read_branch(root: Path, name: bytes, url: str) -> bytes | None:
 
 def read_branches(root: Path, url: str) -> dict[bytes, bytes]:
     """Every branch of the bare repository ``root``, strictly (see :func:`read_branch`)."""
+
+    def fail(e: OSError) -> None:  # a folder of refs that cannot be listed is an error too
+        if not isinstance(e, FileNotFoundError):
+            raise _unreadable(Path(e.filename or ""), e, url) from e
+
     found = {n: s for n, s in _packed(root, url).items() if n.startswith(_HEADS)}
-    heads = root / "refs" / "heads"
-    for folder, _dirs, files in os.walk(heads, onerror=_raise_walk(url)):
+    for folder, _dirs, files in os.walk(root / "refs" / "heads", onerror=fail):
         for file in files:
             if file.endswith(".lock"):
                 continue
-            rel = os.path.relpath(os.path.join(folder, file), root).replace(os.sep, "/")
-            sha = read_branch(root, os.fsencode(rel), url)
+            rel = os.fsencode(
+                os.path.relpath(os.path.join(folder, file), root).replace(os.sep, "/")
+            )
+            sha = read_branch(root, rel, url)
             if sha is not None:
-                found[os.fsencode(rel)] = sha
+                found[rel] = sha
     return found
-
-
-def _raise_walk(url: str) -> Callable[[OSError], None]:
-    def fail(e: OSError) -> None:
-        if isinstance(e, FileNotFoundError):
-            return
-        raise _unreadable(Path(e.filename or ""), e, url) from e
-
-    return fail
 
 
 def lock_age(path: Path) -> float | None:

@@ -143,10 +143,6 @@ class Transport:
         if not has(r.object_store, sha):
             self.fetch_branch(r, branch)
 
-    def keep(self, r: Repo, objects: Sequence[ShaFile]) -> int:
-        """Store in the clone the objects just pushed; returns how many were written loose."""
-        return add_objects(r, objects)
-
     def receive(
         self, r: Repo, branch: bytes, tip: bytes | None, new: bytes, objects: Sequence[ShaFile]
     ) -> int:
@@ -154,7 +150,7 @@ class Transport:
         clone; returns how many loose files the clone gained."""
         if tip is not None:
             self.fetch_commit(r, tip, branch)
-        return self.keep(r, objects)
+        return add_objects(r, objects)
 
     def push(
         self, r: Repo, branch: bytes, old: bytes | None, new: bytes, objects: Sequence[ShaFile]
@@ -212,15 +208,8 @@ class LocalTransport(Transport):
 
     def _open(self) -> Repo:
         if self._repo is None or self._pid != os.getpid():
-            try:
+            with self.errors("open the remote"):
                 opened = open_repo(self.path, f"The remote {self.url}")
-            except GitError:
-                raise
-            except Exception as e:
-                raise GitError(
-                    f"Cannot open the remote {self.url}: no git repository there. Check the "
-                    "remote path/URL."
-                ) from e
             try:
                 check_object_format(opened, f"The remote {self.url}")
             except GitError:
@@ -276,8 +265,7 @@ class LocalTransport(Transport):
 
     def fetch_commit(self, r: Repo, sha: bytes, branch: bytes) -> None:
         with self._using("fetch from") as remote:
-            if not has(r.object_store, sha):
-                copy_commits(remote, r, missing_commits(remote, r, sha))
+            _bring(remote, r, sha)
 
     def receive(
         self, r: Repo, branch: bytes, tip: bytes | None, new: bytes, objects: Sequence[ShaFile]
@@ -288,9 +276,7 @@ class LocalTransport(Transport):
         if has(r.object_store, new):
             return 0
         with self._using("fetch from") as remote:
-            added = 0
-            if tip is not None and not has(r.object_store, tip):
-                added = copy_commits(remote, r, missing_commits(remote, r, tip))
+            added = _bring(remote, r, tip)
             return added + copy_objects(
                 remote.object_store, r.object_store, [o.id for o in objects]
             )
@@ -300,10 +286,7 @@ class LocalTransport(Transport):
         in place where sharing is on, and copies them cheaply where it is not."""
         with self._using("fetch from") as remote:
             tip = self._read_ref(branch)
-            if tip is None:
-                return None
-            if not has(r.object_store, tip):
-                copy_commits(remote, r, missing_commits(remote, r, tip))
+            _bring(remote, r, tip)
         return tip
 
     def push(
@@ -332,11 +315,10 @@ class LocalTransport(Transport):
     def _swap(self, remote: Repo, branch: bytes, old: bytes | None, new: bytes) -> bool:
         """Compare-and-swap the branch (the caller holds the writers' turn)."""
         refs: Any = remote.refs
+        name, sha = Ref(branch), ObjectID(new)
         if old is None:
-            return bool(_unstale_remote(lambda: refs.add_if_new(Ref(branch), ObjectID(new))))
-        return bool(
-            _unstale_remote(lambda: refs.set_if_equals(Ref(branch), ObjectID(old), ObjectID(new)))
-        )
+            return bool(_unstale_remote(lambda: refs.add_if_new(name, sha)))
+        return bool(_unstale_remote(lambda: refs.set_if_equals(name, ObjectID(old), sha)))
 
     def turn(self, timeout: float) -> AbstractContextManager[object]:
         """datom writers on this machine take turns (a ``flock`` in the remote) from fetch
@@ -398,3 +380,11 @@ class LocalTransport(Transport):
 def _unstale_remote(update: Callable[[], T]) -> T:
     """:func:`unstale_remote` with this module's grace and wait (tests shorten them)."""
     return unstale_remote(update, _LOCK_GRACE, _LOCK_WAIT)
+
+
+def _bring(remote: Repo, r: Repo, sha: bytes | None) -> int:
+    """Copy the commit ``sha`` and those behind it that the clone ``r`` lacks from the
+    local remote; returns how many loose objects the clone gained."""
+    if sha is None or has(r.object_store, sha):
+        return 0
+    return copy_commits(remote, r, missing_commits(remote, r, sha))

@@ -22,7 +22,7 @@ from dulwich.repo import Repo
 from datom_core._errors import GitError, InvalidNameError, PushRejectedError
 from datom_core._git import Author, CommitInfo, GitCredentials, MetadataRepo
 from datom_core._git import _transport as transport
-from datom_core._git._http import check_ref_status
+from datom_core._git._refstatus import check_ref_status
 from datom_core._git._remote import normalize_remote, scrub
 from tests.gitbackend import GitBackendServer
 from tests.gitserver import GitHTTPServer, serving

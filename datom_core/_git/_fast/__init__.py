@@ -11,6 +11,9 @@ every plain path (see :mod:`datom_core._plain`).
   (plain: dulwich's ``tree_changes``; ``DATOM_PLAIN=walk`` selects it alone).
 * :mod:`._history`: the commits of each path, kept as HEAD moves (plain: dulwich's
   path-filtered walk).
+* :mod:`._advert`: the last ref advertisement kept a few seconds, a write's tip and its
+  push's (plain: a fetch per write, dulwich's ``send_pack`` asking its own;
+  ``DATOM_PLAIN=advert`` selects it alone).
 * :mod:`._prime`: the push's ref advertisement read while a shallow clone fetches
   (plain: the first push asks for it).
 """
