@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 import datom_core as dc
-from datom_core._git import Author, GitCredentials, MetadataRepo
+from datom_core._git import Author, GitCredentials, MetadataRepo, _repo
 from datom_core._git._fast import _advert
 from tests.gitbackend import GitBackendServer
 from tests.gitserver import GitHTTPServer, counted_requests
@@ -208,3 +208,40 @@ def test_under_the_switch_each_look_and_push_asks_the_server(
     again = a.commit_and_push(lambda tree: {"t/x.json": b"a\n"}, "a's", ME)
     assert again is not None and a.log(max_entries=2)[1].id == theirs
     assert a.tree().read("t/y.json") == b"b\n" and a.remote_head() == again
+
+
+def test_the_kept_advertisements_and_their_plain_path_make_the_same_commits(
+    any_git_http_server: GitHTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two clones writing in turn, then one pushing on a look another push made stale:
+    with the accelerator, on its plain path, and switching at every write, the remotes
+    end with the same commits (the clock fixed)."""
+    server = any_git_http_server
+    monkeypatch.setattr(_repo, "_now", lambda: 1_900_000_000)
+    logs = {}
+    for mode in ("fast", "plain", "switching"):
+
+        def step(i: int, mode: str = mode) -> None:
+            on_plain = mode == "plain" or (mode == "switching" and i % 2 == 1)
+            monkeypatch.setenv("DATOM_PLAIN", "advert" if on_plain else "0")
+
+        server.create_bare(mode)
+        url, creds = server.url_for(mode), GitCredentials(server.token)
+        a = MetadataRepo.clone(url, tmp_path / mode / "a", credentials=creds)
+        step(0)
+        a.commit_and_push(lambda tree: {"t/x.json": b"0\n"}, "seed", ME)
+        b = MetadataRepo.clone(url, tmp_path / mode / "b", credentials=creds)
+        for i in range(1, 7):
+            step(i)
+            files = {f"t/{i % 3}.json": b"%d\n" % i}
+            (a, b)[i % 2].commit_and_push(lambda tree, files=files: files, f"write {i}", ME)
+        a.remote_tip()  # a look the next push makes stale
+        step(7)
+        b.commit_and_push(lambda tree: {"t/y.json": b"b\n"}, "b's", ME)
+        step(8)
+        made = a.commit_and_push(lambda tree: {"t/x.json": b"a\n"}, "a's", ME)
+        assert made is not None and a.remote_head() == made
+        b.fetch_and_reset()
+        logs[mode] = [c.id for c in a.log()]
+        assert [c.id for c in b.log()] == logs[mode] and len(logs[mode]) == 9
+    assert logs["plain"] == logs["fast"] and logs["switching"] == logs["fast"]
