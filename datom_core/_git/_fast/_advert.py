@@ -17,7 +17,8 @@ is looked at again, see :mod:`.._http`) and a refused push looks afresh; a kept 
 decides a write that records nothing (``Transport.kept``: that one looks again); a token
 the server refuses push advertisements to reads fetch advertisements instead. Measured with
 ``benchmarks/bench_wan.py`` (RTT 50 ms, ``git http-backend``, one writer, plain and fast
-writes alternated in one run): 2 git requests a write against 4, see docs/performance.md.
+writes alternated in one run): 2 git requests a write against 4, a small write 1.16-1.29x
+faster (median 1.25 over 5 runs; 1.26x at RTT 100 ms).
 
 Plain path (in :mod:`.._http`, beside each call): every view fetches (one advertisement),
 every push asks for its own advertisement (dulwich's ``send_pack``), and a look is a fetch
