@@ -156,3 +156,22 @@ def test_under_the_switch_no_accelerator_runs(
         assert conn.validate().ok
         _reads(conn)
         git(conn.repo.path, "fsck", "--strict", "--no-dangling")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("advert", {"advert": True, "walk": False, None: False}),
+        ("walk", {"advert": False, "walk": True, None: False}),
+        ("walk, advert", {"advert": True, "walk": True, None: False}),
+        ("1", {"advert": True, "walk": True, None: True}),
+        ("0", {"advert": False, "walk": False, None: False}),
+    ],
+)
+def test_the_switch_may_name_accelerators_alone(
+    monkeypatch: pytest.MonkeyPatch, value: str, expected: dict[str | None, bool]
+) -> None:
+    """``DATOM_PLAIN`` naming accelerators (``walk``, ``advert``) selects those plain paths
+    only; any other value but ``0`` selects every one."""
+    monkeypatch.setenv(PLAIN_ENV, value)
+    assert {name: plain(name) for name in expected} == expected
