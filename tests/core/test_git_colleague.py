@@ -22,6 +22,7 @@ from dulwich.repo import Repo
 from datom_core._errors import DatomError, GitError
 from datom_core._git import Author, MetadataRepo, TreeReader
 from datom_core._git import _maintenance as maint
+from datom_core._git._fast import _compact
 from tests.gitcli import GIT, git, needs_git
 
 pytestmark = needs_git
@@ -349,7 +350,7 @@ def test_a_pack_git_deletes_while_the_compaction_lists_packs_is_not_reopened(
 
     monkeypatch.setattr(type(store), "_update_pack_cache", look)
     try:
-        found = maint._mergeable(store)
+        found = _compact._mergeable(store)
         for p in found:
             len(p)  # what the compaction asks first
         cached = list(store._iter_cached_packs())

@@ -19,6 +19,9 @@ from dulwich.repo import Repo
 from datom_core._errors import PushRejectedError
 from datom_core._git import Author, GitCredentials, MetadataRepo, TreeReader, _lock
 from datom_core._git import _maintenance as maint
+from datom_core._git._access import LOCK_NAME, flock
+from datom_core._git._fast import _compact
+from datom_core._git._fast._packs import write_objects
 from tests.gitcli import git, needs_git
 from tests.gitserver import GitHTTPServer
 
@@ -520,10 +523,10 @@ def test_a_loose_object_deleted_meanwhile_does_not_stop_a_compaction(
     bare = _remote_of_six_pushes(tmp_path, monkeypatch, budget=2)
     with closing(Repo(str(bare))) as r:
         store = r.object_store
-        plan = maint._prepare(store)
+        plan = _compact._prepare(store, (maint.LOOSE_BUDGET, maint.PACK_BUDGET))
         gone = plan.loose[0]
         os.remove(store._get_shafile_path(gone))  # as a compactor of an older datom would
-        assert maint._finish(store, plan) == (len(plan.loose), 0)
+        assert _compact._finish(store, plan) == (len(plan.loose), 0)
         assert store.count_loose_objects() == 0
         assert store.get_raw(gone)[0] in (1, 2, 3)  # still there, in the pack
 
@@ -555,7 +558,7 @@ def _packs_of(bare: Path, n: int) -> None:
     with closing(Repo(str(bare))) as r:
         shas = sorted(r.object_store)
         for i in range(n):
-            maint.write_pack(r.object_store, [r.object_store[s] for s in shas[i::n]])
+            write_objects(r.object_store, [r.object_store[s] for s in shas[i::n]])
 
 
 def test_a_compaction_after_another_processes_merge_skips_the_packs_it_deleted(
@@ -592,7 +595,7 @@ def test_the_remotes_shared_hold_lasts_while_any_thread_reads(
     access = maint.RemoteAccess(bare)
 
     def compactor_can_delete() -> bool:
-        with maint.flock(bare / maint._LOCK_NAME, fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
+        with flock(bare / LOCK_NAME, fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
             return alone
 
     entered, release = threading.Event(), threading.Event()

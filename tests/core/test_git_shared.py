@@ -15,6 +15,7 @@ from dulwich.repo import Repo
 import datom_core as dc
 from datom_core._git import MetadataRepo
 from datom_core._git import _maintenance as maint
+from datom_core._git._fast._packs import write_objects
 from datom_core._git._shared import SHARE_ENV
 from tests.core.projects import frame
 from tests.core.test_git_objects import ME, loose_files, put
@@ -61,7 +62,7 @@ def test_a_clone_stays_readable_while_its_remote_is_compacted(tmp_path: Path) ->
         a.commit_and_push(put({f"t{i}/m.json": b"%d" % i}), f"c{i}", ME)
     with closing(Repo(str(remote))) as r:  # past the remote's budget, with no push to see it
         for _ in range(maint.PACK_BUDGET + 1):
-            maint.write_pack(
+            write_objects(
                 r.object_store, [r.object_store[r.head()], Blob.from_string(os.urandom(8))]
             )
     b.fetch_and_reset()

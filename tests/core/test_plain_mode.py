@@ -24,8 +24,8 @@ import pytest
 import datom_core as dc
 from datom_core._git import _logview, _metadata, _repo
 from datom_core._git._fast import _history, _index, _packs, _tree
+from datom_core._git._fast._compact import _pack_loose
 from datom_core._git._fast._packs import merge_packs
-from datom_core._git._maintenance import _pack_loose
 from datom_core._identity import _chr
 from datom_core._plain import PLAIN_ENV, plain
 from datom_core._project import _documents, _history_text, _manifest_text

@@ -11,6 +11,9 @@ every plain path (see :mod:`datom_core._plain`).
   (plain: dulwich's ``tree_changes``; ``DATOM_PLAIN=walk`` selects it alone).
 * :mod:`._history`: the commits of each path, kept as HEAD moves (plain: dulwich's
   path-filtered walk).
+* :mod:`._compact`, :mod:`._held`: packs merged, a local remote compacted, git's metadata
+  honoured (plain: dulwich's ``pack_loose_objects`` for a clone, nothing for a remote;
+  ``DATOM_PLAIN=compact`` selects it alone).
 * :mod:`._prime`: the push's ref advertisement read while a shallow clone fetches
   (plain: the first push asks for it).
 """
