@@ -120,6 +120,7 @@ _BETWEEN: dict[str, list[list[str]]] = {
 }
 
 
+@pytest.mark.usefixtures("accelerated")  # the compaction accelerator itself
 @pytest.mark.parametrize("commands", list(_BETWEEN.values()), ids=list(_BETWEEN))
 def test_datom_compaction_keeps_what_git_maintenance_wrote(
     origin: tuple[MetadataRepo, Path], tmp_path: Path, commands: list[list[str]]

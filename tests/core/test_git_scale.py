@@ -337,6 +337,7 @@ def test_over_https_datom_pushes_the_branch_the_remote_head_names(
     assert other.branch == "master" and other.read("x") == b"1"
 
 
+@pytest.mark.usefixtures("accelerated")  # the compaction accelerator itself
 def test_a_remote_written_by_short_lived_processes_is_compacted(tmp_path: Path) -> None:
     """Every commit comes from a fresh handle, as each step of Dagster's multi-process
     executor or each CLI call opens one: no handle reaches its own count of pushes, yet
@@ -391,6 +392,7 @@ def _turn_is_free(bare: Path) -> bool:
         os.close(fd)
 
 
+@pytest.mark.usefixtures("accelerated")  # the compaction accelerator itself
 def test_a_push_compacts_the_remote_after_the_writers_turn(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -428,6 +430,7 @@ def _objects(bare: Path) -> dict[bytes, tuple[int, bytes]]:
         return {sha: r.object_store.get_raw(sha) for sha in r.object_store}
 
 
+@pytest.mark.usefixtures("accelerated")  # the compaction accelerator itself
 @needs_git
 def test_a_remote_compaction_deletes_only_when_nobody_reads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -453,6 +456,7 @@ def test_a_remote_compaction_deletes_only_when_nobody_reads(
     git(bare, "fsck", "--strict", "--no-dangling")
 
 
+@pytest.mark.usefixtures("accelerated")  # the compaction accelerator itself
 def test_one_process_at_a_time_compacts_a_remote(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -561,6 +565,7 @@ def _packs_of(bare: Path, n: int) -> None:
             write_objects(r.object_store, [r.object_store[s] for s in shas[i::n]])
 
 
+@pytest.mark.usefixtures("accelerated")  # the compaction accelerator itself
 def test_a_compaction_after_another_processes_merge_skips_the_packs_it_deleted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

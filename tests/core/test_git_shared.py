@@ -54,6 +54,7 @@ def test_clones_read_the_remotes_objects_without_copying_them(tmp_path: Path) ->
             assert git(clone, "log", "--format=%H", "-1").strip() == shas[-1]
 
 
+@pytest.mark.usefixtures("accelerated")  # the compaction accelerator itself
 def test_a_clone_stays_readable_while_its_remote_is_compacted(tmp_path: Path) -> None:
     a = MetadataRepo.init(tmp_path / "a", None)
     b = MetadataRepo.clone(a.remote_url, tmp_path / "b")

@@ -108,6 +108,7 @@ def test_the_index_drops_paths_a_reset_removes(tmp_path: Path) -> None:
     assert repo.read("a/m") == b"2"
 
 
+@pytest.mark.usefixtures("accelerated")  # the compaction accelerator itself
 @needs_git
 def test_compaction_packs_large_loose_objects_and_keeps_every_commit_readable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -138,6 +139,7 @@ def test_compaction_packs_large_loose_objects_and_keeps_every_commit_readable(
     assert [c.id for c in fresh.log()] == list(reversed(shas))
 
 
+@pytest.mark.usefixtures("accelerated")  # the compaction accelerator itself
 def test_merging_packs_keeps_every_object(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The packs are made here: the writing handle's own checks (every 16 operations, or
     # a commit whose id is due) must not merge them first.
