@@ -15,30 +15,10 @@ from pathlib import Path
 
 from ._groupshare import open_lock
 
-__all__ = ["LOCK_NAME", "PUSH_KEEP", "RemoteAccess", "flock"]
+__all__ = ["LOCK_NAME", "PUSH_KEEP", "RemoteAccess"]
 
 LOCK_NAME = "datom-maintenance.lock"
 PUSH_KEEP = b"datom push\n"  # the .keep of a pushed pack whose ref has not moved yet
-
-
-@contextmanager
-def flock(lock: Path, mode: int, file_mode: int = 0o644) -> Iterator[bool]:
-    """Hold ``flock(mode)`` on ``lock`` (made with ``file_mode``: a group-shared remote's
-    team may open it, see :mod:`._groupshare`); yields whether it is held."""
-    try:
-        fd = open_lock(lock, file_mode)
-    except OSError:  # a read-only remote: nobody compacts it, nothing to guard
-        yield mode != fcntl.LOCK_EX | fcntl.LOCK_NB
-        return
-    try:
-        try:
-            fcntl.flock(fd, mode)
-        except BlockingIOError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
 
 
 class RemoteAccess:

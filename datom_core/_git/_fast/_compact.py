@@ -35,8 +35,8 @@ import logging
 import os
 import random
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,8 +46,8 @@ from dulwich.pack import Pack
 from dulwich.repo import Repo
 
 from ..._errors import DatomError
-from .._access import LOCK_NAME, RemoteAccess, flock
-from .._groupshare import lock_mode
+from .._access import LOCK_NAME, RemoteAccess
+from .._groupshare import lock_mode, open_lock
 from .._objects import kept_blob
 from ._held import KEEP, drop_stale_files, drop_stale_keeps, git_held_packs, git_lock
 from ._packs import TMP_PACK, loose_entry, merge_packs, pack_entries, write_entries
@@ -234,7 +234,7 @@ def compact_remote(
     within seconds leaves the ``.keep`` files to the sweep of an hour later.
     """
     file_mode = lock_mode(opener())  # a group-shared remote's lock files are the team's
-    with flock(path / _COMPACT_LOCK, fcntl.LOCK_EX | fcntl.LOCK_NB, file_mode) as mine:
+    with _alone(path / _COMPACT_LOCK, file_mode) as mine:
         if not mine:
             return False  # another process is compacting it
         with access.shared():  # a datom too old to take the compactor's lock waits
@@ -270,7 +270,7 @@ def _finish_alone(
     """:func:`_finish` at a moment nobody reads the remote, tried for ``wait`` seconds."""
     deadline = time.monotonic() + wait
     while True:
-        with flock(path / LOCK_NAME, fcntl.LOCK_EX | fcntl.LOCK_NB, mode) as alone:
+        with _alone(path / LOCK_NAME, mode) as alone:
             if alone:
                 done = _finish(store, plan)
                 if done != (0, 0):
@@ -279,3 +279,24 @@ def _finish_alone(
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.001)
+
+
+@contextmanager
+def _alone(lock: Path, file_mode: int) -> Iterator[bool]:
+    """Hold ``flock(LOCK_EX)`` on ``lock`` (made with ``file_mode``: a group-shared
+    remote's team may open it) if nobody holds it; yields whether it is held (never on a
+    read-only remote, which nobody compacts)."""
+    try:
+        fd = open_lock(lock, file_mode)
+    except OSError:
+        yield False
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held = True
+    except BlockingIOError:
+        held = False
+    try:
+        yield held
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
