@@ -35,7 +35,9 @@ MODES = {"fast": "0", "plain": "compact"}
 
 
 def _table(i: int) -> pa.Table:
-    return pa.table({"USUBJID": [f"S{i}-{k}" for k in range(5)], "AVAL": [float(i + k) for k in range(5)]})
+    return pa.table(
+        {"USUBJID": [f"S{i}-{k}" for k in range(5)], "AVAL": [float(i + k) for k in range(5)]}
+    )
 
 
 def _footprint(folder: Path) -> tuple[int, int, int]:
@@ -82,7 +84,8 @@ def run(kind: str, root: Path, writes: int, last: int) -> None:
         for i in range(writes):
             for mode in MODES if i % 2 else reversed(list(MODES)):  # alternate who goes first
                 os.environ["DATOM_PLAIN"] = MODES[mode]
-                conn = pairs[mode][i % 2]
+                a, b, _ = pairs[mode]
+                conn = b if i % 2 else a
                 start = time.perf_counter()
                 conn.write(f"t{i % 10}", _table(i))
                 times[mode].append(time.perf_counter() - start)

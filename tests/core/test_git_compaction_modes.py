@@ -104,16 +104,19 @@ def test_under_the_switch_the_accelerator_never_runs_and_the_remote_is_left_alon
     monkeypatch.setattr(maint, "REMOTE_CHECK_EVERY", 1)
     synced: list[str] = []  # the files fsynced
     real_fsync = os.fsync
-    monkeypatch.setattr(
-        os, "fsync", lambda fd: synced.append(os.readlink(f"/proc/self/fd/{fd}")) or real_fsync(fd)
-    )
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setenv("DATOM_SHARE_OBJECTS", "0")  # the clone keeps objects of its own
     repo = MetadataRepo.init(tmp_path / "a", None)
     shas = [repo.commit_and_push(put({f"t{i}/m": b"%d\n" % i}), f"c{i}", ME) for i in range(10)]
     remote = MetadataRepo.embedded_remote_path(tmp_path / "a")
     with closing(Repo(str(tmp_path / "a"))) as r:
         assert r.object_store.count_loose_objects() <= 4 + 4  # one write's objects at most
-        pack_dir = r.object_store.pack_dir
+        pack_dir = str(r.object_store.pack_dir)
         assert r.object_store.packs and any(f.startswith(pack_dir) for f in synced)
         assert not r.object_store.fsync_object_files  # dulwich's setting, as it was
     with closing(Repo(str(remote))) as bare:
