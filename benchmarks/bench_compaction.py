@@ -9,7 +9,8 @@ falls on both alike): one accelerated, one with ``DATOM_PLAIN=compact`` (its pla
 a clone's loose objects packed by dulwich, packs never merged, a local remote left as it
 is). Prints, per remote, the mean time of the last writes in each mode, the ratio
 plain / fast (the accelerator pays its way at >= 1.2), and what the repositories hold at
-the end (packs, loose objects, bytes on disk).
+the end (packs, loose objects, bytes on disk), and for the local remote the time of a
+colleague's ``git clone`` of it.
 
 ``--writes`` sets the run's length (default 600), ``--last`` how many final writes are
 timed (default 100), ``--only http`` / ``--only local`` one remote.
@@ -21,6 +22,7 @@ import argparse
 import os
 import secrets
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +51,14 @@ def _footprint(folder: Path) -> tuple[int, int, int]:
             packs += path.suffix == ".pack"
             loose += len(path.parent.name) == 2 and path.parent.parent.name == "objects"
     return packs, loose, size
+
+
+def _git_clone(remote: Path, into: Path) -> float:
+    """Seconds ``git clone --no-local`` of ``remote`` takes (git's own transport: every
+    object read, as over the network)."""
+    start = time.perf_counter()
+    subprocess.run(["git", "clone", "-q", "--no-local", str(remote), str(into)], check=True)
+    return time.perf_counter() - start
 
 
 def _pair(root: Path, url: str | None) -> tuple[dc.Connection, dc.Connection, Path]:
@@ -105,6 +115,12 @@ def run(kind: str, root: Path, writes: int, last: int) -> None:
                 for p, n, size in [_footprint(folder)]
             ]
             print(f"  {mode:>5}: " + "; ".join(parts))
+        if server is None:  # a colleague joining with git: the remote read whole
+            took = {m: _git_clone(pairs[m][2].parent, root / f"{m}-git") for m in MODES}
+            print(
+                f"  a colleague's git clone of the remote: plain / fast = "
+                f"{took['plain'] / took['fast']:5.2f} ({took['fast']:.2f} vs {took['plain']:.2f} s)"
+            )
     finally:
         os.environ.pop("DATOM_PLAIN", None)
         if server is not None:
