@@ -7,8 +7,10 @@ Contract: every object stays readable throughout, by datom, dulwich and git (eac
 written to its new pack, fsynced with its index, before its other copy is deleted); no
 pack git's metadata holds (:mod:`._held`) is merged; a local remote's objects are deleted
 only while nobody reads it (the exclusive side of :mod:`.._access`'s lock); a failure
-leaves objects twice, never missing. Measured (``benchmarks/bench_compaction.py``, see
-``docs/performance.md``): what it pays on a long run of two writers.
+leaves objects twice, never missing. Measured (``benchmarks/bench_compaction.py``, two
+clones writing in turn, the last 100 of 300-400 writes): over HTTP a write 1.41-1.75x
+(10 packs a clone against 150); a local remote 4.2x less disk (4,206 loose files against
+105 at 600 writes) and a colleague's ``git clone`` of it 2.44x, for writes 0.88-0.96x.
 
 Plain path (in :mod:`.._maintenance`): a clone's loose objects packed by dulwich's
 ``pack_loose_objects``; packs never merged (dulwich's ``repack`` merges every pack, git's
