@@ -10,8 +10,9 @@ out when chasing a problem, and to measure what they pay. The switch is read at 
 so a process may change it between operations (the benchmarks do).
 
 ``DATOM_PLAIN`` may instead name some accelerators, comma-separated (``walk``: the git
-layer's tree walks; ``advert``: its kept ref advertisements; see :data:`NAMED`): only
-those take their plain path, so a benchmark can show what each one pays.
+layer's tree walks; ``advert``: its kept ref advertisements; ``compact``: its pack
+merges and a local remote's compaction; see :data:`NAMED`): only those take their plain
+path, so a benchmark can show what each one pays.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ PLAIN_ENV = "DATOM_PLAIN"
 paths."""
 
 
-NAMED = frozenset({"walk", "advert"})
+NAMED = frozenset({"advert", "compact", "walk"})
 """Accelerators ``DATOM_PLAIN`` may name alone."""
 
 

@@ -1,6 +1,8 @@
-"""The shared and exclusive sides of a local remote's maintenance lock (private to the git
-layer): datom's fetches and pushes hold it shared (:class:`RemoteAccess`), a compaction
-deletes what it replaced holding it exclusively (see :mod:`._maintenance`)."""
+"""What datom's fetches and pushes of a local remote promise its compaction (private to the
+git layer), in either mode (``DATOM_PLAIN``): they hold the remote's maintenance lock
+shared (:class:`RemoteAccess`), which a compaction (:mod:`._fast._compact`) takes
+exclusively to delete what it replaced; a pushed pack is kept (:data:`PUSH_KEEP`) until
+its ref has moved."""
 
 from __future__ import annotations
 
@@ -13,29 +15,10 @@ from pathlib import Path
 
 from ._groupshare import open_lock
 
-__all__ = ["LOCK_NAME", "RemoteAccess", "flock"]
+__all__ = ["LOCK_NAME", "PUSH_KEEP", "RemoteAccess"]
 
 LOCK_NAME = "datom-maintenance.lock"
-
-
-@contextmanager
-def flock(lock: Path, mode: int, file_mode: int = 0o644) -> Iterator[bool]:
-    """Hold ``flock(mode)`` on ``lock`` (made with ``file_mode``: a group-shared remote's
-    team may open it, see :mod:`._groupshare`); yields whether it is held."""
-    try:
-        fd = open_lock(lock, file_mode)
-    except OSError:  # a read-only remote: nobody compacts it, nothing to guard
-        yield mode != fcntl.LOCK_EX | fcntl.LOCK_NB
-        return
-    try:
-        try:
-            fcntl.flock(fd, mode)
-        except BlockingIOError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
+PUSH_KEEP = b"datom push\n"  # the .keep of a pushed pack whose ref has not moved yet
 
 
 class RemoteAccess:

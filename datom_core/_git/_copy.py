@@ -25,10 +25,10 @@ from dulwich.objects import ObjectID, ShaFile
 from dulwich.repo import Repo
 
 from .._errors import GitError
+from ._access import PUSH_KEEP
 from ._diff import commit_object_ids
 from ._fast._packs import write_objects
 from ._groupshare import object_paths, widen
-from ._held import PUSH_KEEP
 from ._objects import commit_of
 from ._read import load
 

@@ -5,22 +5,14 @@
   remote) after a fixed number of its operations, and on any operation whose new commit
   is :func:`due` by its id: a repository written by many short-lived processes (a
   Dagster step each, one CLI call each), none of which reaches the count, is checked as
-  often as one written by a long-lived writer. More than ``LOOSE_BUDGET`` loose objects
-  (estimated from a few fan-out folders first) are packed; more than ``PACK_BUDGET``
-  packs are merged geometrically (the big pack is kept while it outweighs the others
-  together, so the cost stays proportional to what is new).
-  Packs are written by :mod:`_packs` from the objects' bytes (no object is parsed, and
-  a project's manifest is stored as a delta against its previous version), not by
-  dulwich's ``add_objects``, which reads every object of a new pack back to index it: the
-  index comes from the write itself. Packs are fsynced with their index before the loose
-  objects they hold are deleted, so a power cut cannot take both.
-* **Local remotes** are compacted outside the writers' turn, one process at a time (a
-  ``flock`` on ``<remote>/datom-compact.lock``). Its new packs are written while others
-  read and push; the loose objects and packs they replace are deleted under an exclusive
-  ``flock`` on ``<remote>/datom-maintenance.lock``, which datom's own fetches and pushes
-  hold shared, so no reader sees an object vanish between the listing and the read.
-  Deleting waits for a moment when nobody is reading (a compaction that finds none leaves
-  its objects twice, and is tried again later).
+  often as one written by a long-lived writer. Past ``LOOSE_BUDGET`` loose objects or
+  ``PACK_BUDGET`` packs, :mod:`._fast._compact` packs and merges them (the clone's, and a
+  local remote's outside the writers' turn). Plain path (``DATOM_PLAIN=compact``): a
+  clone's loose objects packed by dulwich's ``pack_loose_objects``, fsynced as git
+  fsyncs a pack; packs left as they are (dulwich's ``repack`` would merge those git's
+  multi-pack-index and ``.keep`` files hold); a local remote left to ``git gc``. Either
+  way datom's fetches and pushes hold the remote's maintenance lock shared
+  (:mod:`._access`), so a process in the other mode may compact it beside them.
 * **Stale git locks.** dulwich writes a ref or the index through ``<file>.lock``; a process
   killed at that moment leaves the lock behind and every later update fails. datom writes a
   clone only under its own lock (:mod:`_lock`), so such a file found while holding it is
@@ -30,224 +22,66 @@
 
 from __future__ import annotations
 
-import binascii
-import contextlib
-import fcntl
 import logging
 import os
-import random
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from dulwich.object_store import DiskObjectStore
-from dulwich.objects import Blob, ObjectID, ShaFile
-from dulwich.pack import Pack, PackFileDisappeared
+from dulwich.pack import PackFileDisappeared
 from dulwich.repo import Repo
 
-from .._errors import DatomError
-from ._access import LOCK_NAME, RemoteAccess, flock
-from ._fast._packs import (
-    TMP_PACK,
-    loose_entry,
-    merge_packs,
-    pack_entries,
-    write_entries,
-    write_objects,
-)
-from ._groupshare import lock_mode
-from ._held import KEEP, drop_stale_files, drop_stale_keeps, git_held_packs, git_lock
-from ._objects import kept_blob
+from .._plain import plain
+from ._access import RemoteAccess
+from ._fast import _compact
 
 __all__ = [
     "CLONE_CHECK_EVERY",
     "REMOTE_CHECK_EVERY",
+    "RemoteAccess",
     "clear_stale_locks",
     "compact",
     "compact_remote",
-    "drop_stale_temporaries",
     "due",
     "find_stale_locks",
     "may_need_compaction",
-    "RemoteAccess",
-    "write_pack",
 ]
 
 log = logging.getLogger("datom_core.git")
 
 LOOSE_BUDGET = 256
 PACK_BUDGET = 16
-SWEPT_FOLDERS = 8  # loose-object fan-out folders a compaction sweeps for stale temporaries
 CLONE_CHECK_EVERY = 16  # object-adding operations of one handle between two checks
 REMOTE_CHECK_EVERY = 8  # pushes of one handle between two checks of a local remote
-_LOCK_NAME = LOCK_NAME
-_COMPACT_LOCK = "datom-compact.lock"
 _TOP_LOCKS = ("index.lock", "packed-refs.lock", "HEAD.lock", "config.lock")
 
 
 def compact(r: Repo) -> tuple[int, int]:
-    """Pack loose objects and merge packs past their budgets; (objects packed, packs merged).
-    The loose objects are counted exactly (256 directory listings): callers ask
-    :func:`may_need_compaction` first."""
+    """Pack loose objects (and, accelerated, merge packs) past their budgets; (objects
+    packed, packs merged). Callers ask :func:`may_need_compaction` first."""
     store = r.object_store
     if not isinstance(store, DiskObjectStore):
         return 0, 0
-    plan = None
     try:
-        plan = _prepare(store)
-        return _logged(r, _finish(store, plan))
+        if not plain("compact"):
+            done = _compact.compact(r, (LOOSE_BUDGET, PACK_BUDGET))
+        elif store.count_loose_objects() <= LOOSE_BUDGET:
+            return 0, 0
+        else:
+            fsync, store.fsync_object_files = store.fsync_object_files, True
+            try:
+                done = store.pack_loose_objects(), 0
+            finally:
+                store.fsync_object_files = fsync
     except (OSError, PackFileDisappeared) as e:
         # A folder or pack a concurrent git gc / repack removed while it was read: what was
         # written stays (each object still where it was, or twice), the rest waits.
         log.warning("could not compact %s (%s); it is tried again later", r.path, e)
         return 0, 0
-    finally:  # a clone gains objects only under its lock, which the caller holds
-        if plan is not None:
-            plan.unkeep(store)
-
-
-def _logged(r: Repo, done: tuple[int, int]) -> tuple[int, int]:
     if done != (0, 0):
         log.info("compacted %s: %d loose objects packed, %d packs merged", r.path, *done)
     return done
-
-
-@dataclass
-class _Compaction:
-    """What :func:`_prepare` wrote packs for and :func:`_finish` deletes: loose objects a
-    pack now holds, and packs merged into a new one."""
-
-    loose: list[ObjectID] = field(default_factory=list)
-    merged: list[Pack] = field(default_factory=list)
-    written: list[str] = field(default_factory=list)  # its new packs, kept until it ends
-    finished: bool = False  # whether :func:`_finish` began deleting the other copies
-
-    def unkeep(self, store: DiskObjectStore) -> None:
-        """Remove the ``.keep`` files of the packs it wrote (they are ordinary packs now)."""
-        for name in self.written:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(os.path.join(store.pack_dir, name + ".keep"))
-        self.written = []
-
-
-def _prepare(store: DiskObjectStore) -> _Compaction:
-    """Write the packs of a compaction, deleting nothing: an object is then both loose and
-    packed, or in two packs, which every reader accepts (a compaction that cannot finish
-    leaves duplicates, which the next merge drops)."""
-    plan = _Compaction()
-    drop_stale_temporaries(store)
-    try:
-        if store.count_loose_objects() > LOOSE_BUDGET:
-            plan.loose = _loose_into_pack(store, plan.written)
-        packs = sorted(_mergeable(store), key=len, reverse=True)
-        if len(packs) > PACK_BUDGET:
-            biggest, rest = packs[0], packs[1:]
-            merge = rest if len(biggest) >= 2 * sum(len(p) for p in rest) else packs
-            new = merge_packs(store, merge, keep=KEEP)
-            plan.written.append(new)
-            plan.merged = [p for p in merge if os.path.basename(p._basename) != new]
-    except BaseException:
-        plan.unkeep(store)
-        raise
-    return plan
-
-
-def _mergeable(store: DiskObjectStore, refresh: bool = True) -> list[Pack]:
-    """The packs a compaction may merge: every pack but those git's own metadata holds
-    (:func:`_packs.git_held_packs`: a multi-pack-index, a bitmap, ``.keep`` or cruft
-    packs), none if a multi-pack-index cannot be read."""
-    if refresh:
-        # The packs cached after a look at the folder (a pack another process merged away
-        # or git repacked drops out). Not ``store.packs``: it lists the cached packs before
-        # its own look, which closes those gone; such a pack, used again (len()), reopens
-        # its index outside the cache, and nothing closes it.
-        store._update_pack_cache()
-        packs = list(store._iter_cached_packs())
-    else:
-        packs = store.packs  # only counted
-    held = git_held_packs(store.pack_dir)
-    if held is None:
-        return []
-    # dulwich lists any .pack beside an .idx, git's half-written ones too (``.tmp-<pid>-
-    # pack-*``, renamed when done): merged and deleted, they took the objects git was
-    # moving there. Only a finished pack (a name not starting with a dot) is merged.
-    names = [(p, os.path.basename(p._basename)) for p in packs]
-    return [p for p, name in names if name not in held and not name.startswith(".")]
-
-
-def drop_stale_temporaries(store: DiskObjectStore, folders: int = SWEPT_FOLDERS) -> int:
-    """Remove what killed writers left in ``store`` an hour ago or more: temporary packs, and the temporary files of loose objects in ``folders`` fan-out
-    folders picked at random (all 256 would cost as much as the compaction's own
-    listing again; every folder is reached within a few dozen compactions)."""
-    removed = drop_stale_files(store.path)
-    removed += drop_stale_files(store.pack_dir, prefix=TMP_PACK)
-    removed += drop_stale_keeps(store.pack_dir)
-    for i in random.sample(range(256), min(folders, 256)):
-        removed += drop_stale_files(os.path.join(store.path, f"{i:02x}"))
-    return removed
-
-
-def _finish(store: DiskObjectStore, plan: _Compaction) -> tuple[int, int]:
-    """Delete what :func:`_prepare` packed again; (loose objects, packs) deleted.
-
-    The new packs are kept (``.keep``) until now, so a concurrent ``git repack -d`` or
-    ``git gc`` cannot have deleted one whose objects are about to lose their other copy
-    (git loosens the unreachable objects of a pack it deletes: the same loose files this
-    would then delete). Merged packs are deleted holding git's own
-    ``multi-pack-index.lock`` (``git repack --write-midx`` and ``git multi-pack-index
-    write`` take it before they list the packs), after asking again which packs git holds:
-    one a multi-pack-index names since :func:`_prepare` stays. A lock git holds now leaves
-    them all for a later compaction. The caller removes the new packs' ``.keep`` files
-    (:meth:`_Compaction.unkeep`) once no push that wrote their objects can be under way."""
-    plan.finished = True
-    for sha in plan.loose:
-        try:
-            store.delete_loose_object(sha)
-        except FileNotFoundError:  # deleted meanwhile (a datom too old to take the lock)
-            continue
-    removed = 0
-    with git_lock(os.path.join(store.pack_dir, "multi-pack-index.lock")) as mine:
-        held = git_held_packs(store.pack_dir) if mine else None
-        for p in plan.merged:
-            if held is not None and os.path.basename(p._basename) not in held:
-                store._remove_pack(p)
-                removed += 1
-    return len(plan.loose), removed
-
-
-def _pack_loose(store: DiskObjectStore) -> int:
-    """Pack every loose object, then delete the loose copies; how many were packed."""
-    plan = _Compaction()
-    try:
-        plan.loose = _loose_into_pack(store, plan.written)
-        return _finish(store, plan)[0]
-    finally:
-        plan.unkeep(store)
-
-
-def _loose_into_pack(store: DiskObjectStore, written: list[str]) -> list[ObjectID]:
-    """Write every loose object into one new pack (kept: its name is added to
-    ``written``); the ids it holds (still loose too). A blob this process still holds
-    (most of what it wrote since the last compaction, manifests of a megabyte among them)
-    is not read and inflated from its file again."""
-    shas = list(store._iter_loose_objects())
-    objects = [o for o in (_kept(sha) or loose_entry(store, sha) for sha in shas) if o]
-    if objects:
-        written.append(write_entries(store, pack_entries(objects), keep=KEEP))
-    return [ObjectID(binascii.hexlify(oid)) for oid, _type, _content in objects]
-
-
-def _kept(sha: bytes) -> tuple[bytes, int, bytes] | None:
-    data = kept_blob(sha)
-    return (binascii.unhexlify(sha), Blob.type_num, data) if data is not None else None
-
-
-def write_pack(store: DiskObjectStore, objects: Sequence[ShaFile]) -> str:
-    """Write ``objects`` as one pack with its index into ``store``, both fsynced; returns
-    its file name without suffix (``pack-`` and its checksum, as git names packs)."""
-    return write_objects(store, objects)
 
 
 def due(made: bytes, every: int) -> bool:
@@ -266,20 +100,17 @@ def may_need_compaction(r: Repo, loose_added: int = 0) -> bool:
     store = r.object_store
     if not isinstance(store, DiskObjectStore):
         return False
-    loose = max(loose_added, _estimated_loose(store))
-    if loose > LOOSE_BUDGET:
+    found = sum(_entries(os.path.join(store.path, f"{i:02x}")) for i in range(0, 256, 32))
+    if max(loose_added, 32 * found) > LOOSE_BUDGET:
         return True
-    return len(store.packs) > PACK_BUDGET and len(_mergeable(store, False)) > PACK_BUDGET
+    return not plain("compact") and _compact.packs_over(store, PACK_BUDGET)
 
 
-def _estimated_loose(store: DiskObjectStore) -> int:
-    found = 0
-    for first in range(0, 256, 32):
-        try:
-            found += len(os.listdir(os.path.join(store.path, f"{first:02x}")))
-        except OSError:  # no object under that prefix yet
-            continue
-    return found * 32
+def _entries(folder: str) -> int:
+    try:
+        return len(os.listdir(folder))
+    except OSError:  # no object under that prefix yet
+        return 0
 
 
 def compact_remote(
@@ -289,64 +120,12 @@ def compact_remote(
     wait: float = 0.0,
     turn: Callable[[], AbstractContextManager[object]] | None = None,
 ) -> bool:
-    """Compact a local remote: one datom process at a time (``datom-compact.lock``), and
-    none of it while holding the writers' turn.
-
-    Its packs are written while others read and push (a new pack hides nothing: each of
-    its objects is still where it was, and a push adds only files); only deleting what they
-    replace waits for a moment when nobody reads (the exclusive side of the maintenance
-    lock, tried for ``wait`` seconds: readers hold it for milliseconds). Returns whether it
-    finished; a compaction that did not leaves its objects twice until the next merge.
-
-    Its new packs stay kept (``.keep``) until ``turn()``, the writers' turn, is held once
-    after the other copies are gone: a push writes its objects and then moves the branch,
-    both in its turn, so a loose object packed here may belong to a push not yet referenced
-    by any branch. ``git repack -a -d`` drops unreferenced objects of every pack it may
-    delete (loose ones it leaves alone): a kept pack it does not delete. A turn not had
-    within seconds leaves the ``.keep`` files to the sweep of an hour later.
-    """
-    file_mode = lock_mode(opener())  # a group-shared remote's lock files are the team's
-    with flock(path / _COMPACT_LOCK, fcntl.LOCK_EX | fcntl.LOCK_NB, file_mode) as mine:
-        if not mine:
-            return False  # another process is compacting it
-        with access.shared():  # a datom too old to take the compactor's lock waits
-            repo = opener()
-            store = repo.object_store
-            if not isinstance(store, DiskObjectStore):
-                return True
-            plan = _prepare(store)
-        try:
-            return _finish_alone(path, repo, plan, wait, file_mode)
-        finally:
-            _unkeep_after_pushes(store, plan, turn)
-
-
-def _unkeep_after_pushes(
-    store: DiskObjectStore,
-    plan: _Compaction,
-    turn: Callable[[], AbstractContextManager[object]] | None,
-) -> None:
-    if not plan.finished or turn is None:
-        plan.unkeep(store)  # every object is still where it was too
-        return
-    try:
-        with turn():
-            plan.unkeep(store)
-    except DatomError as e:
-        log.info("left the compaction's packs kept until a later sweep (%s)", e)
-
-
-def _finish_alone(path: Path, repo: Repo, plan: _Compaction, wait: float, mode: int) -> bool:
-    """:func:`_finish` at a moment nobody reads the remote, tried for ``wait`` seconds."""
-    deadline = time.monotonic() + wait
-    while True:
-        with flock(path / _LOCK_NAME, fcntl.LOCK_EX | fcntl.LOCK_NB, mode) as alone:
-            if alone:
-                _logged(repo, _finish(repo.object_store, plan))
-                return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.001)
+    """Compact the local remote at ``path`` (:func:`._fast._compact.compact_remote`);
+    whether it finished. Plain path: nothing (done)."""
+    if plain("compact"):
+        return True
+    budgets = (LOOSE_BUDGET, PACK_BUDGET)
+    return _compact.compact_remote(path, opener, access, budgets, wait, turn)
 
 
 def find_stale_locks(controldir: Path) -> list[Path]:

@@ -27,6 +27,7 @@ from dulwich.repo import Repo
 import datom_core as dc
 from datom_core._git import Author, MetadataRepo, TreeReader
 from datom_core._git import _maintenance as maint
+from datom_core._plain import PLAIN_ENV
 from tests.gitserver import GitHTTPServer
 from tests.kills import kill_round, told
 
@@ -139,9 +140,13 @@ def _exit_codes(target: Callable[..., None], args: list[tuple[Any, ...]]) -> lis
     return [p.exitcode for p in procs]
 
 
-def _table_writer(clone: str, store: str, worker: int, table: str) -> None:
+def _table_writer(clone: str, store: str, worker: int, table: str, plain: bool = False) -> None:
     """Writes through the whole write path (the store mirror in its worker thread while
-    the clone moves) with budgets that compact the remote at every push."""
+    the clone moves) with budgets that compact the remote at every push (``plain``: a
+    writer on the compaction's plain path, which leaves the remote alone but still holds
+    it shared while it reads)."""
+    if plain:
+        os.environ[PLAIN_ENV] = "compact"
     maint.LOOSE_BUDGET, maint.PACK_BUDGET = 4, 2
     maint.REMOTE_CHECK_EVERY = maint.CLONE_CHECK_EVERY = 1
     conn = dc.connect(clone, store=dc.LocalStore(store))
@@ -150,13 +155,14 @@ def _table_writer(clone: str, store: str, worker: int, table: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("shape", ["one clone", "one table"])
+@pytest.mark.parametrize("shape", ["one clone", "one table", "one table, half plain"])
 def test_writes_lose_nothing_while_every_push_compacts_the_remote(
     tmp_path: Path, shape: str
 ) -> None:
     """A version is recorded once and mirrored, and ``validate`` is clean, when 8 writers
     (all through one clone, or each through its own onto one table) compact the remote
-    after every push. A write had failed after its push there, its mirror left stale."""
+    after every push (or half of them do, the others on the compaction's plain path). A
+    write had failed after its push there, its mirror left stale."""
     store = tmp_path / "store"
     dc.init_repo(tmp_path / "origin", "C", dc.LocalStore(store))
     remote = str(MetadataRepo.embedded_remote_path(tmp_path / "origin"))
@@ -164,7 +170,8 @@ def test_writes_lose_nothing_while_every_push_compacts_the_remote(
     for c in set(clones):
         dc.clone(remote, c, dc.LocalStore(store))
     table = "" if shape == "one clone" else "shared"
-    args = [(str(c), str(store), w, table) for w, c in enumerate(clones)]
+    mixed = shape.endswith("half plain")
+    args = [(str(c), str(store), w, table, mixed and w % 2 == 1) for w, c in enumerate(clones)]
     assert _exit_codes(_table_writer, args) == [0] * WRITERS
     conn = dc.connect(tmp_path / "origin", store=dc.LocalStore(store))
     report = conn.validate()

@@ -22,6 +22,7 @@ from dulwich.repo import Repo
 from datom_core._errors import DatomError, GitError
 from datom_core._git import Author, MetadataRepo, TreeReader
 from datom_core._git import _maintenance as maint
+from datom_core._git._fast import _compact
 from tests.gitcli import GIT, git, needs_git
 
 pytestmark = needs_git
@@ -119,6 +120,7 @@ _BETWEEN: dict[str, list[list[str]]] = {
 }
 
 
+@pytest.mark.usefixtures("accelerated")  # the compaction accelerator itself
 @pytest.mark.parametrize("commands", list(_BETWEEN.values()), ids=list(_BETWEEN))
 def test_datom_compaction_keeps_what_git_maintenance_wrote(
     origin: tuple[MetadataRepo, Path], tmp_path: Path, commands: list[list[str]]
@@ -349,7 +351,7 @@ def test_a_pack_git_deletes_while_the_compaction_lists_packs_is_not_reopened(
 
     monkeypatch.setattr(type(store), "_update_pack_cache", look)
     try:
-        found = maint._mergeable(store)
+        found = _compact._mergeable(store)
         for p in found:
             len(p)  # what the compaction asks first
         cached = list(store._iter_cached_packs())

@@ -53,6 +53,7 @@ def _not_the_groups(remote: Path) -> list[str]:
     return wrong
 
 
+@pytest.mark.usefixtures("accelerated")  # the compaction accelerator itself
 @pytest.mark.parametrize("finished", [True, False], ids=["finished", "stopped-by-a-reader"])
 def test_a_compaction_leaves_only_files_the_group_may_use(
     tmp_path: Path, umask_077: None, finished: bool

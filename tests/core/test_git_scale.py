@@ -19,6 +19,9 @@ from dulwich.repo import Repo
 from datom_core._errors import PushRejectedError
 from datom_core._git import Author, GitCredentials, MetadataRepo, TreeReader, _lock
 from datom_core._git import _maintenance as maint
+from datom_core._git._access import LOCK_NAME
+from datom_core._git._fast import _compact
+from datom_core._git._fast._packs import write_objects
 from tests.gitcli import git, needs_git
 from tests.gitserver import GitHTTPServer
 
@@ -334,6 +337,7 @@ def test_over_https_datom_pushes_the_branch_the_remote_head_names(
     assert other.branch == "master" and other.read("x") == b"1"
 
 
+@pytest.mark.usefixtures("accelerated")  # the compaction accelerator itself
 def test_a_remote_written_by_short_lived_processes_is_compacted(tmp_path: Path) -> None:
     """Every commit comes from a fresh handle, as each step of Dagster's multi-process
     executor or each CLI call opens one: no handle reaches its own count of pushes, yet
@@ -388,6 +392,7 @@ def _turn_is_free(bare: Path) -> bool:
         os.close(fd)
 
 
+@pytest.mark.usefixtures("accelerated")  # the compaction accelerator itself
 def test_a_push_compacts_the_remote_after_the_writers_turn(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -425,6 +430,7 @@ def _objects(bare: Path) -> dict[bytes, tuple[int, bytes]]:
         return {sha: r.object_store.get_raw(sha) for sha in r.object_store}
 
 
+@pytest.mark.usefixtures("accelerated")  # the compaction accelerator itself
 @needs_git
 def test_a_remote_compaction_deletes_only_when_nobody_reads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -450,6 +456,7 @@ def test_a_remote_compaction_deletes_only_when_nobody_reads(
     git(bare, "fsck", "--strict", "--no-dangling")
 
 
+@pytest.mark.usefixtures("accelerated")  # the compaction accelerator itself
 def test_one_process_at_a_time_compacts_a_remote(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -520,10 +527,10 @@ def test_a_loose_object_deleted_meanwhile_does_not_stop_a_compaction(
     bare = _remote_of_six_pushes(tmp_path, monkeypatch, budget=2)
     with closing(Repo(str(bare))) as r:
         store = r.object_store
-        plan = maint._prepare(store)
+        plan = _compact._prepare(store, (maint.LOOSE_BUDGET, maint.PACK_BUDGET))
         gone = plan.loose[0]
         os.remove(store._get_shafile_path(gone))  # as a compactor of an older datom would
-        assert maint._finish(store, plan) == (len(plan.loose), 0)
+        assert _compact._finish(store, plan) == (len(plan.loose), 0)
         assert store.count_loose_objects() == 0
         assert store.get_raw(gone)[0] in (1, 2, 3)  # still there, in the pack
 
@@ -555,9 +562,10 @@ def _packs_of(bare: Path, n: int) -> None:
     with closing(Repo(str(bare))) as r:
         shas = sorted(r.object_store)
         for i in range(n):
-            maint.write_pack(r.object_store, [r.object_store[s] for s in shas[i::n]])
+            write_objects(r.object_store, [r.object_store[s] for s in shas[i::n]])
 
 
+@pytest.mark.usefixtures("accelerated")  # the compaction accelerator itself
 def test_a_compaction_after_another_processes_merge_skips_the_packs_it_deleted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -592,8 +600,14 @@ def test_the_remotes_shared_hold_lasts_while_any_thread_reads(
     access = maint.RemoteAccess(bare)
 
     def compactor_can_delete() -> bool:
-        with maint.flock(bare / maint._LOCK_NAME, fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
-            return alone
+        fd = os.open(bare / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as the compaction deletes
+            return True
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(fd)
 
     entered, release = threading.Event(), threading.Event()
 

@@ -15,6 +15,7 @@ from dulwich.repo import Repo
 import datom_core as dc
 from datom_core._git import MetadataRepo
 from datom_core._git import _maintenance as maint
+from datom_core._git._fast._packs import write_objects
 from datom_core._git._shared import SHARE_ENV
 from tests.core.projects import frame
 from tests.core.test_git_objects import ME, loose_files, put
@@ -53,6 +54,7 @@ def test_clones_read_the_remotes_objects_without_copying_them(tmp_path: Path) ->
             assert git(clone, "log", "--format=%H", "-1").strip() == shas[-1]
 
 
+@pytest.mark.usefixtures("accelerated")  # the compaction accelerator itself
 def test_a_clone_stays_readable_while_its_remote_is_compacted(tmp_path: Path) -> None:
     a = MetadataRepo.init(tmp_path / "a", None)
     b = MetadataRepo.clone(a.remote_url, tmp_path / "b")
@@ -61,7 +63,7 @@ def test_a_clone_stays_readable_while_its_remote_is_compacted(tmp_path: Path) ->
         a.commit_and_push(put({f"t{i}/m.json": b"%d" % i}), f"c{i}", ME)
     with closing(Repo(str(remote))) as r:  # past the remote's budget, with no push to see it
         for _ in range(maint.PACK_BUDGET + 1):
-            maint.write_pack(
+            write_objects(
                 r.object_store, [r.object_store[r.head()], Blob.from_string(os.urandom(8))]
             )
     b.fetch_and_reset()

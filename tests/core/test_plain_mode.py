@@ -23,9 +23,9 @@ import pytest
 
 import datom_core as dc
 from datom_core._git import _logview, _metadata, _repo
-from datom_core._git._fast import _history, _index, _packs, _tree
+from datom_core._git._fast import _compact, _history, _index, _packs, _tree
+from datom_core._git._fast._compact import _pack_loose
 from datom_core._git._fast._packs import merge_packs
-from datom_core._git._maintenance import _pack_loose
 from datom_core._identity import _chr
 from datom_core._plain import PLAIN_ENV, plain
 from datom_core._project import _documents, _history_text, _manifest_text
@@ -138,6 +138,8 @@ def test_under_the_switch_no_accelerator_runs(
         (_tree, "_offsets_in"),
         (_tree, "_LAYOUTS"),
         (_packs, "inflate_loose"),
+        (_compact, "compact"),
+        (_compact, "compact_remote"),
         (_packs, "_delta"),
         (_history.PathHistory, "at"),
         (_logview, "first_parents"),

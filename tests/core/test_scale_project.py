@@ -32,6 +32,7 @@ def _store_shape(git_dir: Path) -> tuple[int, int]:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("accelerated")  # the remote's compaction (_git/_fast/_compact.py) too
 def test_two_hundred_tables_and_five_hundred_commits_stay_correct(tmp_path: Path) -> None:
     conn = dc.init_repo(tmp_path / "repo", "SCALE", dc.LocalStore(tmp_path / "store"))
     written: dict[str, list[tuple[str, int]]] = {}  # table -> [(version, round)]

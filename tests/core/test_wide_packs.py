@@ -21,7 +21,8 @@ from dulwich.repo import Repo
 import datom_core as dc
 from datom_core._git import Author, MetadataRepo
 from datom_core._git import _maintenance as maint
-from datom_core._git._fast import _packs
+from datom_core._git._fast import _compact, _packs
+from datom_core._git._fast._packs import write_objects
 from datom_core._git._shared import SHARE_ENV
 from tests.gitcli import GIT, git, needs_git
 
@@ -80,7 +81,7 @@ def test_loose_objects_are_packed_from_their_bytes_exactly(tmp_path: Path) -> No
     repo = Repo.init_bare(tmp_path / "r", mkdir=True)
     repo.close()
     made = _history(repo, 100, 1500)
-    packed = maint._pack_loose(repo.object_store)
+    packed = _compact._pack_loose(repo.object_store)
     assert packed == len(made)
     assert repo.object_store.count_loose_objects() == 0
     _same(repo, made)
@@ -105,7 +106,7 @@ def test_merged_packs_copy_entries_and_resolve_git_deltas(tmp_path: Path) -> Non
         blob = Blob.from_string(b"round %d\n" % round_)
         repo.object_store.add_object(blob)
         more[blob.id] = (blob.type_num, blob.as_raw_string())
-        maint._pack_loose(repo.object_store)
+        _compact._pack_loose(repo.object_store)
     deltas = git(where, "verify-pack", "-v", *map(str, where.glob("objects/pack/*.pack")))
     assert " blob " in deltas and any(len(line.split()) > 5 for line in deltas.splitlines())
     assert len(repo.object_store.packs) > maint.PACK_BUDGET
@@ -129,11 +130,11 @@ def test_merged_delta_packs_keep_their_deltas_exactly(tmp_path: Path) -> None:
     where = tmp_path / "r"
     repo = Repo.init_bare(where, mkdir=True)
     made = _history(repo, 60, 300)
-    maint._pack_loose(repo.object_store)
+    _compact._pack_loose(repo.object_store)
     (ours,) = repo.object_store.packs
     size = Path(ours._basename + ".pack").stat().st_size
     some = [repo.object_store[ObjectID(sha)] for sha in list(made)[::3]]
-    maint.write_pack(repo.object_store, some)  # a second pack: some objects twice
+    write_objects(repo.object_store, some)  # a second pack: some objects twice
     packs = sorted(repo.object_store.packs, key=len)  # the copies first: bases move
     name = _packs.merge_packs(repo.object_store, packs)
     for p in packs:
@@ -154,7 +155,7 @@ def test_an_unreadable_loose_object_is_left_loose(tmp_path: Path) -> None:
     path = Path(repo.object_store._get_shafile_path(bad.id))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(zlib.compress(b"blob 3\0bad")[:-2])  # a torn write: no checksum
-    assert maint._pack_loose(repo.object_store) == 1
+    assert _compact._pack_loose(repo.object_store) == 1
     assert path.exists()
     repo.close()
     with closing(Repo(str(tmp_path / "r"))) as again:
@@ -231,16 +232,16 @@ def test_blobs_this_process_made_are_packed_from_memory_exactly(
     for i in range(20):
         repo.commit({f"t{i % 4}/m": b"doc %d\n" % i, ".datom/manifest.json": b"m%d\n" % i}, "c", ME)
     read: list[bytes] = []
-    real = maint.loose_entry
+    real = _compact.loose_entry
 
     def counted(store: Any, sha: bytes) -> Any:
         read.append(sha)
         return real(store, sha)
 
-    monkeypatch.setattr(maint, "loose_entry", counted)
+    monkeypatch.setattr(_compact, "loose_entry", counted)
     with closing(Repo(str(tmp_path / "a"))) as r:
         before = {sha: r.object_store.get_raw(sha) for sha in r.object_store}
-        packed = maint._pack_loose(r.object_store)
+        packed = _compact._pack_loose(r.object_store)
         assert packed == len(before) and r.object_store.count_loose_objects() == 0
         blobs = sum(1 for kind, _ in before.values() if kind == Blob.type_num)
         assert len(read) == packed - blobs  # trees and commits only were read from files

@@ -14,6 +14,9 @@ every plain path (see :mod:`datom_core._plain`).
 * :mod:`._advert`: the last ref advertisement kept a few seconds, a write's tip and its
   push's (plain: a fetch per write, dulwich's ``send_pack`` asking its own;
   ``DATOM_PLAIN=advert`` selects it alone).
+* :mod:`._compact`, :mod:`._held`: packs merged, a local remote compacted, git's metadata
+  honoured (plain: dulwich's ``pack_loose_objects`` for a clone, nothing for a remote;
+  ``DATOM_PLAIN=compact`` selects it alone).
 * :mod:`._prime`: the push's ref advertisement read while a shallow clone fetches
   (plain: the first push asks for it).
 """

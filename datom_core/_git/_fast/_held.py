@@ -1,4 +1,11 @@
-"""What git's own metadata holds in a pack folder (private to the git layer).
+"""What git's own metadata holds in a pack folder, for the compaction that merges packs
+(an accelerator of the git layer with :mod:`._compact`; switched off by ``DATOM_PLAIN=1``
+or ``DATOM_PLAIN=compact``, see :mod:`datom_core._plain`).
+
+Contract: a pack git's metadata names or marks is never merged away or rewritten, and a
+``.keep`` or temporary file is removed only when datom's own and an hour old. Plain path:
+none is needed, as dulwich's ``pack_loose_objects`` (the plain compaction) deletes no
+pack and sweeps nothing.
 
 git keeps files beside its packs and about them: ``.keep`` (never repack this), cruft
 packs' ``.mtimes`` (unreachable objects with their ages, for git's pruning), a partial
@@ -20,9 +27,10 @@ from contextlib import contextmanager
 
 from dulwich.midx import load_midx
 
+from .._access import PUSH_KEEP
+
 __all__ = [
     "KEEP",
-    "PUSH_KEEP",
     "STALE_AFTER",
     "drop_stale_files",
     "drop_stale_keeps",
@@ -31,7 +39,6 @@ __all__ = [
 ]
 
 KEEP = b"datom compaction\n"  # the .keep of a pack whose compaction is running
-PUSH_KEEP = b"datom push\n"  # the .keep of a pushed pack whose ref has not moved yet
 STALE_AFTER = 3600.0  # seconds after which a temporary file is a killed writer's
 _PREFIX = "tmp_obj_"  # git's loose objects being written
 
