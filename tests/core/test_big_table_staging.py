@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -93,20 +94,27 @@ def test_a_failed_big_write_leaves_no_temp_file_and_the_table_as_it_was(
     )
 
 
-def test_a_staged_file_is_hidden_from_listings_and_its_folder_made_on_demand(
+def test_a_staged_file_a_killed_writer_leaves_is_hidden_then_found_by_validate(
     tmp_path: Path,
 ) -> None:
-    store = LocalStore(tmp_path / "store", prefix="proj")
+    conn = new_project(tmp_path)
+    store = conn.store
+    assert isinstance(store, LocalStore)
     path, fd = store.open_staging("fresh")  # no folder yet: a table's first write
     try:
-        os.write(fd, b"partial")
+        os.write(fd, b"half a parquet")
     finally:
         os.close(fd)
     assert path.parent == Path(store.url.removeprefix("file://")) / "fresh"
     assert TEMP_NAME.match(path.name)
-    assert store.list() == []  # a crash that leaves it behind shows nothing
-    store.write_bytes("fresh/a.json", b"{}")
-    assert store.list() == ["fresh/a.json"]
+    assert not [k for k in store.list() if k.startswith("fresh/")]  # listings never show it
+    assert not [p for p in conn.validate().problems if p.kind == "temp_object"]  # a live write
+    two_hours_ago = time.time() - 7200
+    os.utime(path, (two_hours_ago, two_hours_ago))
+    found = [p for p in conn.validate().problems if p.kind == "temp_object"]
+    assert [p.key for p in found] == [f"fresh/{path.name}"]
+    conn.validate(fix=True)
+    assert not path.exists()
 
 
 def test_a_staged_file_for_another_folder_is_copied_not_linked(tmp_path: Path) -> None:
