@@ -90,7 +90,7 @@ class LocalStore(Store):
         """Store ``data`` (bytes or a local file path) at ``key`` unless an object is there.
 
         Atomic: of several concurrent callers exactly one gets True, and an existing object
-        is never replaced.
+        is never replaced. A file :meth:`open_staging` made in ``key``'s folder is linked.
         """
         if isinstance(data, str | os.PathLike):
             source = check_source(data, key)
@@ -331,7 +331,7 @@ _sync_file_range: Any = _load_sync_file_range()
 
 
 def _staged_beside(source: Path, final: Path) -> bool:
-    """Whether ``source`` is a temp file in ``final``'s folder (see ``staging_folder``)."""
+    """Whether ``source`` is a temp file in ``final``'s folder (see ``open_staging``)."""
     return source.parent == final.parent and TEMP_NAME.match(source.name) is not None
 
 
