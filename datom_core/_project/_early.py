@@ -35,6 +35,7 @@ class EarlyParquet:
         self, table: pa.Table, ctx: ProjectContext, name: str, current: TableMetadata | None
     ) -> None:
         self._table = table
+        self._store, self._folder = ctx.store, name
         self.background: BackgroundParquet | None = None
         self._expected: dict[int, tuple[str, str]] = {}
         self._inline = table.num_rows <= INLINE_ROWS  # then nothing to decide: no footer read
@@ -58,7 +59,7 @@ class EarlyParquet:
             self.background.provide(table_hash.column_hashes)
 
     def _start(self) -> None:
-        self.background = BackgroundParquet(self._table)
+        self.background = BackgroundParquet(self._table, store=self._store, folder=self._folder)
 
     def __enter__(self) -> EarlyParquet:
         return self

@@ -18,6 +18,7 @@ from datom_core._errors import StoreError
 from datom_core._store._base import CHUNK_SIZE, Document, Staged, Store, uninitialised_buffer
 from datom_core._store._paths import (
     TEMP_MARKER,
+    TEMP_NAME,
     check_encodable,
     check_source,
     normalise_prefix,
@@ -25,7 +26,9 @@ from datom_core._store._paths import (
 
 __all__ = ["LocalStore"]
 
-_READ_CHUNK = 4 << 20  # bytes read and hashed per step by read_verified
+# Bytes read and hashed per step by read_verified: a slice this small is still in the CPU's
+# cache when the hash reads it (4 MiB slices cost ~5 ms more on a 19 MB object).
+_READ_CHUNK = 256 << 10
 
 # errno values meaning "this filesystem cannot hard-link": fall back to check-then-replace.
 _NO_LINK = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV, errno.EMLINK}
@@ -87,10 +90,13 @@ class LocalStore(Store):
         """Store ``data`` (bytes or a local file path) at ``key`` unless an object is there.
 
         Atomic: of several concurrent callers exactly one gets True, and an existing object
-        is never replaced.
+        is never replaced. A file :meth:`open_staging` made in ``key``'s folder is linked.
         """
         if isinstance(data, str | os.PathLike):
-            writer = _copier(check_source(data, key))
+            source = check_source(data, key)
+            if _staged_beside(Path(source), Path(self._path(key))):
+                return self._link_staged(Path(source), key)
+            writer = _copier(source)
         else:
             payload = bytes(data)
 
@@ -100,6 +106,29 @@ class LocalStore(Store):
         if self.exists(key):
             return False
         return self._publish(key, writer, exclusive=True)
+
+    def open_staging(self, folder: str) -> tuple[Path, int]:
+        """A new empty file in the store's ``folder`` key, open for writing (its path and
+        descriptor): named as a temp file (``TEMP_NAME``, hidden from listings), it is
+        linked into place, not copied, when given to :meth:`put_if_absent` for a key of
+        that folder. The caller closes it, and deletes it after."""
+        path = Path(self._path(folder)) / f".parquet{TEMP_MARKER}{secrets.token_hex(8)}"
+        with self._translated("write", folder):
+            return path, _create(path)
+
+    def _link_staged(self, source: Path, key: str) -> bool:
+        """:meth:`put_if_absent` of a file staged beside ``key``: synced, then linked."""
+        final = Path(self._path(key))
+        with self._translated("write", key):
+            fd = os.open(source, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)  # the bytes are on disk before their name appears
+            finally:
+                os.close(fd)
+            wrote = _link_or_replace(source, final, exclusive=True)
+            if wrote:
+                _fsync_dir(final.parent)
+            return wrote
 
     def stage_in_order(self, documents: Sequence[Document]) -> Staged:
         """Every document's bytes written and synced now, none named before ``publish()``
@@ -299,6 +328,11 @@ def _load_sync_file_range() -> Any:
 
 _SYNC_FILE_RANGE_WRITE = 2
 _sync_file_range: Any = _load_sync_file_range()
+
+
+def _staged_beside(source: Path, final: Path) -> bool:
+    """Whether ``source`` is a temp file in ``final``'s folder (see ``open_staging``)."""
+    return source.parent == final.parent and TEMP_NAME.match(source.name) is not None
 
 
 def _copier(source: str) -> Callable[[BinaryIO], None]:

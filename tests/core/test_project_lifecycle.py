@@ -253,9 +253,9 @@ def test_parquet_is_serialised_early_only_for_new_data(tmp_path, monkeypatch) ->
     started: list[str] = []
 
     class Counting(BackgroundParquet):
-        def __init__(self, table):
+        def __init__(self, table, **where):
             started.append("x")
-            super().__init__(table)
+            super().__init__(table, **where)
 
     monkeypatch.setattr(_early, "BackgroundParquet", Counting)
     monkeypatch.setattr(_early, "INLINE_ROWS", 0)  # every table early, however small

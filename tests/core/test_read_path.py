@@ -14,6 +14,7 @@ import hashlib
 import io
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -176,9 +177,9 @@ def test_a_small_table_is_encoded_by_the_write_itself_to_the_same_bytes(
     started: list[int] = []
 
     class Counting(_parquet.BackgroundParquet):
-        def __init__(self, table: pa.Table) -> None:
+        def __init__(self, table: pa.Table, **where: Any) -> None:
             started.append(table.num_rows)
-            super().__init__(table)
+            super().__init__(table, **where)
 
     monkeypatch.setattr(_early, "BackgroundParquet", Counting)
     data = [frame(30, seed=s) for s in range(3)]
