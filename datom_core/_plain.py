@@ -10,7 +10,8 @@ out when chasing a problem, and to measure what they pay. The switch is read at 
 so a process may change it between operations (the benchmarks do).
 
 ``DATOM_PLAIN`` may instead name some accelerators, comma-separated (``walk``: the git
-layer's tree walks, see :data:`NAMED`): only those take their plain path, so a benchmark
+layer's tree walks; ``group``: group commit; ``share``: a clone reading a local remote's
+objects in place; see :data:`NAMED`): only those take their plain path, so a benchmark
 can show what each one pays.
 """
 
@@ -25,7 +26,7 @@ PLAIN_ENV = "DATOM_PLAIN"
 paths."""
 
 
-NAMED = frozenset({"walk"})
+NAMED = frozenset({"group", "share", "walk"})
 """Accelerators ``DATOM_PLAIN`` may name alone."""
 
 

@@ -46,6 +46,7 @@ from typing import Any, cast
 
 from datom_core._errors import GitError, mark_push_sent
 from datom_core._git import Author, ChainItem, MetadataRepo
+from datom_core._plain import plain
 from datom_core._project import _layout as L
 from datom_core._project._build import TableUpdate
 from datom_core._project._outcome import entries_on
@@ -58,7 +59,10 @@ Pushed = Callable[[str], None]
 
 
 def grouping_enabled() -> bool:
-    """Whether writes sharing a clone are grouped (``DATOM_GROUP_COMMIT``, default on)."""
+    """Whether writes sharing a clone are grouped (``DATOM_GROUP_COMMIT``, default on;
+    off under ``DATOM_PLAIN=group``)."""
+    if plain("group"):
+        return False
     return os.environ.get("DATOM_GROUP_COMMIT", "1").strip().lower() not in {"0", "off", "no"}
 
 

@@ -16,7 +16,7 @@ from dulwich.repo import Repo
 
 import datom_core as dc
 from datom_core._git import Author, GitCredentials, MetadataRepo
-from datom_core._git._tipview import note_tip
+from datom_core._git._fast._tipnote import note_tip
 from tests.core.projects import frame
 from tests.gitserver import GitHTTPServer, counted_requests
 
