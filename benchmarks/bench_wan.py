@@ -23,6 +23,7 @@ interleaved, and prints "fast / plain" (``group`` with ``--one-clone``: group co
 from __future__ import annotations
 
 import argparse
+import itertools
 import multiprocessing as mp
 import statistics
 import sys
@@ -35,6 +36,8 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _wan_setup import World, store_of, wan_world  # noqa: E402
+
+_RUNS = itertools.count()  # each phase its own remote
 
 
 def _table(tag: str, i: int) -> pa.Table:
@@ -132,7 +135,8 @@ def many_writers(world: World, ctx: Any, n: int, shared: bool, writes: int, budg
 
     import datom_core as dc
 
-    repo = f"many-{n}-{'shared' if shared else 'distinct'}{'-one' if one_clone else ''}-{plain}"
+    kind = f"{'shared' if shared else 'distinct'}{'-one' if one_clone else ''}-{plain}"
+    repo = f"many-{n}-{kind}-{next(_RUNS)}"
     world.git_server.create_bare(repo)
     dc.init_repo(world.tmp / repo, "WAN", world.store(repo), world.remote(repo))
     start = ctx.Barrier(n + 1)
@@ -220,10 +224,10 @@ def main() -> None:
         phases = {"both": (False, True), "distinct": (False,), "shared": (True,)}
         for shared in phases[args.tables]:
             base = None
-            for n in counts:
-                if args.compare and n > 1:
+            for i, n in enumerate(counts):
+                if args.compare and n > 1:  # the order alternates: --writers 8,8 for both
                     kw, r = (world, ctx, n, shared, writes, args.budget, args.one_clone), {}
-                    for mode in ("0", args.compare) if n % 2 else (args.compare, "0"):
+                    for mode in ("0", args.compare) if i % 2 else (args.compare, "0"):
                         r[mode] = many_writers(*kw, plain=mode)
                     print(f"      fast / plain = {r['0'] / r[args.compare]:4.2f}")
                     continue

@@ -15,7 +15,7 @@ from dulwich.object_store import BaseObjectStore
 
 from ._objects import TreeReader, blob_data, commit_of, tree_of
 
-__all__ = ["TipView", "read_in_tree"]
+__all__ = ["TipView"]
 
 Guard = Callable[[], AbstractContextManager[object]]
 
@@ -63,14 +63,3 @@ class TipView(TreeReader):
                 for name, mode, _ in tree.iteritems()
                 if stat.S_ISDIR(mode)
             ]
-
-
-def read_in_tree(store: BaseObjectStore, tree: bytes, relpath: str) -> bytes | None:
-    """The bytes of the file ``relpath`` under the tree ``tree`` (None: absent there)."""
-    sha = tree
-    for part in relpath.encode().split(b"/"):
-        found = tree_of(store, sha)
-        if found is None or part not in found:
-            return None
-        sha = found[part][1]
-    return blob_data(store, sha)

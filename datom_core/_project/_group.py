@@ -34,7 +34,9 @@ recorded (then it completes as a push whose answer was lost, ``_outcome``) and
 otherwise leads its own write again. A writer killed while waiting is dropped, never
 recorded for no one (its request's ``flock``, ``_queue``).
 
-``DATOM_GROUP_COMMIT=0`` turns grouping off (every write pushes alone, as before).
+``DATOM_GROUP_COMMIT=0`` turns grouping off (every write pushes alone, as before), as
+does ``DATOM_PLAIN=group``: grouping is for speed only, and that is its plain path (the
+shared look at the tip is the git layer's accelerator ``_git/_fast/_tipnote``).
 """
 
 from __future__ import annotations

@@ -60,6 +60,7 @@ def _queued(clone: Path) -> int:
     return len(list(folder.glob("*.req"))) if folder.exists() else 0
 
 
+@pytest.mark.usefixtures("accelerated")
 def test_writers_behind_a_push_queue_without_the_lock_and_share_one_look(
     any_git_http_server: GitHTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -128,6 +129,7 @@ def test_writers_behind_a_push_queue_without_the_lock_and_share_one_look(
 ME = Author("Ada Lovelace", "ada@example.org")
 
 
+@pytest.mark.usefixtures("accelerated")
 def test_a_sharers_newer_push_is_the_tip_classified_on_without_a_request(
     any_git_http_server: GitHTTPServer, tmp_path: Path
 ) -> None:
@@ -165,3 +167,23 @@ def test_a_note_older_than_the_own_look_is_never_taken(
     note_tip(a.controldir, b"refs/heads/main", old.encode())  # a sharer's older look
     view = a.remote_tip(recent=True)
     assert view.commit == theirs and view.read("t/y.json") == b"b\n"
+
+
+def test_on_the_plain_path_a_sharers_note_is_not_taken(
+    any_git_http_server: GitHTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``DATOM_PLAIN=group``: the tip a sharer pushed is read from the remote itself (one
+    advertisement), the same tip the note gives on the fast path."""
+    server = any_git_http_server
+    server.create_bare("proj")
+    url, creds = server.url_for("proj"), GitCredentials(server.token)
+    first = MetadataRepo.clone(url, tmp_path / "a", credentials=creds)
+    first.commit_and_push(lambda tree: {"t/x.json": b"0\n"}, "seed", ME)
+    other = MetadataRepo.open(tmp_path / "a", credentials=creds)
+    other.remote_head()
+    made = first.commit_and_push(lambda tree: {"t/x.json": b"1\n"}, "one", ME)
+    monkeypatch.setenv("DATOM_PLAIN", "group")
+    _count(server)
+    view = other.remote_tip(recent=True)
+    assert (view.commit, view.read("t/x.json")) == (made, b"1\n")
+    assert _count(server), "the plain path looks at the remote"
