@@ -315,7 +315,7 @@ class RepoCore:
             return answers, tip, made.id
 
     def _stay_on(self, r: Repo, remote: Transport, branch: bytes, tip: bytes | None) -> None:
-        """Nothing to record: the clone follows the remote's ``tip`` as it is."""
+        """The clone follows the remote's ``tip`` as it is (nothing to record)."""
         if tip is not None:
             remote.fetch_commit(r, tip, branch)
             gi.set_tracking(r, branch, tip)
@@ -377,10 +377,7 @@ class RepoCore:
             branch, sha = gi.branch_ref(r), commit.encode() if commit is not None else None
             if sha != gi.get_ref(r, branch):
                 self._keep_local_work(r, branch, sha, "catch up with origin")
-            if sha is not None and sha != gi.get_ref(r, branch):
-                self._remote().fetch_commit(r, sha, branch)
-                gi.set_tracking(r, branch, sha)
-            self._worktree.move_to(r, branch, sha)
+                self._stay_on(r, self._remote(), branch, sha)
 
     def default_author(self) -> Author:
         """:meth:`Author.default`, also consulting this clone's own ``.git/config``."""
