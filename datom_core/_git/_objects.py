@@ -261,7 +261,7 @@ def build_chain(
     objects: dict[bytes, ShaFile] = {}
     changes: dict[bytes, bytes | None] = {}
     parent, last = tip, None
-    for item in items:
+    for n, item in enumerate(items):
         base = store if parent == tip else overlay
         try:
             files = dict(item.build(TreeReader(base, parent)))
@@ -274,8 +274,9 @@ def build_chain(
         answers.append(new.id.decode() if new is not None else None)
         if new is not None:
             for obj in new.objects:
+                if obj.id not in objects and n + 1 < len(items):  # a later build reads it
+                    memory.add_object(obj)  # (a copy: none for a write alone)
                 objects.setdefault(obj.id, obj)
-                memory.add_object(obj)
             changes.update(new.changes)
             parent, last = new.id, new
     return answers, NewCommit(last.commit, list(objects.values()), changes) if last else None
