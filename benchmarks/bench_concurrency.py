@@ -15,6 +15,11 @@ reference (the target is the write's), as most of a bare ``commit_and_push`` run
 the writers' turn, where writers queue. The machine may be loaded: read the ratios.
 ``--git-only`` skips the ``Connection.write`` phases.
 
+``--compare NAME`` measures one accelerator of the clone side (``group``: group commit, 8
+writers through one clone; ``share``: each writer its own clone of a local remote, reading
+its objects in place) against its plain path (``DATOM_PLAIN=NAME``), ``--rounds`` runs of
+each interleaved, and prints "fast / plain" of the best rates.
+
 ``--servers`` runs the server phases instead (also run at the end of a full run): for
 each remote (dulwich's smart-HTTP server, git's own ``git http-backend``, the local bare
 remote), 2 and 8 writers, each with its clone, writing distinct tables, alone and with a
@@ -29,6 +34,7 @@ import gc
 import importlib
 import json
 import multiprocessing as mp
+import os
 import sys
 import tempfile
 import time
@@ -189,9 +195,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--git-only", action="store_true")
     parser.add_argument("--servers", action="store_true", help="only the server phases")
+    parser.add_argument("--compare", choices=("group", "share"), help="fast / plain of one")
     args = parser.parse_args(argv)
     if args.servers:
         return 0 if _servers(args.writes) else 1
+    if args.compare:
+        with tempfile.TemporaryDirectory(prefix="datom-bench-cmp-") as tmp:
+            return 0 if _compare(Path(tmp), args.compare, args, args.rounds) else 1
     ok = True
     with tempfile.TemporaryDirectory(prefix="datom-bench-conc-") as tmp:
         root = Path(tmp)
@@ -354,6 +364,40 @@ def _git_only(root: Path, writers: int, writes: int) -> bool:
             "commit"
         )
     return ok
+
+
+def _compare(root: Path, name: str, args: Any, rounds: int) -> bool:
+    """``--compare``: the accelerator ``name`` against ``DATOM_PLAIN=name``, interleaved."""
+    store = root / "store"
+    origin = dc.init_repo(root / "origin", "BENCH", dc.LocalStore(store))
+    url = origin.repo.remote_url
+    modes = {"plain": name, "fast": "0"}
+    clones: dict[str, list[Path]] = {}
+    for mode, env in modes.items():  # a clone shares the remote's objects from its making
+        os.environ["DATOM_PLAIN"] = env
+        made = [root / f"{mode}{w}" for w in range(args.writers)]
+        for c in made[: 1 if name == "group" else None]:
+            dc.clone(url, c, dc.LocalStore(store))
+        clones[mode] = [made[0]] * args.writers if name == "group" else made
+    rates: dict[str, list[float]] = {"plain": [], "fast": []}
+    failed = 0
+    for r in range(rounds):
+        order = ("plain", "fast") if r % 2 == 0 else ("fast", "plain")
+        for i, mode in enumerate(order):
+            os.environ["DATOM_PLAIN"] = modes[mode]  # the spawned writers read it
+            elapsed, results, _ = _run(
+                clones[mode], store, args.writes, False, base=100 * r + 50 * i
+            )
+            failed += len([x for x in results if x[2]])
+            rates[mode].append(len([x for x in results if x[1]]) / elapsed)
+    os.environ.pop("DATOM_PLAIN", None)
+    plain, fast = max(rates["plain"]), max(rates["fast"])
+    print(
+        f"{name}: {args.writers} writers x {args.writes} writes, failures {failed}; plain "
+        f"({_rates(rates['plain'])}) best {plain:.1f} writes/s, fast ({_rates(rates['fast'])}) "
+        f"best {fast:.1f} writes/s: fast / plain = {fast / plain:.2f}"
+    )
+    return failed == 0
 
 
 if __name__ == "__main__":

@@ -18,11 +18,14 @@ Each phase starts writes for ``--budget`` seconds (default 12; a writer makes up
 run stays near 3 minutes even where writers queue for minutes; cut-off writers are
 printed. ``--quick``: 1 and 4 writers, 2 writes each. ``--rtt`` in ms. ``--git-backend`` serves git
 with ``git http-backend`` (threaded) instead of dulwich's single-threaded server.
+``--compare NAME`` runs each phase under ``DATOM_PLAIN=NAME`` and with the accelerator,
+interleaved, and prints "fast / plain" (``group`` with ``--one-clone``: group commit).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import multiprocessing as mp
 import os
 import statistics
@@ -36,6 +39,8 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _wan_setup import World, store_of, wan_world  # noqa: E402
+
+_RUNS = itertools.count()  # each phase its own remote
 
 
 def _table(tag: str, i: int) -> pa.Table:
@@ -125,6 +130,9 @@ def _writer(spec: dict[str, Any], remote: str, name: str, table: str, writes: in
             out: Any, budget: float) -> None:  # fmt: skip
     """Clone, wait for the others, then write until ``writes`` are done or ``budget``
     seconds have passed; each outcome is reported as it happens."""
+    import os
+
+    os.environ["DATOM_PLAIN"] = spec.get("plain", "0")  # ``--compare``
     import datom_core as dc
 
     try:
@@ -154,7 +162,7 @@ def _writer(spec: dict[str, Any], remote: str, name: str, table: str, writes: in
 
 
 def many_writers(world: World, ctx: Any, n: int, shared: bool, writes: int, budget: float,
-                 one_clone: bool = False) -> float:  # fmt: skip
+                 one_clone: bool = False, plain: str = "0") -> float:  # fmt: skip
     """One phase: ``n`` writer processes; aggregate writes/s. Writes still running
     ``2 x budget`` seconds after the start are cut off (their processes ended) and
     reported as unfinished: on code whose writers queue behind each other a single
@@ -163,7 +171,8 @@ def many_writers(world: World, ctx: Any, n: int, shared: bool, writes: int, budg
 
     import datom_core as dc
 
-    repo = f"many-{n}-{'shared' if shared else 'distinct'}{'-one' if one_clone else ''}"
+    kind = f"{'shared' if shared else 'distinct'}{'-one' if one_clone else ''}-{plain}"
+    repo = f"many-{n}-{kind}-{next(_RUNS)}"
     world.git_server.create_bare(repo)
     dc.init_repo(world.tmp / repo, "WAN", world.store(repo), world.remote(repo))
     start = ctx.Barrier(n + 1)
@@ -172,6 +181,7 @@ def many_writers(world: World, ctx: Any, n: int, shared: bool, writes: int, budg
     for w in range(n):
         table = "shared" if shared else f"w{w}"
         spec = world.spec(repo) | ({"one_clone": str(world.tmp / repo)} if one_clone else {})
+        spec["plain"] = plain
         args = (spec, world.remote(repo), f"{repo}-{w}", table, writes, start, out,
                 budget)  # fmt: skip
         procs.append(ctx.Process(target=_writer, args=args))
@@ -207,7 +217,8 @@ def many_writers(world: World, ctx: Any, n: int, shared: bool, writes: int, budg
     p90 = latencies[int(0.9 * (ok - 1))] if ok else float("nan")
     cut = f", {n - done} writer(s) cut off at {2 * budget:.0f} s" if done < n else ""
     print(
-        f"  {n:2d} writers {'shared  ' if shared else 'distinct'}{' one clone' if one_clone else ''}: "
+        f"  {n:2d} writers {'shared  ' if shared else 'distinct'}{' one clone' if one_clone else ''}"
+        f"{' plain' if plain != '0' else ''}: "
         f"{rate:5.2f} writes/s, "
         f"{ok} done, {len(failures)} failed, p90 {p90:5.2f} s, max {max(latencies, default=0):5.2f} s, "
         f"git req/write {git / max(ok, 1):4.1f}, S3 req/write {s3 / max(ok, 1):4.1f}{cut}"
@@ -232,6 +243,7 @@ def main() -> None:
                         help="every writer through one shared clone (group commit)")  # fmt: skip
     parser.add_argument("--tables", choices=("both", "distinct", "shared"), default="both",
                         help="the writers' tables: one each, one shared, or both phases")  # fmt: skip
+    parser.add_argument("--compare", help="an accelerator to run plain too (DATOM_PLAIN=NAME)")
     args = parser.parse_args()
     counts = [1, 4] if args.quick else [int(x) for x in args.writers.split(",") if int(x)]
     writes = 2 if args.quick else args.writes
@@ -249,7 +261,13 @@ def main() -> None:
         phases = {"both": (False, True), "distinct": (False,), "shared": (True,)}
         for shared in phases[args.tables]:
             base = None
-            for n in counts:
+            for i, n in enumerate(counts):
+                if args.compare and n > 1:  # the order alternates: --writers 8,8 for both
+                    kw, r = (world, ctx, n, shared, writes, args.budget, args.one_clone), {}
+                    for mode in ("0", args.compare) if i % 2 else (args.compare, "0"):
+                        r[mode] = many_writers(*kw, plain=mode)
+                    print(f"      fast / plain = {r['0'] / r[args.compare]:4.2f}")
+                    continue
                 rate = many_writers(world, ctx, n, shared, writes, args.budget, args.one_clone)
                 base = base or rate
                 if n > 1:

@@ -7,9 +7,8 @@ dulwich is imported only inside this package. The rest of datom sees
 operation stays proportional to what changed, and :mod:`._metadata` for remotes and tokens.
 """
 
-from ._chain import ChainItem
 from ._metadata import MetadataRepo
-from ._objects import TreeReader
+from ._objects import ChainItem, TreeReader
 from ._remote import GitCredentials
 from ._tipview import TipView
 from ._types import Author, CommitInfo

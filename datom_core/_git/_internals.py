@@ -19,7 +19,7 @@ from dulwich.config import ConfigFile
 from dulwich.errors import NotGitRepository
 from dulwich.file import FileLocked
 from dulwich.graph import can_fast_forward
-from dulwich.index import IndexEntry, index_entry_from_stat
+from dulwich.index import index_entry_from_stat
 from dulwich.objects import Commit, ObjectID
 from dulwich.refs import Ref
 from dulwich.repo import Repo
@@ -329,24 +329,14 @@ def update_index(
                     del index[path]
             else:
                 st = os.lstat(root / os.fsdecode(path))
-                index[path] = index_entry(st, sha, modes.get(path, FILE_MODE))
+                index[path] = index_entry_from_stat(st, sha, mode=modes.get(path, FILE_MODE))
         unstale(index.write)
-
-
-def index_entry(st: os.stat_result, sha: bytes, mode: int = FILE_MODE) -> IndexEntry:
-    """dulwich's index entry for a file (the fallback for indexes we do not patch)."""
-    return index_entry_from_stat(st, sha, mode=mode)
-
-
-def dirty_paths(r: Repo) -> list[bytes]:
-    """Tracked files with staged or unstaged changes."""
-    status = porcelain.status(r, untracked_files="no")
-    return [p for paths in status.staged.values() for p in paths] + list(status.unstaged)
 
 
 def require_clean(r: Repo) -> None:
     """:class:`GitError` if tracked files have staged or unstaged changes."""
-    dirty = dirty_paths(r)
+    status = porcelain.status(r, untracked_files="no")
+    dirty = [p for paths in status.staged.values() for p in paths] + list(status.unstaged)
     if dirty:
         names = ", ".join(sorted({os.fsdecode(p) for p in dirty})[:5])
         raise GitError(

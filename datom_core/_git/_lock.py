@@ -33,6 +33,7 @@ from pathlib import Path
 from types import TracebackType
 
 from .._errors import GitError
+from ._groupshare import open_lock
 
 __all__ = ["RepoLock"]
 
@@ -108,14 +109,8 @@ class RepoLock:
             os.close(mine.fd)
 
     def _open(self) -> int:
-        mode = self._mode() if self._mode is not None else 0o644
         try:
-            try:
-                fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, mode)
-            except PermissionError:
-                if not self.lock_path.exists():
-                    raise
-                return os.open(self.lock_path, os.O_RDONLY | os.O_CLOEXEC)
+            return open_lock(self.lock_path, self._mode() if self._mode is not None else 0o644)
         except OSError as e:
             whose = _owner(self.lock_path)
             raise GitError(
@@ -124,11 +119,6 @@ class RepoLock:
                 "several users share: git config core.sharedRepository group, and a "
                 "group they all belong to)."
             ) from e
-        if mode != 0o644:
-            st = os.fstat(fd)
-            if st.st_uid == os.geteuid() and st.st_mode & 0o777 != mode:
-                os.fchmod(fd, mode)  # the umask took the team's bits away
-        return fd
 
     def _wait(self, fd: int) -> None:
         if self.timeout is None:

@@ -13,7 +13,7 @@ from .._plain import plain
 from . import _internals as gi
 from ._fast._history import PathHistory, first_parents, recent_change
 from ._objects import commit_of
-from ._tipview import read_in_tree
+from ._tipview import TipView
 from ._types import CommitInfo, commit_info
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ class HistoryReads:
                 raise
             self._whole(r)  # an older commit than a shallow clone holds
             found = self._commit(r, commit)
-        return read_in_tree(r.object_store, found.tree, relpath)
+        return TipView(r.object_store, found.id).read(relpath)
 
     def _commit(self, r: Repo, commit: str) -> Commit:
         """The commit of a full hex id, parsed once (a mirror derives a history's commits
@@ -84,17 +84,17 @@ class HistoryReads:
         if head is None:
             return []
         paths = [relpath.encode()] if relpath is not None else None
-        if plain():  # dulwich's walk, path-filtered
-            walker = r.get_walker(include=[ObjectID(head)], paths=paths, max_entries=max_entries)
-            return [commit_info(entry.commit) for entry in walker]
-        index = self._history.at(r, head) if paths is not None else None
-        known = index.commits(paths[0]) if index is not None and paths and index.linear else None
-        if known is not None:
-            newest_first = known[::-1][:max_entries]
-            return [commit_info(self._commit(r, c.decode())) for c in newest_first]
-        linear = first_parents(r.object_store, head, max_entries) if paths is None else None
-        if linear is not None:
-            return [commit_info(c) for c in linear]
+        if not plain():  # the plain path: dulwich's walk, path-filtered
+            index = self._history.at(r, head) if paths is not None else None
+            known = (
+                index.commits(paths[0]) if index is not None and paths and index.linear else None
+            )
+            if known is not None:
+                newest_first = known[::-1][:max_entries]
+                return [commit_info(self._commit(r, c.decode())) for c in newest_first]
+            linear = first_parents(r.object_store, head, max_entries) if paths is None else None
+            if linear is not None:
+                return [commit_info(c) for c in linear]
         walker = r.get_walker(include=[ObjectID(head)], paths=paths, max_entries=max_entries)
         return [commit_info(entry.commit) for entry in walker]
 

@@ -34,12 +34,11 @@ from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _internals as gi
 from . import _maintenance as maint
-from ._chain import Answer, ChainItem, commit_chain_and_push
 from ._diff import objects_to_send
 from ._fast._history import PathHistory
 from ._localwork import refuse_local_work, remember_made
 from ._logview import HistoryReads
-from ._objects import build_commit
+from ._objects import Answer, ChainItem, build_commit
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, normalize_remote
 from ._repo import _PUSH_DEADLINE, RepoCore, _now
 from ._shared import share_objects, sharing_wanted
@@ -241,12 +240,13 @@ class MetadataRepo(HistoryReads, RepoCore):
     def commit_chain_and_push(
         self, items: Sequence[ChainItem], deadline: float = _PUSH_DEADLINE
     ) -> tuple[list[Answer], str | None, str | None]:
-        """Record ``items`` as a chain of commits, one per item, in one push (``_chain``):
+        """Record ``items`` as a chain of commits, one per item, in one push (``RepoCore._record``):
         each item's answer (its commit, None when the tip already held its files, or the
         error its build raised), the remote's tip the chain was built on and the last
         commit pushed. Call :meth:`maintain_remote` with that commit once this clone's
         lock is released."""
-        answers, tip, last = commit_chain_and_push(self, items, deadline)
+        with self.lock():
+            answers, tip, last = self._record(items, deadline)
         return answers, _hex(tip), _hex(last)
 
     def maintain_remote(self, made: str) -> None:

@@ -12,21 +12,26 @@ kept by id for a while (the documents a write builds are read back by the next w
 from __future__ import annotations
 
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from dulwich.object_store import BaseObjectStore
+from dulwich.object_store import BaseObjectStore, MemoryObjectStore, OverlayObjectStore
 from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
 
 from .._memory import KeyedMemory
 from ._fast._index import FILE_MODE
 from ._fast._tree import as_edit, patched, remember_made
+from ._internals import check_relpath
 from ._read import load, load_raw
 
 __all__ = [
+    "Answer",
+    "Build",
+    "ChainItem",
     "NewCommit",
     "TreeReader",
     "blob_data",
+    "build_chain",
     "build_commit",
     "commit_of",
     "tree_of",
@@ -229,3 +234,49 @@ def build_commit(
     c.message = (message if message.endswith("\n") else message + "\n").encode()
     out.append(c)
     return NewCommit(c, out, {path: blob.id for path, blob in blobs.items()})
+
+
+Build = Callable[[TreeReader], Mapping[str, bytes]]
+Answer = str | None | Exception  # a write's commit, None (no commit needed) or its error
+
+
+@dataclass(frozen=True)
+class ChainItem:
+    """One write of a chain: ``build(tree)`` (``commit_and_push``'s), message, identity."""
+
+    build: Build
+    message: str
+    identity: str
+
+
+def build_chain(
+    store: BaseObjectStore, tip: bytes | None, items: Sequence[ChainItem], timestamp: int
+) -> tuple[list[Answer], NewCommit | None]:
+    """Each item's commit on the one before (the first on ``tip``), and the chain as one
+    :class:`NewCommit` (None: nothing to record). A write whose build raises is left out
+    with its error as its answer; one whose files the chain holds already makes no commit."""
+    memory = MemoryObjectStore()  # the chain's objects, read by later builds over ``store``
+    overlay = OverlayObjectStore([memory, store])
+    answers: list[Answer] = []
+    objects: dict[bytes, ShaFile] = {}
+    changes: dict[bytes, bytes | None] = {}
+    parent, last = tip, None
+    for n, item in enumerate(items):
+        base = store if parent == tip else overlay
+        try:
+            files = dict(item.build(TreeReader(base, parent)))
+            for relpath in files:
+                check_relpath(relpath)
+        except Exception as e:  # this write alone fails; the others go on
+            answers.append(e)
+            continue
+        new = build_commit(base, parent, files, item.message, item.identity.encode(), timestamp)
+        answers.append(new.id.decode() if new is not None else None)
+        if new is not None:
+            for obj in new.objects:
+                if obj.id not in objects and n + 1 < len(items):  # a later build reads it
+                    memory.add_object(obj)  # (a copy: none for a write alone)
+                objects.setdefault(obj.id, obj)
+            changes.update(new.changes)
+            parent, last = new.id, new
+    return answers, NewCommit(last.commit, list(objects.values()), changes) if last else None

@@ -19,9 +19,10 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 from dulwich.config import StackedConfig
 from dulwich.errors import NotGitRepository
@@ -35,14 +36,15 @@ from . import _internals as gi
 from . import _maintenance as maint
 from ._backoff import Backoff
 from ._copy import add_objects
+from ._fast._tipnote import note_tip, noted_tip
 from ._http import open_transport
 from ._localwork import forget_made, local_commits, refuse_local_work
 from ._lock import RepoLock
-from ._objects import NewCommit, TreeReader, build_commit
+from ._objects import Answer, Build, ChainItem, NewCommit, TreeReader, build_chain
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, is_http_url, resolve_credentials
 from ._settings import check_split_index, config_stamp, open_repo, precious
 from ._shared import missing_object, sharing_wanted
-from ._tipview import TipView, note_tip, noted_tip
+from ._tipview import TipView
 from ._transport import Transport
 from ._types import Author, author_from, config_stack
 from ._worktree import WorkTree
@@ -51,7 +53,7 @@ __all__ = ["Build", "RepoCore"]
 
 log = logging.getLogger("datom_core.git")
 
-Build = Callable[[TreeReader], Mapping[str, bytes]]
+Pushed = Callable[[str], None]
 _PUSH_DEADLINE = 300.0  # seconds a commit_and_push keeps replaying a rejected push
 _UNFOLLOWED = (
     "commit %s is recorded, but the clone %s could not follow it (%s); the next datom "
@@ -235,7 +237,7 @@ class RepoCore:
         author: Author | None = None,
         *,
         deadline: float = _PUSH_DEADLINE,
-        pushed: Callable[[str], None] | None = None,
+        pushed: Pushed | None = None,
     ) -> str | None:
         """Commit the files ``build`` returns on top of ``origin``'s tip and push them.
 
@@ -245,69 +247,75 @@ class RepoCore:
         ``deadline`` seconds have passed (then :class:`PushRejectedError`, nothing
         recorded). Returns the pushed commit, or ``None`` when the tip already holds those
         bytes (the clone is then moved to the tip). The clone ends on the pushed commit;
-        commits made there with git and not pushed make it refuse first (``_localwork``);
+        commits made with git and not pushed make it refuse first (``_localwork``);
         ``pushed(commit)`` once the remote holds it, before the clone moves (no waiting on its lock).
         """
-        if not message.strip():
-            raise GitError("A commit needs a non-empty message.")
+        who = (author or self.default_author()).identity
         with self.lock():
-            made = self._commit_and_push(build, message, author, deadline, pushed)
+            answers, _, made = self._record([ChainItem(build, message, who)], deadline, pushed)
         if made is not None:  # outside the clone's lock: steps sharing the clone go on
-            self._remote().maintain(made.encode())
-        return made
+            self._remote().maintain(made)
+        return cast(str | None, answers[0])
 
-    def _commit_and_push(
-        self,
-        build: Build,
-        message: str,
-        author: Author | None,
-        deadline: float,
-        pushed: Callable[[str], None] | None,
-    ) -> str | None:
-        """:meth:`commit_and_push` under the clone's lock, but for the remote's compaction."""
+    def _record(
+        self, items: Sequence[ChainItem], deadline: float, pushed: Pushed | None = None
+    ) -> tuple[list[Answer], bytes | None, bytes | None]:
+        """Under the clone's lock, commit ``items`` in order on ``origin``'s tip, pushed at
+        once (a single write is a chain of one): one answer per item, the tip built on and
+        the last commit pushed (None: none needed). A lost race builds again on the new tip
+        after a backoff; a write alone raises its build's error, one of several is given it."""
+        if any(not item.message.strip() for item in items):
+            raise GitError("A commit needs a non-empty message.")
         r = self._open()
         self._ready(r)
         remote = self._remote()
         branch = self._target_branch(r, remote)
-        who = (author or self.default_author()).identity.encode()
+        group = len(items) > 1
         end, backoff, attempts = time.monotonic() + deadline, Backoff(), 0
         while True:
             attempts += 1
             try:
-                turn = remote.turn(max(end - time.monotonic(), 0.0))
-                with turn, remote.view(r, branch) as (tip, store):
+                wait = max(end - time.monotonic(), 0.0)
+                with remote.turn(wait), remote.view(r, branch) as (tip, store):
                     if attempts == 1:
                         self._keep_local_work(r, branch, tip, "write")
-                    files = dict(build(TreeReader(store, tip)))
-                    for relpath in files:
-                        gi.check_relpath(relpath)
-                    new = build_commit(store, tip, files, message, who, _now())
-                    if new is not None:
+                    answers, made = build_chain(store, tip, items, _now())
+                    if not group and isinstance(answers[0], Exception):
+                        raise answers[0]  # met where it arose, as the remote's errors are
+                    if made is not None:
+                        if group:
+                            checkpoint("git:chain:built")
                         try:
-                            remote.push(r, branch, tip, new.id, new.objects)
+                            remote.push(r, branch, tip, made.id, made.objects)
                         except BaseException as e:
                             if not isinstance(e, PushRejectedError):
                                 mark_push_sent(e)  # the remote may have applied it
                             raise
-                if new is None:
-                    if remote.forget():  # a kept look: recording nothing needs a new one
-                        continue
-                    self._stay_on(r, remote, branch, tip)
-                    return None
             except PushRejectedError:
                 delay = backoff.next()
                 if time.monotonic() + delay > end:
-                    raise gave_up(remote.url, attempts, deadline) from None
+                    raise PushRejectedError(
+                        f"Push to {remote.url} kept being rejected by concurrent writers: gave "
+                        f"up after {attempts} attempts in {deadline:g}s. Nothing was recorded; "
+                        "retry the write."
+                    ) from None
                 time.sleep(delay)
                 continue
+            if made is None:
+                if remote.forget():  # a kept look: recording nothing needs a new one
+                    continue
+                self._stay_on(r, remote, branch, tip)
+                return answers, tip, None
             checkpoint("git:push:swapped")
+            if group:
+                checkpoint("git:chain:swapped")
             if pushed is not None:
-                pushed(new.id.decode())
-            self._follow(r, remote, branch, tip, new)
-            return new.id.decode()
+                pushed(made.id.decode())
+            self._follow(r, remote, branch, tip, made)
+            return answers, tip, made.id
 
     def _stay_on(self, r: Repo, remote: Transport, branch: bytes, tip: bytes | None) -> None:
-        """Nothing to record: the clone follows the remote's ``tip`` as it is."""
+        """The clone follows the remote's ``tip`` as it is (nothing to record)."""
         if tip is not None:
             remote.fetch_commit(r, tip, branch)
             gi.set_tracking(r, branch, tip)
@@ -369,10 +377,7 @@ class RepoCore:
             branch, sha = gi.branch_ref(r), commit.encode() if commit is not None else None
             if sha != gi.get_ref(r, branch):
                 self._keep_local_work(r, branch, sha, "catch up with origin")
-            if sha is not None and sha != gi.get_ref(r, branch):
-                self._remote().fetch_commit(r, sha, branch)
-                gi.set_tracking(r, branch, sha)
-            self._worktree.move_to(r, branch, sha)
+                self._stay_on(r, self._remote(), branch, sha)
 
     def default_author(self) -> Author:
         """:meth:`Author.default`, also consulting this clone's own ``.git/config``."""
@@ -390,11 +395,3 @@ class RepoCore:
 
 def _now() -> int:
     return int(datetime.now(UTC).timestamp())
-
-
-def gave_up(url: str, attempts: int, deadline: float) -> PushRejectedError:
-    """The error of a write whose pushes kept losing races until its deadline."""
-    return PushRejectedError(
-        f"Push to {url} kept being rejected by concurrent writers: gave up after "
-        f"{attempts} attempts in {deadline:g}s. Nothing was recorded; retry the write."
-    )

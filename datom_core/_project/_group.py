@@ -34,7 +34,9 @@ recorded (then it completes as a push whose answer was lost, ``_outcome``) and
 otherwise leads its own write again. A writer killed while waiting is dropped, never
 recorded for no one (its request's ``flock``, ``_queue``).
 
-``DATOM_GROUP_COMMIT=0`` turns grouping off (every write pushes alone, as before).
+``DATOM_GROUP_COMMIT=0`` turns grouping off (every write pushes alone, as before), as
+does ``DATOM_PLAIN=group``: grouping is for speed only, and that is its plain path (the
+shared look at the tip is the git layer's accelerator ``_git/_fast/_tipnote``).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from typing import Any, cast
 
 from datom_core._errors import GitError, mark_push_sent
 from datom_core._git import Author, ChainItem, MetadataRepo
+from datom_core._plain import plain
 from datom_core._project import _layout as L
 from datom_core._project._build import TableUpdate
 from datom_core._project._outcome import entries_on
@@ -58,7 +61,10 @@ Pushed = Callable[[str], None]
 
 
 def grouping_enabled() -> bool:
-    """Whether writes sharing a clone are grouped (``DATOM_GROUP_COMMIT``, default on)."""
+    """Whether writes sharing a clone are grouped (``DATOM_GROUP_COMMIT``, default on;
+    off under ``DATOM_PLAIN=group``)."""
+    if plain("group"):
+        return False
     return os.environ.get("DATOM_GROUP_COMMIT", "1").strip().lower() not in {"0", "off", "no"}
 
 

@@ -147,6 +147,7 @@ def _loose_of(store: Path) -> dict[str, Path]:
     return loose_files(store)
 
 
+@pytest.mark.usefixtures("accelerated")  # a clone reading through its alternate
 def test_objects_are_read_from_loose_files_of_the_clone_or_its_alternate_as_dulwich_reads_them(
     tmp_path: Path,
 ) -> None:
@@ -169,6 +170,7 @@ def test_objects_are_read_from_loose_files_of_the_clone_or_its_alternate_as_dulw
             load(clone_store, b"0" * 40)
 
 
+@pytest.mark.usefixtures("accelerated")  # a clone reading through its alternate
 def test_an_object_is_found_where_dulwich_finds_it_loose_packed_or_through_the_alternate(
     tmp_path: Path,
 ) -> None:
@@ -198,6 +200,7 @@ def _outcome(read: Callable[[], ShaFile]) -> tuple[str, bytes]:
     return type(obj).__name__, obj.as_raw_string()
 
 
+@pytest.mark.usefixtures("accelerated")  # a clone reading through its alternate
 def test_a_loose_file_that_is_not_a_whole_object_is_left_to_dulwich(tmp_path: Path) -> None:
     a = MetadataRepo.init(tmp_path / "a", None)
     a.commit_and_push(put({"t/m.json": b'{"a": 1}'}), "c", ME)

@@ -31,6 +31,7 @@ def _loose(clone: Path) -> set[str]:
     return set(loose_files(clone / ".git" / "objects"))
 
 
+@pytest.mark.usefixtures("accelerated")
 def test_clones_read_the_remotes_objects_without_copying_them(tmp_path: Path) -> None:
     a = MetadataRepo.init(tmp_path / "a", None)
     b = MetadataRepo.clone(a.remote_url, tmp_path / "b")
@@ -78,6 +79,7 @@ def test_a_clone_stays_readable_while_its_remote_is_compacted(tmp_path: Path) ->
     ]
 
 
+@pytest.mark.usefixtures("accelerated")
 def test_an_absent_remote_is_a_clear_error_and_the_write_loses_nothing(tmp_path: Path) -> None:
     conn = dc.init_repo(tmp_path / "repo", "P", dc.LocalStore(tmp_path / "store"))
     first = conn.write("dm", frame(seed=1))
@@ -94,13 +96,13 @@ def test_an_absent_remote_is_a_clear_error_and_the_write_loses_nothing(tmp_path:
     assert conn.write("dm", frame(seed=2)).change == "full"
 
 
-@pytest.mark.parametrize("how", ["environment", "git config"])
+@pytest.mark.parametrize("how", ["environment", "git config", "plain path"])
 def test_a_clone_can_opt_out_and_then_holds_its_own_objects(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
     a = MetadataRepo.init(tmp_path / "a", None)
     a.commit_and_push(put({"t/m.json": b"1"}), "one", ME)
-    monkeypatch.setenv(SHARE_ENV, "0")
+    monkeypatch.setenv(*(("DATOM_PLAIN", "share") if how == "plain path" else (SHARE_ENV, "0")))
     b = MetadataRepo.clone(a.remote_url, tmp_path / "b")
     if how == "git config":
         with closing(Repo(str(tmp_path / "b"))) as r:
@@ -115,3 +117,29 @@ def test_a_clone_can_opt_out_and_then_holds_its_own_objects(
     remote = MetadataRepo.embedded_remote_path(tmp_path / "a")
     (remote).rename(tmp_path / "away")  # b stands alone: its whole history is its own
     assert [b.read_at(c.id, "t/m.json") for c in b.log()[:3]] == [b"2", b"2", b"1"]
+
+
+@pytest.mark.usefixtures("accelerated")
+def test_a_sharing_clone_and_a_copying_one_agree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The accelerator and its plain path (``DATOM_PLAIN=share``) side by side on one
+    remote, writing in turn: the same commits, files and history in both clones."""
+    fast = MetadataRepo.init(tmp_path / "fast", None)
+    monkeypatch.setenv("DATOM_PLAIN", "share")
+    plain = MetadataRepo.clone(fast.remote_url, tmp_path / "plain")
+    monkeypatch.setenv("DATOM_PLAIN", "0")
+    assert _alternates(tmp_path / "fast") and not _alternates(tmp_path / "plain")
+    for i in range(8):
+        writer = (fast, plain)[i % 2]
+        writer.commit_and_push(put({f"t{i % 3}/m.json": b"%d" % i}), f"c{i}", ME)
+    for repo in (fast, plain):
+        repo.fetch_and_reset()
+    assert [c.id for c in fast.log()] == [c.id for c in plain.log()]
+    for c in fast.log():
+        for t in ("t0", "t1", "t2"):
+            assert fast.read_at(c.id, f"{t}/m.json") == plain.read_at(c.id, f"{t}/m.json")
+    if GIT is not None:
+        for clone in (tmp_path / "fast", tmp_path / "plain"):
+            git(clone, "fsck", "--strict", "--no-dangling")
+            assert git(clone, "status", "--porcelain") == ""

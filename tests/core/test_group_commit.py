@@ -80,6 +80,7 @@ def _run(jobs: list[tuple[str, str, list[int]]]) -> list[list[tuple[str, str]]]:
         return [f.result(timeout=240) for f in futures]
 
 
+@pytest.mark.usefixtures("accelerated")
 def test_processes_sharing_a_clone_push_fewer_times_than_they_write(tmp_path: Path) -> None:
     conn = new_project(tmp_path)
     log = tmp_path / "pushes.log"
@@ -101,17 +102,23 @@ def test_processes_sharing_a_clone_push_fewer_times_than_they_write(tmp_path: Pa
     assert conn.validate().ok
 
 
+@pytest.mark.parametrize(
+    ("switch", "value"), [("DATOM_GROUP_COMMIT", "0"), ("DATOM_PLAIN", "group")]
+)
 def test_grouping_off_pushes_once_per_write(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, switch: str, value: str
 ) -> None:
-    monkeypatch.setenv("DATOM_GROUP_COMMIT", "0")
+    """Group commit's plain path: every write pushes alone, each its own commit."""
+    monkeypatch.setenv(switch, value)
     conn = new_project(tmp_path)
     log = tmp_path / "pushes.log"
     _count_pushes(conn.repo.remote_url, log)
     jobs = [(str(conn.path), f"t{i}", [10 * i + k for k in range(2)]) for i in range(4)]
     results = _run(jobs)
     assert log.read_text().count("\n") == sum(len(r) for r in results)
-    assert os.environ["DATOM_GROUP_COMMIT"] == "0"
+    assert len(_chain(conn.repo.remote_url)) == 1 + sum(len(r) for r in results)
+    assert os.environ[switch] == value
+    assert conn.validate().ok
 
 
 def _write_and_say(clone: str, table: str, seed: int, out: Path) -> None:
@@ -145,6 +152,7 @@ def _kill_round(root: Path, step: str) -> tuple[dc.Connection, list, Path]:  # t
     return conn, procs, out
 
 
+@pytest.mark.usefixtures("accelerated")
 @pytest.mark.parametrize("step", ["git:chain:built", "git:chain:swapped"])
 def test_a_leader_killed_mid_group_converges(tmp_path: Path, step: str) -> None:
     """The leader of a group dies before or after its push: each writer it claimed

@@ -16,7 +16,7 @@ from dulwich.repo import Repo
 
 import datom_core as dc
 from datom_core._git import Author, GitCredentials, MetadataRepo
-from datom_core._git._tipview import note_tip
+from datom_core._git._fast._tipnote import note_tip
 from tests.core.projects import frame
 from tests.gitserver import GitHTTPServer, counted_requests
 
@@ -129,6 +129,7 @@ def test_writers_behind_a_push_queue_without_the_lock_and_share_one_look(
 ME = Author("Ada Lovelace", "ada@example.org")
 
 
+@pytest.mark.usefixtures("accelerated")
 def test_a_sharers_newer_push_is_the_tip_classified_on_without_a_request(
     any_git_http_server: GitHTTPServer, tmp_path: Path
 ) -> None:
@@ -166,3 +167,30 @@ def test_a_note_older_than_the_own_look_is_never_taken(
     note_tip(a.controldir, b"refs/heads/main", old.encode())  # a sharer's older look
     view = a.remote_tip(recent=True)
     assert view.commit == theirs and view.read("t/y.json") == b"b\n"
+
+
+def _look(clone: str, token: str) -> tuple[str | None, bool]:
+    view = MetadataRepo.open(clone, credentials=GitCredentials(token)).remote_tip(recent=True)
+    return view.commit, view.kept
+
+
+@pytest.mark.parametrize("plain", ["0", "group"])
+def test_a_sharers_note_is_taken_by_the_accelerator_only(
+    any_git_http_server: GitHTTPServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    plain: str,
+) -> None:
+    """Another process sharing the clone classifies on the tip a sharer noted (a kept
+    look, no request) with the accelerator; on its plain path (``DATOM_PLAIN=group``) it
+    looks at the remote itself. The tip is the same."""
+    server = any_git_http_server
+    server.create_bare("proj")
+    url, creds = server.url_for("proj"), GitCredentials(server.token)
+    first = MetadataRepo.clone(url, tmp_path / "a", credentials=creds)
+    first.commit_and_push(lambda tree: {"t/x.json": b"0\n"}, "seed", ME)
+    made = first.commit_and_push(lambda tree: {"t/x.json": b"1\n"}, "one", ME)
+    monkeypatch.setenv("DATOM_PLAIN", plain)
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(1) as pool:
+        assert pool.apply(_look, (str(tmp_path / "a"), server.token)) == (made, plain == "0")

@@ -29,6 +29,7 @@ from datom_core._git._fast._packs import merge_packs
 from datom_core._identity import _chr
 from datom_core._plain import PLAIN_ENV, plain
 from datom_core._project import _documents, _history_text, _manifest_text
+from datom_core._project._group import grouping_enabled
 from tests.core.projects import fingerprint, frame
 from tests.gitcli import git, needs_git
 
@@ -154,10 +155,12 @@ def test_under_the_switch_no_accelerator_runs(
             failing = SimpleNamespace(newest=failing, get=failing, put=failing)
         monkeypatch.setattr(owner, name, failing)
     monkeypatch.setattr(_tree._MADE_FROM, "get", _fails("made_from"))
+    assert not grouping_enabled()  # every write pushes alone
     for conn in _sequence(tmp_path / "p", "plain", monkeypatch):
         assert conn.validate().ok
         _reads(conn)
         git(conn.repo.path, "fsck", "--strict", "--no-dangling")
+        assert not (conn.repo.controldir / "objects" / "info" / "alternates").exists()
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ from dulwich.repo import Repo
 import datom_core as dc
 from datom_core._git import MetadataRepo
 from datom_core._git import _maintenance as maint
+from datom_core._plain import plain
 
 TABLES = 200
 COMMITS = 500
@@ -58,7 +59,7 @@ def test_two_hundred_tables_and_five_hundred_commits_stay_correct(tmp_path: Path
     # the clone reads the remote's objects in place (git's alternates): it holds none but
     # the first commit's, made before it met its remote
     packs, loose = _store_shape(tmp_path / "repo" / ".git")
-    assert packs == 0 and loose < 10
+    assert (packs == 0 and loose < 10) or plain("share")
 
     assert len(conn.tables()) == TABLES
     for table, versions in written.items():

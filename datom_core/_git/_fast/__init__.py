@@ -19,4 +19,9 @@ every plain path (see :mod:`datom_core._plain`).
   ``DATOM_PLAIN=compact`` selects it alone).
 * :mod:`._prime`: the push's ref advertisement read while a shallow clone fetches
   (plain: the first push asks for it).
+* :mod:`._share`: a clone reads a local remote's objects in place, git's alternates
+  (plain: it copies what it fetches; ``DATOM_PLAIN=share``).
+* :mod:`._tipnote`: the clone's newest look at the remote's tip, shared by the writers
+  of a group commit (plain: each looks itself; ``DATOM_PLAIN=group``, which also turns
+  group commit off).
 """
