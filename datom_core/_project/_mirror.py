@@ -51,6 +51,7 @@ from datom_core._project._commits import (
 from datom_core._project._context import ProjectContext
 from datom_core._project._history_text import first_entry
 from datom_core._project._parse import parse_metadata
+from datom_core._project._upload import store_in_parallel
 from datom_core._store import Document
 from datom_core._worker import ProcessWorker
 
@@ -289,18 +290,45 @@ def _write_mirror(
     snapshot when the write put it before its push (a second conditional PUT would be
     refused, then asked whose object it is: two requests in the chain for nothing)."""
     documents = _documents(docs, history)
+    if not store_in_parallel(ctx):
+        if snapshot:
+            ctx.store.write_in_order(documents, after=_checkpoint_mirror)
+        else:
+            _checkpoint_mirror(0)
+            ctx.store.write_in_order(documents[1:], after=lambda i: _checkpoint_mirror(i + 1))
+        return
+    # A store across a network: the history and metadata.json at once (one round trip,
+    # not two; R datom writes them without an order either, and its reader takes
+    # metadata.json's version as unrecorded until the history lists it), the manifest
+    # after both, still last.
     if snapshot:
-        ctx.store.write_in_order(documents, after=_checkpoint_mirror)
-    else:
-        _checkpoint_mirror(0)
-        ctx.store.write_in_order(documents[1:], after=lambda i: _checkpoint_mirror(i + 1))
+        ctx.store.put_if_absent(*documents[0][:2])
+    _checkpoint_mirror(0)
+    _write_together(ctx, documents[1:3])
+    _checkpoint_mirror(1)
+    _checkpoint_mirror(2)
+    ctx.store.write_bytes(*documents[3][:2])
+
+
+def _write_together(ctx: ProjectContext, documents: list[Document]) -> None:
+    """Each document replacing its key, the PUTs in flight at once; the first failure
+    is raised once every PUT is answered."""
+    (key, data, _), *rest = documents
+    others = [_WORKER.executor().submit(ctx.store.write_bytes, k, d) for k, d, _ in rest]
+    try:
+        ctx.store.write_bytes(key, data)
+    finally:
+        wait(others)
+    for other in others:
+        other.result()
 
 
 def _documents(docs: TableDocuments, history: bytes) -> list[Document]:
     """The store documents of one table's write, in the order readers rely on: the
-    snapshot before anything names its version; the history before ``metadata.json``
-    (R datom resolves the version ``metadata.json`` and the manifest name through the
-    history); the manifest last (its entry in step marks a finished mirror, which
+    snapshot before anything names its version; the history before the manifest (R
+    datom resolves the versions the manifest names through the history; on a store
+    across a network ``metadata.json`` goes with the history, :func:`_write_mirror`);
+    the manifest last (its entry in step marks a finished mirror, which
     ``_recover`` trusts)."""
     table = docs.table
     return [
