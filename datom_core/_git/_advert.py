@@ -1,8 +1,7 @@
-"""The refs a smart-HTTP server advertised last, kept a few seconds: a write's tip to build
-on and its push's ``old`` value (``send_pack`` asks for an advertisement) are one look, and
-the push goes with those refs and the push capabilities seen before. Nothing here is
-trusted: the server refuses a push whose ``old`` value moved; a refused push reads afresh.
-"""
+"""The refs a smart-HTTP server advertised last (or a push it swapped answered), kept a few
+seconds: a write's tip to build on and its push's ``old`` value are one look, and the push
+goes with those refs and the push capabilities seen before. Nothing here is trusted: the
+server refuses a push whose ``old`` value moved; a refused push reads afresh."""
 
 from __future__ import annotations
 
@@ -12,8 +11,7 @@ from typing import Any
 
 __all__ = ["FRESH_FOR", "RefsMemo", "honours_old_value"]
 
-# Seconds a look stands for a new one: a stale one costs a refused push, never a wrong result.
-FRESH_FOR = 5.0
+FRESH_FOR = 5.0  # seconds a look stands for a new one (if stale: a refused push, no harm)
 
 
 def honours_old_value(agent: bytes | None) -> bool:
@@ -50,8 +48,7 @@ class RefsMemo:
         seen = self._seen
         if seen is None or time.monotonic() - seen.at >= within:
             return False, None
-        sha = seen.refs.get(branch)
-        return True, bytes(sha) if sha is not None else None
+        return True, None if (sha := seen.refs.get(branch)) is None else bytes(sha)
 
     def can_push(self) -> bool:
         """Whether the server's push capabilities are known (a push advertisement seen)."""
@@ -64,8 +61,11 @@ class RefsMemo:
         if seen is None or push is None or time.monotonic() - seen.at >= within:
             return None
         self._seen = None
-        capabilities, url = push
-        return dict(seen.refs), set(capabilities), url, dict(seen.symrefs), dict(seen.peeled)
+        return dict(seen.refs), set(push[0]), push[1], dict(seen.symrefs), dict(seen.peeled)
+
+    def pushed(self, branch: bytes, new: bytes) -> None:
+        """A push the server swapped from its ``old`` value: its answer is a look."""
+        self._seen = _Seen(time.monotonic(), {branch: new}, {}, {})
 
     def forget(self) -> None:
         """Drop the refs kept (a push was refused: the next look asks the server)."""

@@ -34,7 +34,6 @@ from collections.abc import Mapping
 from concurrent.futures import wait
 from dataclasses import dataclass
 
-from datom_core._checkpoint import checkpoint
 from datom_core._errors import DatomError, StoreContendedError
 from datom_core._git import TipView
 from datom_core._project import _layout as L
@@ -50,9 +49,12 @@ from datom_core._project._commits import (
 )
 from datom_core._project._context import ProjectContext
 from datom_core._project._history_text import first_entry
-from datom_core._project._parse import parse_metadata
-from datom_core._project._upload import store_in_parallel
-from datom_core._store import Document
+from datom_core._project._mirror_puts import (
+    TableDocuments,
+    listed_before,
+    replaced_in_step,
+    write_mirror,
+)
 from datom_core._worker import ProcessWorker
 
 __all__ = [
@@ -68,23 +70,8 @@ __all__ = [
 ]
 
 _log = logging.getLogger("datom")
-_MIRROR_STEPS = ("mirror:snapshot", "mirror:history", "mirror:metadata")  # then the manifest
 _MAX_ROUNDS = 10  # looks at a moving remote before leaving the rest to the next writer
 _SETTLE_PAUSE = 0.01  # seconds, times the round, before reading back under contention
-
-
-@dataclass(frozen=True)
-class TableDocuments:
-    """One table's documents as git holds them: the bytes the store must mirror."""
-
-    table: str
-    metadata: bytes
-    history: bytes
-    manifest: bytes
-
-    @property
-    def version(self) -> str:
-        return parse_metadata(self.metadata, key=L.git_metadata(self.table)).version
 
 
 class PushedMirror:
@@ -101,6 +88,10 @@ class PushedMirror:
     def __init__(self, ctx: ProjectContext, table: str, metadata: bytes, version: str) -> None:
         self._ctx, self._table, self._metadata, self._version = ctx, table, metadata, version
         self._job: tuple[TableDocuments, str] | None = None
+        # What this store has written before the push (its copies are of commits the
+        # remote had then): a document it writes meanwhile (another thread's mirror,
+        # maybe of a newer commit) leaves this one no copy to condition on.
+        self._written = getattr(ctx.store, "written", None)
         # The store's history copy, read while the commit is pushed (no ordering holds
         # this read back: a copy another writer replaced meanwhile lacks its commit, and
         # the history is then derived from the clone's log, in finish()).
@@ -127,12 +118,17 @@ class PushedMirror:
             history = store_history_without_git(self._ctx, docs.table, docs.history, new, kept)
             if history is None:  # the clone's log has the other writers' commits now
                 history = store_history(self._ctx, docs.table, docs.history, new)
+            revert = listed_before(docs, self._version)
+            written = getattr(self._ctx.store, "written", None)
+            alone = written is not None and written == self._written
+            if alone and not revert and replaced_in_step(self._ctx, docs, history):
+                return  # each PUT replaced this store's last copy: no newer mirror came first
             try:
-                _write_mirror(self._ctx, docs, history, snapshot=False)  # put before the push
+                write_mirror(self._ctx, docs, history, snapshot=False)  # put before the push
             except StoreContendedError as e:
                 if not _superseded(self._ctx, e, commit):
                     raise
-            _settle(self._ctx, docs, history, commit)
+            _settle(self._ctx, docs, history, commit, verify=revert)
 
     def abandon(self) -> None:
         """Leave a started mirror unwritten (the write failed after its push; the next
@@ -159,9 +155,18 @@ def _superseded(ctx: ProjectContext, error: StoreContendedError, commit: str) ->
 _WORKER = ProcessWorker("datom-mirror")
 
 
-def _settle(ctx: ProjectContext, docs: TableDocuments, history: bytes, head: str | None) -> None:
-    """Make sure the documents this writer put in the store end as the remote's (or are
-    another writer's to settle)."""
+def _settle(
+    ctx: ProjectContext,
+    docs: TableDocuments,
+    history: bytes,
+    head: str | None,
+    verify: bool = False,
+) -> None:
+    """Make sure the documents this writer put in the store end as the remote's tip's.
+
+    ``verify``: read them back even when the remote did not move (a revert's documents
+    are an earlier version's bytes, which a late PUT conditional on those bytes can still
+    replace: ``_mirror_puts.replaced_in_step``)."""
     repo, table = ctx.require_repo(), docs.table
     mine = {
         L.store_history(table): history,
@@ -170,56 +175,59 @@ def _settle(ctx: ProjectContext, docs: TableDocuments, history: bytes, head: str
     }
     git_history = docs.history
     for rounds in range(1, _MAX_ROUNDS + 1):
-        if repo.remote_head() == head:  # a look without the clone's lock
+        if not verify and repo.remote_head() == head:  # a look without the clone's lock
             return  # the remote did not move: its documents are the ones written
         view = repo.remote_tip(recent=True)  # remote_head's look: it moves nothing
-        if view.commit == head:
+        if view.commit == head and not verify:
             return
-        head = view.commit
-        # The remote moved: the newer writers' mirrors are on their way. Reading back a
-        # moment later lets them land (one store read then ends it for us) instead of
-        # deriving and writing a tip that they are about to write anyway.
-        time.sleep(random.uniform(0.5, 1.0) * _SETTLE_PAUSE * rounds)
-        mine = {key: data for key, data in mine.items() if ctx.store.read_if_present(key) == data}
-        if not mine:
-            return  # each was rewritten after us: its writer settles it
+        if view.commit != head:
+            # The remote moved: the newer writers' mirrors are on their way. Reading back
+            # a moment later lets them land instead of deriving and writing a tip that
+            # they are about to write anyway.
+            time.sleep(random.uniform(0.5, 1.0) * _SETTLE_PAUSE * rounds)
+        head, verify = view.commit, False
+        # A copy that is the tip's is done (a newer writer's, or ours); any other (ours
+        # of an older tip, or an older writer's landed late: a writer whose conditional
+        # PUTs all succeeded does not look back) is replaced by the tip's here.
+        current = {key: ctx.store.read_if_present(key) for key in mine}
         tip = _tip_documents(ctx, table, mine, git_history, view)
         if tip is None:
             return  # the table left the tip: validate reports what is left
-        git_history, changed = tip
+        git_history, metadata, wanted = tip
+        changed = {key: data for key, data in wanted.items() if current[key] != data}
         if not changed:
             return
+        version = version_of(metadata)
+        if version is not None and changed.keys() - {L.STORE_MANIFEST}:
+            # Readers meet the snapshot before anything names its version.
+            ctx.store.put_content_named(L.store_snapshot(table, version), metadata)
         _write_changed(ctx, table, changed)
         mine = changed
 
 
 def _tip_documents(
     ctx: ProjectContext, table: str, mine: dict[str, bytes], git_history: bytes, tip: TipView
-) -> tuple[bytes, dict[str, bytes]] | None:
-    """``(git history, the store documents of the remote's tip that differ from mine)``,
-    for the keys in ``mine``; the history's store copy is derived only when git's changed
-    (from the clone's log, so only then does the clone move to the tip)."""
+) -> tuple[bytes, bytes, dict[str, bytes]] | None:
+    """``(git history, metadata.json, the store documents of the remote's tip)``, for
+    the keys in ``mine``; the history's store copy is derived only when git's differs
+    from the one ``mine`` mirrors (from the clone's log: only then does the clone move)."""
     raw_history, raw_metadata, raw_manifest = (
         tip.read(p) for p in (L.git_history(table), L.git_metadata(table), L.MANIFEST)
     )
     if raw_history is None or raw_metadata is None or raw_manifest is None:
         return None
-    changed: dict[str, bytes] = {}
+    wanted: dict[str, bytes] = {}
     key = L.store_history(table)
-    if key in mine and raw_history != git_history:
-        ctx.require_repo().catch_up(tip.commit)
-        copy = store_history(ctx, table, raw_history)
-        if copy != mine[key]:
-            changed[key] = copy
+    if key in mine:
+        if raw_history == git_history:
+            wanted[key] = mine[key]
+        else:
+            ctx.require_repo().catch_up(tip.commit)
+            wanted[key] = store_history(ctx, table, raw_history)
     for key, data in ((L.store_metadata(table), raw_metadata), (L.STORE_MANIFEST, raw_manifest)):
-        if key in mine and data != mine[key]:
-            changed[key] = data
-    if L.store_history(table) in changed or L.store_metadata(table) in changed:
-        # Readers meet the snapshot before anything names its version.
-        version = version_of(raw_metadata)
-        if version is not None:
-            ctx.store.put_content_named(L.store_snapshot(table, version), raw_metadata)
-    return raw_history, changed
+        if key in mine:
+            wanted[key] = data
+    return raw_history, raw_metadata, wanted
 
 
 def _write_changed(ctx: ProjectContext, table: str, changed: dict[str, bytes]) -> None:
@@ -264,7 +272,7 @@ def converge_mirror(ctx: ProjectContext, table: str) -> Converged:
         stale.insert(0, snapshot)
     if stale:
         written = store_history(ctx, table, history)
-        _write_mirror(ctx, docs, written)
+        write_mirror(ctx, docs, written)
         commit = _commit_of(written, table, docs.version)
         _settle(ctx, docs, written, repo.head())
     return Converged(tuple(stale), commit)
@@ -281,64 +289,3 @@ def _commit_of(history: bytes | None, table: str, version: str) -> str | None:
     except DatomError:
         return None
     return next((h.commit_sha for h in entries if h.version == version), None)
-
-
-def _write_mirror(
-    ctx: ProjectContext, docs: TableDocuments, history: bytes, snapshot: bool = True
-) -> None:
-    """Write the documents in the order readers rely on (:func:`_documents`); without the
-    snapshot when the write put it before its push (a second conditional PUT would be
-    refused, then asked whose object it is: two requests in the chain for nothing)."""
-    documents = _documents(docs, history)
-    if not store_in_parallel(ctx):
-        if snapshot:
-            ctx.store.write_in_order(documents, after=_checkpoint_mirror)
-        else:
-            _checkpoint_mirror(0)
-            ctx.store.write_in_order(documents[1:], after=lambda i: _checkpoint_mirror(i + 1))
-        return
-    # A store across a network: the history and metadata.json at once (one round trip,
-    # not two; R datom writes them without an order either, and its reader takes
-    # metadata.json's version as unrecorded until the history lists it), the manifest
-    # after both, still last.
-    if snapshot:
-        ctx.store.put_if_absent(*documents[0][:2])
-    _checkpoint_mirror(0)
-    _write_together(ctx, documents[1:3])
-    _checkpoint_mirror(1)
-    _checkpoint_mirror(2)
-    ctx.store.write_bytes(*documents[3][:2])
-
-
-def _write_together(ctx: ProjectContext, documents: list[Document]) -> None:
-    """Each document replacing its key, the PUTs in flight at once; the first failure
-    is raised once every PUT is answered."""
-    (key, data, _), *rest = documents
-    others = [_WORKER.executor().submit(ctx.store.write_bytes, k, d) for k, d, _ in rest]
-    try:
-        ctx.store.write_bytes(key, data)
-    finally:
-        wait(others)
-    for other in others:
-        other.result()
-
-
-def _documents(docs: TableDocuments, history: bytes) -> list[Document]:
-    """The store documents of one table's write, in the order readers rely on: the
-    snapshot before anything names its version; the history before the manifest (R
-    datom resolves the versions the manifest names through the history; on a store
-    across a network ``metadata.json`` goes with the history, :func:`_write_mirror`);
-    the manifest last (its entry in step marks a finished mirror, which
-    ``_recover`` trusts)."""
-    table = docs.table
-    return [
-        (L.store_snapshot(table, docs.version), docs.metadata, True),
-        (L.store_history(table), history, False),
-        (L.store_metadata(table), docs.metadata, False),
-        (L.STORE_MANIFEST, docs.manifest, False),
-    ]
-
-
-def _checkpoint_mirror(i: int) -> None:
-    if i < len(_MIRROR_STEPS):
-        checkpoint(_MIRROR_STEPS[i])
