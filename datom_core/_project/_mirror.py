@@ -31,8 +31,9 @@ import logging
 import random
 import time
 from collections.abc import Mapping
-from concurrent.futures import wait
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
+from typing import Any
 
 from datom_core._errors import DatomError, StoreContendedError
 from datom_core._git import TipView
@@ -53,6 +54,7 @@ from datom_core._project._mirror_puts import (
     TableDocuments,
     listed_before,
     replaced_in_step,
+    seen_copies,
     write_mirror,
 )
 from datom_core._worker import ProcessWorker
@@ -75,23 +77,27 @@ _SETTLE_PAUSE = 0.01  # seconds, times the round, before reading back under cont
 
 
 class PushedMirror:
-    """A write's mirror, written once its clone is on the pushed commit.
+    """A write's mirror.
 
-    The git layer's ``pushed`` hook records the commit (:meth:`start`); :meth:`finish`
-    writes the documents in the order readers rely on, once the clone is on the pushed
-    commit (so a crash leaves what it left before: a clone that has the commit, a mirror
-    that lags it), then settles them (a look at the remote). The version's snapshot is
-    there already (the write puts it before its push; a ``validate`` finds it if it went
-    missing since).
+    The git layer's ``pushed`` hook records the commit (:meth:`start`) and, on a store
+    with conditional replacement (S3), starts the PUTs conditional on the copies this
+    store wrote last (``_mirror_puts.replaced_in_step``) while the clone moves onto the
+    commit (a crash then leaves a store ahead of the clone, as another clone's write
+    would: a next write of the table or ``finish_interrupted`` sees the lag and fetches).
+    :meth:`finish` waits for them; when one was refused (or none went), it writes the
+    documents in the order readers rely on, the clone on the pushed commit now, then
+    settles them (a look at the remote). The version's snapshot is there already (the
+    write puts it before its push; a ``validate`` finds it if it went missing since).
     """
 
     def __init__(self, ctx: ProjectContext, table: str, metadata: bytes, version: str) -> None:
         self._ctx, self._table, self._metadata, self._version = ctx, table, metadata, version
         self._job: tuple[TableDocuments, str] | None = None
-        # What this store has written before the push (its copies are of commits the
-        # remote had then): a document it writes meanwhile (another thread's mirror,
-        # maybe of a newer commit) leaves this one no copy to condition on.
-        self._written = getattr(ctx.store, "written", None)
+        # The copies this store wrote last, as they were before the push (of commits the
+        # remote had then): a write of this store meanwhile (another thread's mirror,
+        # maybe of a newer commit) makes them another's, and a PUT on them is refused.
+        self._seen = seen_copies(ctx, table)
+        self._early: tuple[bytes, Future[bool]] | None = None
         # The store's history copy, read while the commit is pushed (no ordering holds
         # this read back: a copy another writer replaced meanwhile lacks its commit, and
         # the history is then derived from the clone's log, in finish()).
@@ -107,22 +113,37 @@ class PushedMirror:
         table = self._table
         docs = TableDocuments(table, self._metadata, files[L.git_history(table)], files[L.MANIFEST])
         self._job = (docs, commit)
+        kept = self._kept
+        if self._seen is None or not kept.done() or kept.exception() is not None:
+            return
+        if listed_before(docs, self._version):
+            return
+        new = (self._version, commit)
+        history = store_history_without_git(self._ctx, table, docs.history, new, kept.result())
+        if history is not None:  # the conditional PUTs go while the clone moves
+            run = _WORKER.executor().submit
+            self._early = (history, run(replaced_in_step, self._ctx, docs, history, self._seen))
 
     def finish(self) -> None:
         """Write the documents in order (the clone is on the pushed commit now, as a
         crash-time repair from the clone expects), then settle them."""
         if self._job is not None:
             docs, commit = self._job
-            new = (self._version, commit)
-            kept = self._kept.result()
-            history = store_history_without_git(self._ctx, docs.table, docs.history, new, kept)
-            if history is None:  # the clone's log has the other writers' commits now
-                history = store_history(self._ctx, docs.table, docs.history, new)
             revert = listed_before(docs, self._version)
-            written = getattr(self._ctx.store, "written", None)
-            alone = written is not None and written == self._written
-            if alone and not revert and replaced_in_step(self._ctx, docs, history):
-                return  # each PUT replaced this store's last copy: no newer mirror came first
+            if self._early is not None:
+                history, early = self._early
+                if early.result():
+                    return  # each PUT replaced a copy seen before the push: none newer came
+            else:
+                new = (self._version, commit)
+                kept = self._kept.result()
+                spliced = store_history_without_git(
+                    self._ctx, docs.table, docs.history, new, kept
+                )  # else the clone's log has the other writers' commits now
+                history = spliced or store_history(self._ctx, docs.table, docs.history, new)
+                seen = self._seen
+                if seen and not revert and replaced_in_step(self._ctx, docs, history, seen):
+                    return
             try:
                 write_mirror(self._ctx, docs, history, snapshot=False)  # put before the push
             except StoreContendedError as e:
@@ -134,7 +155,10 @@ class PushedMirror:
         """Leave a started mirror unwritten (the write failed after its push; the next
         write of the table, or ``validate(fix=True)``, mirrors it). Nothing is written
         before :meth:`finish`, so there is nothing to drop."""
-        wait([self._kept])  # the worker's read, whatever it met (the failure is the write's)
+        pending: list[Future[Any]] = [self._kept]
+        if self._early is not None:
+            pending.append(self._early[1])
+        wait(pending)  # the worker's read and PUTs, whatever they met
 
 
 def _superseded(ctx: ProjectContext, error: StoreContendedError, commit: str) -> bool:
@@ -175,7 +199,7 @@ def _settle(
     }
     git_history = docs.history
     for rounds in range(1, _MAX_ROUNDS + 1):
-        if not verify and repo.remote_head() == head:  # a look without the clone's lock
+        if repo.remote_head() == head and not verify:  # a look without the clone's lock
             return  # the remote did not move: its documents are the ones written
         view = repo.remote_tip(recent=True)  # remote_head's look: it moves nothing
         if view.commit == head and not verify:

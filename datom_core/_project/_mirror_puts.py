@@ -22,7 +22,7 @@ from datom_core._project._upload import store_in_parallel
 from datom_core._store import Document
 from datom_core._worker import ProcessWorker
 
-__all__ = ["TableDocuments", "listed_before", "replaced_in_step", "write_mirror"]
+__all__ = ["TableDocuments", "listed_before", "replaced_in_step", "seen_copies", "write_mirror"]
 
 _MIRROR_STEPS = ("mirror:snapshot", "mirror:history", "mirror:metadata")  # then the manifest
 _WORKER = ProcessWorker("datom-mirror-puts")
@@ -69,33 +69,44 @@ def write_mirror(
     ctx.store.write_bytes(*documents[3][:2])
 
 
-def replaced_in_step(ctx: ProjectContext, docs: TableDocuments, history: bytes) -> bool:
-    """The documents (the history and ``metadata.json`` at once, then the manifest), each
-    PUT conditional on the copy this store wrote last being still in place (S3
-    ``If-Match``); False at the first refusal, or where there is no such copy.
+def seen_copies(ctx: ProjectContext, table: str) -> dict[str, str | None] | None:
+    """The ETags of the copies of ``table``'s documents this store wrote last (taken
+    before a push: copies of commits the remote had then), for :func:`replaced_in_step`;
+    None where the store has no conditional replacement or it is not used."""
+    seen = getattr(ctx.store, "seen", None)
+    if seen is None or not store_in_parallel(ctx):
+        return None
+    keys = (L.store_history(table), L.store_metadata(table), L.STORE_MANIFEST)
+    return {key: seen(key) for key in keys}
 
-    All succeeding replaces the settling look: each copy this store wrote last is of a
-    commit at or before the parent of ours (a writer's store copies move forward only,
-    or are put right by a writer that looks after writing: ``_mirror._settle``), so none of
-    a newer commit's mirror had landed over it. A newer mirror landing later conditions
-    on ours, or settles; an older one landing later is refused. Not for a revert: its
+
+def replaced_in_step(
+    ctx: ProjectContext, docs: TableDocuments, history: bytes, seen: dict[str, str | None]
+) -> bool:
+    """The documents (the history and ``metadata.json`` at once, then the manifest), each
+    PUT conditional on the copy ``seen`` names being still in place (S3 ``If-Match``);
+    False at the first refusal, or where no copy was seen.
+
+    All succeeding replaces the settling look: each copy ``seen`` names is of a commit at
+    or before the parent of ours (a store's copies move forward only, or are put right by
+    a writer that looks after writing: ``_mirror._settle``), so none of a newer commit's
+    mirror had landed over it. A newer mirror landing later is conditioned on ours, or
+    settles; an older one landing later is refused. Not for a revert: its
     ``metadata.json`` is an earlier version's bytes, which an older writer's late PUT,
-    conditional on those bytes, would still find (``_mirror._settle(verify=True)`` then)."""
-    replace = getattr(ctx.store, "replace_seen", None)
-    if replace is None or not store_in_parallel(ctx):
-        return False
+    conditional on those bytes, would still find (``_mirror._settle(verify=True)``)."""
+    replace = ctx.store.replace_seen  # type: ignore[attr-defined]
     _checkpoint_mirror(0)
     (h_key, h_data, _), (m_key, m_data, _), (manifest, data, _) = _documents(docs, history)[1:]
-    pending = _WORKER.executor().submit(replace, h_key, h_data)
+    pending = _WORKER.executor().submit(replace, h_key, h_data, seen[h_key])
     try:
-        replaced = replace(m_key, m_data)
+        replaced = replace(m_key, m_data, seen[m_key])
     finally:
         wait([pending])
     if not (pending.result() and replaced):
         return False
     _checkpoint_mirror(1)
     _checkpoint_mirror(2)
-    return bool(replace(manifest, data))
+    return bool(replace(manifest, data, seen[manifest]))
 
 
 def listed_before(docs: TableDocuments, version: str) -> bool:

@@ -87,10 +87,8 @@ class S3Store(Store):
         self._token = token
         self._anon = anon
         self._options = s3fs_options
-        # The ETag each document had when this store last saw it (write_bytes), and how
-        # many documents it has written (a mirror tells whether another came between).
+        # The ETag each document had when this store last saw it (write_bytes).
         self._etags: dict[str, str | None] = {}
-        self.written = 0
         root = f"{self.bucket}/{self.prefix}/datom" if self.prefix else f"{self.bucket}/datom"
         super().__init__(url=f"s3://{root}", root=root)
 
@@ -240,16 +238,19 @@ class S3Store(Store):
                     self._etags.pop(key, None)
                     time.sleep(random.uniform(0, 0.01 * 2**attempt))
                     continue
-                self._etags[key], self.written = put.get("ETag"), self.written + 1
+                self._etags[key] = put.get("ETag")
                 return
         tries = f"between each look and PUT ({_SWAP_TRIES} tries); retry"
         raise StoreContendedError(f"could not write {key!r} in store {self.url}: other writers kept replacing it {tries}", key)  # fmt: skip
 
-    def replace_seen(self, key: str, data: bytes) -> bool:
-        """Put ``data`` at ``key`` only over the object this store last wrote there
-        (``If-Match`` its ETag), in one request. False, and nothing written, when another
-        write replaced it since, or this store has written none there."""
-        seen = self._etags.get(key)
+    def seen(self, key: str) -> str | None:
+        """The ETag of the object this store last wrote at ``key`` (None: none written)."""
+        return self._etags.get(key)
+
+    def replace_seen(self, key: str, data: bytes, seen: str | None) -> bool:
+        """Put ``data`` at ``key`` only over the object whose ETag is ``seen`` (one this
+        store wrote, :meth:`seen`), in one request (``If-Match``). False, and nothing
+        written, when another write replaced it since (or ``seen`` is None)."""
         if not seen:
             return False
         bucket, name, _ = self._fs.split_path(self._path(key))
@@ -261,7 +262,7 @@ class S3Store(Store):
                     raise
                 self._etags.pop(key, None)
                 return False
-        self._etags[key], self.written = put.get("ETag"), self.written + 1
+        self._etags[key] = put.get("ETag")
         return True
 
     def _etag(self, bucket: str, name: str) -> str | None:
