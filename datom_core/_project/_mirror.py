@@ -188,16 +188,17 @@ def _settle(
 ) -> None:
     """Make sure the documents this writer put in the store end as the remote's tip's.
 
-    ``verify``: read them back even when the remote did not move (a revert's documents
-    are an earlier version's bytes, which a late PUT conditional on those bytes can still
-    replace: ``_mirror_puts.replaced_in_step``)."""
+    ``verify`` (a revert: its documents are an earlier version's bytes, which an older
+    writer's late PUT conditional on those bytes can still replace,
+    ``_mirror_puts.replaced_in_step``): read them back even when the remote did not move,
+    and replace any copy that is not the tip's, whoever wrote it."""
     repo, table = ctx.require_repo(), docs.table
     mine = {
         L.store_history(table): history,
         L.store_metadata(table): docs.metadata,
         L.STORE_MANIFEST: docs.manifest,
     }
-    git_history = docs.history
+    git_history, chase = docs.history, verify
     for rounds in range(1, _MAX_ROUNDS + 1):
         if repo.remote_head() == head and not verify:  # a look without the clone's lock
             return  # the remote did not move: its documents are the ones written
@@ -210,10 +211,16 @@ def _settle(
             # they are about to write anyway.
             time.sleep(random.uniform(0.5, 1.0) * _SETTLE_PAUSE * rounds)
         head, verify = view.commit, False
-        # A copy that is the tip's is done (a newer writer's, or ours); any other (ours
-        # of an older tip, or an older writer's landed late: a writer whose conditional
-        # PUTs all succeeded does not look back) is replaced by the tip's here.
+        # A copy rewritten after ours is that writer's to settle: a newer writer's, an
+        # older one's that settles, or one conditioned on a copy its store wrote, which
+        # was ours or older. A revert's (``chase``) is not: an older writer's late PUT
+        # conditioned on the bytes it put back does not look back, so any copy that is
+        # not the tip's is replaced by the tip's here.
         current = {key: ctx.store.read_if_present(key) for key in mine}
+        if not chase:
+            mine = {key: data for key, data in mine.items() if current[key] == data}
+            if not mine:
+                return
         tip = _tip_documents(ctx, table, mine, git_history, view)
         if tip is None:
             return  # the table left the tip: validate reports what is left

@@ -81,25 +81,28 @@ class _LateCopy(LocalStore):
         return super().read_if_present(key)
 
 
-def test_a_settling_writer_puts_right_a_copy_neither_its_own_nor_the_tips(
+def test_a_reverts_writer_puts_right_a_copy_neither_its_own_nor_the_tips(
     tmp_path: Path,
 ) -> None:
-    """A copy rewritten after ours is not always its writer's to settle: a writer whose
-    conditional PUTs all held does not look back. So a settling writer that finds a copy
-    that is neither its own nor the tip's (an older writer's, landed late) writes the
-    tip's."""
+    """A revert's documents are an earlier version's bytes: an older writer's late PUT,
+    conditional on those bytes, lands and does not look back. So the reverting writer
+    replaces any copy it reads back that is not the tip's (an older writer's, landed
+    late), not only its own."""
     store = _LateCopy(tmp_path / "store", prefix="p")
     first = dc.init_repo(tmp_path / "first", "P", store)
     second = dc.clone(first.repo.remote_url, tmp_path / "second", store)
-    older = first.write("dm", frame(seed=1))
+    first.write("dm", frame(seed=1))
+    first.write("dm", frame(seed=2))
+    reverted = first.write("dm", frame(seed=1))  # a revert
     docs = _documents(first, "dm")
+    second.pull()
     second.write("ae", frame(seed=2))
     middle = store.read_bytes(L.STORE_MANIFEST)  # neither first's nor, soon, the tip's
     second.write("dm", frame(seed=3))
     assert_store_is_git(second)
-    mirror = PushedMirror(first.context, "dm", docs.metadata, older.version)
+    mirror = PushedMirror(first.context, "dm", docs.metadata, reverted.version)
     mirror._kept.result()  # its read of the store's history, while the commit was pushed
     store.late = middle
-    _replay(first, mirror, docs, older.commit)
+    _replay(first, mirror, docs, reverted.commit)
     assert store.late is None
     assert_store_is_git(second)
