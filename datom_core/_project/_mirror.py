@@ -21,8 +21,11 @@ its look, so that the newer writers' mirrors, already on their way, land first),
 tip are derived again: a writer of another table moves only the manifest.
 
 Every route that writes these documents settles them (a write, a ``none`` write that
-repairs the mirror, recovery); a writer killed before it settles leaves a state that the
-next write of the table, a ``none`` write, or ``validate(fix=True)`` repairs.
+repairs the mirror, recovery), but a write whose PUTs were each conditional on the copy
+its store wrote last, before its push, and all held (``_mirror_puts.replaced_in_step``):
+no newer mirror had landed over those, so the last write argument above holds for it
+without a look. A writer killed before it settles leaves a state that the next write of
+the table, a ``none`` write, or ``validate(fix=True)`` repairs.
 """
 
 from __future__ import annotations
