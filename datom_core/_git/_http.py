@@ -298,8 +298,8 @@ class HttpTransport(Transport):
             moved=lambda: self.heads("read the branches of")[0].get(branch) != old,
             said=scrub(b"".join(said).decode("utf-8", "replace")[-SAID_MAX:], token),
         )
-        if honours_old_value(result.agent):
-            return  # its "ok" is a compare-and-swap that held
+        if honours_old_value(result.agent):  # its "ok" is a compare-and-swap that held
+            return memo.pushed(branch, new)
         # A server may answer "ok" though a concurrent push won the ref (dulwich's does).
         landed = self.heads()[0].get(branch)
         memo.forget()

@@ -21,8 +21,11 @@ its look, so that the newer writers' mirrors, already on their way, land first),
 tip are derived again: a writer of another table moves only the manifest.
 
 Every route that writes these documents settles them (a write, a ``none`` write that
-repairs the mirror, recovery); a writer killed before it settles leaves a state that the
-next write of the table, a ``none`` write, or ``validate(fix=True)`` repairs.
+repairs the mirror, recovery), but a write whose PUTs were each conditional on the copy
+its store wrote last, before its push, and all held (``_mirror_puts.replaced_in_step``):
+no newer mirror had landed over those, so the last write argument above holds for it
+without a look. A writer killed before it settles leaves a state that the next write of
+the table, a ``none`` write, or ``validate(fix=True)`` repairs.
 """
 
 from __future__ import annotations
@@ -31,10 +34,10 @@ import logging
 import random
 import time
 from collections.abc import Mapping
-from concurrent.futures import wait
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
+from typing import Any
 
-from datom_core._checkpoint import checkpoint
 from datom_core._errors import DatomError, StoreContendedError
 from datom_core._git import TipView
 from datom_core._project import _layout as L
@@ -50,8 +53,13 @@ from datom_core._project._commits import (
 )
 from datom_core._project._context import ProjectContext
 from datom_core._project._history_text import first_entry
-from datom_core._project._parse import parse_metadata
-from datom_core._store import Document
+from datom_core._project._mirror_puts import (
+    TableDocuments,
+    listed_before,
+    replaced_in_step,
+    seen_copies,
+    write_mirror,
+)
 from datom_core._worker import ProcessWorker
 
 __all__ = [
@@ -67,39 +75,32 @@ __all__ = [
 ]
 
 _log = logging.getLogger("datom")
-_MIRROR_STEPS = ("mirror:snapshot", "mirror:history", "mirror:metadata")  # then the manifest
 _MAX_ROUNDS = 10  # looks at a moving remote before leaving the rest to the next writer
 _SETTLE_PAUSE = 0.01  # seconds, times the round, before reading back under contention
 
 
-@dataclass(frozen=True)
-class TableDocuments:
-    """One table's documents as git holds them: the bytes the store must mirror."""
-
-    table: str
-    metadata: bytes
-    history: bytes
-    manifest: bytes
-
-    @property
-    def version(self) -> str:
-        return parse_metadata(self.metadata, key=L.git_metadata(self.table)).version
-
-
 class PushedMirror:
-    """A write's mirror, written once its clone is on the pushed commit.
+    """A write's mirror.
 
-    The git layer's ``pushed`` hook records the commit (:meth:`start`); :meth:`finish`
-    writes the documents in the order readers rely on, once the clone is on the pushed
-    commit (so a crash leaves what it left before: a clone that has the commit, a mirror
-    that lags it), then settles them (a look at the remote). The version's snapshot is
-    there already (the write puts it before its push; a ``validate`` finds it if it went
-    missing since).
+    The git layer's ``pushed`` hook records the commit (:meth:`start`) and, on a store
+    with conditional replacement (S3), starts the PUTs conditional on the copies this
+    store wrote last (``_mirror_puts.replaced_in_step``) while the clone moves onto the
+    commit (a crash then leaves a store ahead of the clone, as another clone's write
+    would: a next write of the table or ``finish_interrupted`` sees the lag and fetches).
+    :meth:`finish` waits for them; when one was refused (or none went), it writes the
+    documents in the order readers rely on, the clone on the pushed commit now, then
+    settles them (a look at the remote). The version's snapshot is there already (the
+    write puts it before its push; a ``validate`` finds it if it went missing since).
     """
 
     def __init__(self, ctx: ProjectContext, table: str, metadata: bytes, version: str) -> None:
         self._ctx, self._table, self._metadata, self._version = ctx, table, metadata, version
         self._job: tuple[TableDocuments, str] | None = None
+        # The copies this store wrote last, as they were before the push (of commits the
+        # remote had then): a write of this store meanwhile (another thread's mirror,
+        # maybe of a newer commit) makes them another's, and a PUT on them is refused.
+        self._seen = seen_copies(ctx, table)
+        self._early: tuple[bytes, Future[bool]] | None = None
         # The store's history copy, read while the commit is pushed (no ordering holds
         # this read back: a copy another writer replaced meanwhile lacks its commit, and
         # the history is then derived from the clone's log, in finish()).
@@ -115,29 +116,52 @@ class PushedMirror:
         table = self._table
         docs = TableDocuments(table, self._metadata, files[L.git_history(table)], files[L.MANIFEST])
         self._job = (docs, commit)
+        kept = self._kept
+        if self._seen is None or not kept.done() or kept.exception() is not None:
+            return
+        if listed_before(docs, self._version):
+            return
+        new = (self._version, commit)
+        history = store_history_without_git(self._ctx, table, docs.history, new, kept.result())
+        if history is not None:  # the conditional PUTs go while the clone moves
+            run = _WORKER.executor().submit
+            self._early = (history, run(replaced_in_step, self._ctx, docs, history, self._seen))
 
     def finish(self) -> None:
         """Write the documents in order (the clone is on the pushed commit now, as a
         crash-time repair from the clone expects), then settle them."""
         if self._job is not None:
             docs, commit = self._job
-            new = (self._version, commit)
-            kept = self._kept.result()
-            history = store_history_without_git(self._ctx, docs.table, docs.history, new, kept)
-            if history is None:  # the clone's log has the other writers' commits now
-                history = store_history(self._ctx, docs.table, docs.history, new)
+            revert = listed_before(docs, self._version)
+            if self._early is not None:
+                history, early = self._early
+                if early.result():
+                    return  # each PUT replaced a copy seen before the push: none newer came
+            else:
+                new = (self._version, commit)
+                kept = self._kept.result()
+                spliced = store_history_without_git(
+                    self._ctx, docs.table, docs.history, new, kept
+                )  # else the clone's log has the other writers' commits now
+                history = spliced or store_history(self._ctx, docs.table, docs.history, new)
+                seen = self._seen
+                if seen and not revert and replaced_in_step(self._ctx, docs, history, seen):
+                    return
             try:
-                _write_mirror(self._ctx, docs, history, snapshot=False)  # put before the push
+                write_mirror(self._ctx, docs, history, snapshot=False)  # put before the push
             except StoreContendedError as e:
                 if not _superseded(self._ctx, e, commit):
                     raise
-            _settle(self._ctx, docs, history, commit)
+            _settle(self._ctx, docs, history, commit, verify=revert)
 
     def abandon(self) -> None:
         """Leave a started mirror unwritten (the write failed after its push; the next
         write of the table, or ``validate(fix=True)``, mirrors it). Nothing is written
         before :meth:`finish`, so there is nothing to drop."""
-        wait([self._kept])  # the worker's read, whatever it met (the failure is the write's)
+        pending: list[Future[Any]] = [self._kept]
+        if self._early is not None:
+            pending.append(self._early[1])
+        wait(pending)  # the worker's read and PUTs, whatever they met
 
 
 def _superseded(ctx: ProjectContext, error: StoreContendedError, commit: str) -> bool:
@@ -158,67 +182,86 @@ def _superseded(ctx: ProjectContext, error: StoreContendedError, commit: str) ->
 _WORKER = ProcessWorker("datom-mirror")
 
 
-def _settle(ctx: ProjectContext, docs: TableDocuments, history: bytes, head: str | None) -> None:
-    """Make sure the documents this writer put in the store end as the remote's (or are
-    another writer's to settle)."""
+def _settle(
+    ctx: ProjectContext,
+    docs: TableDocuments,
+    history: bytes,
+    head: str | None,
+    verify: bool = False,
+) -> None:
+    """Make sure the documents this writer put in the store end as the remote's tip's.
+
+    ``verify`` (a revert: its documents are an earlier version's bytes, which an older
+    writer's late PUT conditional on those bytes can still replace,
+    ``_mirror_puts.replaced_in_step``): read them back even when the remote did not move,
+    and replace any copy that is not the tip's, whoever wrote it."""
     repo, table = ctx.require_repo(), docs.table
     mine = {
         L.store_history(table): history,
         L.store_metadata(table): docs.metadata,
         L.STORE_MANIFEST: docs.manifest,
     }
-    git_history = docs.history
+    git_history, chase = docs.history, verify
     for rounds in range(1, _MAX_ROUNDS + 1):
-        if repo.remote_head() == head:  # a look without the clone's lock
+        if repo.remote_head() == head and not verify:  # a look without the clone's lock
             return  # the remote did not move: its documents are the ones written
         view = repo.remote_tip(recent=True)  # remote_head's look: it moves nothing
-        if view.commit == head:
+        if view.commit == head and not verify:
             return
-        head = view.commit
-        # The remote moved: the newer writers' mirrors are on their way. Reading back a
-        # moment later lets them land (one store read then ends it for us) instead of
-        # deriving and writing a tip that they are about to write anyway.
-        time.sleep(random.uniform(0.5, 1.0) * _SETTLE_PAUSE * rounds)
-        mine = {key: data for key, data in mine.items() if ctx.store.read_if_present(key) == data}
-        if not mine:
-            return  # each was rewritten after us: its writer settles it
+        if view.commit != head:
+            # The remote moved: the newer writers' mirrors are on their way. Reading back
+            # a moment later lets them land instead of deriving and writing a tip that
+            # they are about to write anyway.
+            time.sleep(random.uniform(0.5, 1.0) * _SETTLE_PAUSE * rounds)
+        head, verify = view.commit, False
+        # A copy rewritten after ours is that writer's to settle: a newer writer's, an
+        # older one's that settles, or one conditioned on a copy its store wrote, which
+        # was ours or older. A revert's (``chase``) is not: an older writer's late PUT
+        # conditioned on the bytes it put back does not look back, so any copy that is
+        # not the tip's is replaced by the tip's here.
+        current = {key: ctx.store.read_if_present(key) for key in mine}
+        if not chase:
+            mine = {key: data for key, data in mine.items() if current[key] == data}
+            if not mine:
+                return
         tip = _tip_documents(ctx, table, mine, git_history, view)
         if tip is None:
             return  # the table left the tip: validate reports what is left
-        git_history, changed = tip
+        git_history, metadata, wanted = tip
+        changed = {key: data for key, data in wanted.items() if current[key] != data}
         if not changed:
             return
+        version = version_of(metadata)
+        if version is not None and changed.keys() - {L.STORE_MANIFEST}:
+            # Readers meet the snapshot before anything names its version.
+            ctx.store.put_content_named(L.store_snapshot(table, version), metadata)
         _write_changed(ctx, table, changed)
         mine = changed
 
 
 def _tip_documents(
     ctx: ProjectContext, table: str, mine: dict[str, bytes], git_history: bytes, tip: TipView
-) -> tuple[bytes, dict[str, bytes]] | None:
-    """``(git history, the store documents of the remote's tip that differ from mine)``,
-    for the keys in ``mine``; the history's store copy is derived only when git's changed
-    (from the clone's log, so only then does the clone move to the tip)."""
+) -> tuple[bytes, bytes, dict[str, bytes]] | None:
+    """``(git history, metadata.json, the store documents of the remote's tip)``, for
+    the keys in ``mine``; the history's store copy is derived only when git's differs
+    from the one ``mine`` mirrors (from the clone's log: only then does the clone move)."""
     raw_history, raw_metadata, raw_manifest = (
         tip.read(p) for p in (L.git_history(table), L.git_metadata(table), L.MANIFEST)
     )
     if raw_history is None or raw_metadata is None or raw_manifest is None:
         return None
-    changed: dict[str, bytes] = {}
+    wanted: dict[str, bytes] = {}
     key = L.store_history(table)
-    if key in mine and raw_history != git_history:
-        ctx.require_repo().catch_up(tip.commit)
-        copy = store_history(ctx, table, raw_history)
-        if copy != mine[key]:
-            changed[key] = copy
+    if key in mine:
+        if raw_history == git_history:
+            wanted[key] = mine[key]
+        else:
+            ctx.require_repo().catch_up(tip.commit)
+            wanted[key] = store_history(ctx, table, raw_history)
     for key, data in ((L.store_metadata(table), raw_metadata), (L.STORE_MANIFEST, raw_manifest)):
-        if key in mine and data != mine[key]:
-            changed[key] = data
-    if L.store_history(table) in changed or L.store_metadata(table) in changed:
-        # Readers meet the snapshot before anything names its version.
-        version = version_of(raw_metadata)
-        if version is not None:
-            ctx.store.put_content_named(L.store_snapshot(table, version), raw_metadata)
-    return raw_history, changed
+        if key in mine:
+            wanted[key] = data
+    return raw_history, raw_metadata, wanted
 
 
 def _write_changed(ctx: ProjectContext, table: str, changed: dict[str, bytes]) -> None:
@@ -263,7 +306,7 @@ def converge_mirror(ctx: ProjectContext, table: str) -> Converged:
         stale.insert(0, snapshot)
     if stale:
         written = store_history(ctx, table, history)
-        _write_mirror(ctx, docs, written)
+        write_mirror(ctx, docs, written)
         commit = _commit_of(written, table, docs.version)
         _settle(ctx, docs, written, repo.head())
     return Converged(tuple(stale), commit)
@@ -280,37 +323,3 @@ def _commit_of(history: bytes | None, table: str, version: str) -> str | None:
     except DatomError:
         return None
     return next((h.commit_sha for h in entries if h.version == version), None)
-
-
-def _write_mirror(
-    ctx: ProjectContext, docs: TableDocuments, history: bytes, snapshot: bool = True
-) -> None:
-    """Write the documents in the order readers rely on (:func:`_documents`); without the
-    snapshot when the write put it before its push (a second conditional PUT would be
-    refused, then asked whose object it is: two requests in the chain for nothing)."""
-    documents = _documents(docs, history)
-    if snapshot:
-        ctx.store.write_in_order(documents, after=_checkpoint_mirror)
-    else:
-        _checkpoint_mirror(0)
-        ctx.store.write_in_order(documents[1:], after=lambda i: _checkpoint_mirror(i + 1))
-
-
-def _documents(docs: TableDocuments, history: bytes) -> list[Document]:
-    """The store documents of one table's write, in the order readers rely on: the
-    snapshot before anything names its version; the history before ``metadata.json``
-    (R datom resolves the version ``metadata.json`` and the manifest name through the
-    history); the manifest last (its entry in step marks a finished mirror, which
-    ``_recover`` trusts)."""
-    table = docs.table
-    return [
-        (L.store_snapshot(table, docs.version), docs.metadata, True),
-        (L.store_history(table), history, False),
-        (L.store_metadata(table), docs.metadata, False),
-        (L.STORE_MANIFEST, docs.manifest, False),
-    ]
-
-
-def _checkpoint_mirror(i: int) -> None:
-    if i < len(_MIRROR_STEPS):
-        checkpoint(_MIRROR_STEPS[i])

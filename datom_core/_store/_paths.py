@@ -16,6 +16,8 @@ from datom_core._errors import InvalidNameError, NotFoundError, StoreError
 
 __all__ = [
     "TEMP_MARKER",
+    "check_bucket",
+    "check_endpoint",
     "TEMP_NAME",
     "check_source",
     "source_size",
@@ -136,3 +138,26 @@ def check_encodable(path: str | os.PathLike[str], what: str) -> None:
             f"encoding ({sys.getfilesystemencoding()}; {locale_vars or 'no locale set'}): "
             "run with a UTF-8 locale (LANG=C.UTF-8) or PYTHONUTF8=1, or use an ASCII path"
         ) from e
+
+
+def check_bucket(bucket: str) -> str:
+    if not isinstance(bucket, str) or not bucket or "/" in bucket or ":" in bucket:
+        raise InvalidNameError(
+            f"S3 bucket name {bucket!r} is malformed; give the bare bucket name "
+            "(the prefix goes in prefix=)"
+        )
+    return bucket
+
+
+def check_endpoint(endpoint_url: str | None) -> str | None:
+    if endpoint_url is None:
+        return None
+    parts = urlsplit(endpoint_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise StoreError(f"endpoint_url {parts.scheme}://{parts.hostname} is not an http(s) URL")
+    if parts.username or parts.password:
+        # Refuse rather than strip: a URL is recorded in project.yaml and shown in errors.
+        raise StoreError(
+            "endpoint_url must not embed credentials; pass key=/secret= or use the environment"
+        )
+    return endpoint_url.rstrip("/")

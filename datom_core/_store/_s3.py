@@ -9,11 +9,17 @@ import random
 import secrets
 import time
 from typing import Any
-from urllib.parse import urlsplit
 
-from datom_core._errors import InvalidNameError, StoreContendedError, StoreError
+from datom_core._errors import StoreContendedError, StoreError
 from datom_core._store._base import CHUNK_SIZE, Store, uninitialised_buffer
-from datom_core._store._paths import normalise_prefix, source_size, split_source
+from datom_core._store._paths import (
+    check_bucket,
+    check_endpoint,
+    normalise_prefix,
+    source_size,
+    split_source,
+)
+from datom_core._store._s3errors import s3_error_code as _s3_error_code
 from datom_core._store._s3errors import s3_remedy
 from datom_core._store._s3session import s3_session
 
@@ -71,9 +77,9 @@ class S3Store(Store):
         anon: bool = False,
         **s3fs_options: Any,
     ) -> None:
-        self.bucket = _check_bucket(bucket)
+        self.bucket = check_bucket(bucket)
         self.prefix = normalise_prefix(prefix)
-        self.endpoint_url = _check_endpoint(endpoint_url)
+        self.endpoint_url = check_endpoint(endpoint_url)
         self.region = region
         self._profile = profile
         self._key = key
@@ -237,6 +243,28 @@ class S3Store(Store):
         tries = f"between each look and PUT ({_SWAP_TRIES} tries); retry"
         raise StoreContendedError(f"could not write {key!r} in store {self.url}: other writers kept replacing it {tries}", key)  # fmt: skip
 
+    def seen(self, key: str) -> str | None:
+        """The ETag of the object this store last wrote at ``key`` (None: none written)."""
+        return self._etags.get(key)
+
+    def replace_seen(self, key: str, data: bytes, seen: str | None) -> bool:
+        """Put ``data`` at ``key`` only over the object whose ETag is ``seen`` (one this
+        store wrote, :meth:`seen`), in one request (``If-Match``). False, and nothing
+        written, when another write replaced it since (or ``seen`` is None)."""
+        if not seen:
+            return False
+        bucket, name, _ = self._fs.split_path(self._path(key))
+        with self._translated("write", key):
+            try:
+                put = self._fs.call_s3("put_object", Bucket=bucket, Key=name, Body=bytes(data), IfMatch=seen)  # fmt: skip
+            except OSError as e:
+                if _s3_error_code(e) not in _RACED:
+                    raise
+                self._etags.pop(key, None)
+                return False
+        self._etags[key] = put.get("ETag")
+        return True
+
     def _etag(self, bucket: str, name: str) -> str | None:
         """The ETag of the object ``name`` (None: there is none)."""
         try:
@@ -350,29 +378,6 @@ class S3Store(Store):
             ) from e
 
 
-def _check_bucket(bucket: str) -> str:
-    if not isinstance(bucket, str) or not bucket or "/" in bucket or ":" in bucket:
-        raise InvalidNameError(
-            f"S3 bucket name {bucket!r} is malformed; give the bare bucket name "
-            "(the prefix goes in prefix=)"
-        )
-    return bucket
-
-
-def _check_endpoint(endpoint_url: str | None) -> str | None:
-    if endpoint_url is None:
-        return None
-    parts = urlsplit(endpoint_url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise StoreError(f"endpoint_url {parts.scheme}://{parts.hostname} is not an http(s) URL")
-    if parts.username or parts.password:
-        # Refuse rather than strip: a URL is recorded in project.yaml and shown in errors.
-        raise StoreError(
-            "endpoint_url must not embed credentials; pass key=/secret= or use the environment"
-        )
-    return endpoint_url.rstrip("/")
-
-
 async def _hash_body(body: Any, size: int) -> tuple[memoryview, str]:
     digest = hashlib.sha256()
     data = uninitialised_buffer(size)
@@ -385,14 +390,3 @@ async def _hash_body(body: Any, size: int) -> tuple[memoryview, str]:
         digest.update(chunk)
         filled = end
     return data[:filled].toreadonly(), digest.hexdigest()
-
-
-def _s3_error_code(error: BaseException) -> str | None:
-    """The S3 error code behind an s3fs-translated exception, if there is one."""
-    seen: BaseException | None = error
-    while seen is not None:
-        response = getattr(seen, "response", None)
-        if isinstance(response, dict):
-            return response.get("Error", {}).get("Code")
-        seen = seen.__cause__ or seen.__context__
-    return None

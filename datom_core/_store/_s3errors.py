@@ -3,7 +3,7 @@ a missing bucket or (only then) credentials, each with its own remedy."""
 
 from __future__ import annotations
 
-__all__ = ["s3_remedy"]
+__all__ = ["s3_error_code", "s3_remedy"]
 
 _THROTTLED = frozenset(
     {"SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded", "503",
@@ -60,4 +60,15 @@ def s3_remedy(error: BaseException, where: str, bucket: str) -> str | None:
         return f"{where} did not answer in time: check the network to it, then retry"
     if names & _UNREACHABLE and code is None:
         return f"cannot connect to {where}: check endpoint_url and the network, then retry"
+    return None
+
+
+def s3_error_code(error: BaseException) -> str | None:
+    """The S3 error code behind an s3fs-translated exception, if there is one."""
+    seen: BaseException | None = error
+    while seen is not None:
+        response = getattr(seen, "response", None)
+        if isinstance(response, dict):
+            return response.get("Error", {}).get("Code")
+        seen = seen.__cause__ or seen.__context__
     return None

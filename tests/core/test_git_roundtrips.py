@@ -245,3 +245,31 @@ def test_the_kept_advertisements_and_their_plain_path_make_the_same_commits(
         logs[mode] = [c.id for c in a.log()]
         assert [c.id for c in b.log()] == logs[mode] and len(logs[mode]) == 9
     assert logs["plain"] == logs["fast"] and logs["switching"] == logs["fast"]
+
+
+@pytest.mark.usefixtures("accelerated")  # the kept advertisements: _fast/_advert
+def test_back_to_back_writes_into_s3_make_one_git_request_each(
+    any_git_http_server: GitHTTPServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    s3_bucket: str,
+    s3_endpoint: str,
+) -> None:
+    """A store that conditions each PUT on the copy it wrote last (S3's ``If-Match``):
+    a write whose PUTs all held looks at the remote no more. Its push is its one request
+    to git's server, and the push's answer is the look the next write pushes from
+    (dulwich's server, whose ``ok`` may hide a failed swap, is looked at after it)."""
+    server = any_git_http_server
+    monkeypatch.setenv("DATOM_GIT_TOKEN", server.token)
+    server.create_bare("proj")
+    store = dc.S3Store(s3_bucket, prefix="p", endpoint_url=s3_endpoint)
+    conn = dc.init_repo(tmp_path / "p", "P", store, server.url_for("proj"))
+    conn.write("t", pa.table({"k": [0]}))  # this store has written no copy of t's yet
+    seen = _count(server)
+    for i in range(1, 4):
+        seen.clear()
+        conn.write("t", pa.table({"k": [i]}))
+        if i > 1:
+            assert seen == ([_PUSH] if _git(server) else [_GET_FETCH, _PUSH, _GET_FETCH])
+    assert conn.validate().ok
+    assert len(conn.history("t")) == 4

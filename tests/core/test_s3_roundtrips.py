@@ -261,35 +261,40 @@ def test_a_large_put_still_asks_before_its_body(
     assert put.continued < put.body_done
 
 
-def test_a_small_write_is_six_requests_the_parquet_and_snapshot_at_once(
+def test_a_small_write_is_six_requests_the_history_and_metadata_at_once(
     tmp_path: Path, s3_bucket: str, wire: _Wire, accelerated: None
 ) -> None:
     """The parquet and the snapshot are in flight together (the second begins before
     the first is answered); the mirror does not put the snapshot again; every document
-    that names the version starts once the parquet and the snapshot are answered, each
-    after the one before it (history, metadata.json, the manifest last)."""
+    that names the version starts once the parquet and the snapshot are answered: the
+    history and metadata.json together, the manifest once both are answered (last)."""
     conn, seen = _small_write(tmp_path, s3_bucket, wire)
     assert sorted(e.method for e in seen) == ["GET", "PUT", "PUT", "PUT", "PUT", "PUT"]
     parquet, snapshot = _one(seen, "PUT", PARQUET.pattern), _one(seen, "PUT", SNAPSHOT)
     assert parquet.answered is not None and snapshot.answered is not None
     assert max(parquet.begun, snapshot.begun) < min(parquet.answered, snapshot.answered)
-    chain = [_one(seen, "PUT", p) for p in (r"version_history\.json$", r"/dm/\.metadata/metadata\.json$", r"/datom/\.metadata/manifest\.json$")]  # fmt: skip
-    before = max(parquet.answered, snapshot.answered)
-    for ex in chain:
-        assert ex.begun > before, f"{ex.key} began before the one it follows was answered"
-        assert ex.answered is not None
-        before = ex.answered
+    history = _one(seen, "PUT", r"version_history\.json$")
+    metadata = _one(seen, "PUT", r"/dm/\.metadata/metadata\.json$")
+    manifest = _one(seen, "PUT", r"/datom/\.metadata/manifest\.json$")
+    assert history.answered is not None and metadata.answered is not None
+    assert min(history.begun, metadata.begun) > max(parquet.answered, snapshot.answered)
+    assert max(history.begun, metadata.begun) < min(history.answered, metadata.answered)
+    assert manifest.begun > max(history.answered, metadata.answered)
     assert conn.validate().ok
 
 
 def test_the_plain_path_puts_the_parquet_then_the_snapshot(
     tmp_path: Path, s3_bucket: str, wire: _Wire, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``DATOM_PLAIN=1``: one PUT after the other, as before the two went at once."""
+    """``DATOM_PLAIN=1``: one PUT after the other, as before the two went at once; the
+    history answered before metadata.json begins."""
     monkeypatch.setenv("DATOM_PLAIN", "1")
     conn, seen = _small_write(tmp_path, s3_bucket, wire)
     parquet, snapshot = _one(seen, "PUT", PARQUET.pattern), _one(seen, "PUT", SNAPSHOT)
     assert parquet.answered is not None and snapshot.begun > parquet.answered
+    history = _one(seen, "PUT", r"version_history\.json$")
+    metadata = _one(seen, "PUT", r"/dm/\.metadata/metadata\.json$")
+    assert history.answered is not None and metadata.begun > history.answered
     assert conn.validate().ok
 
 

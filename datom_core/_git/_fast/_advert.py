@@ -92,8 +92,12 @@ class RefsMemo:
         armed, self._armed = self._armed, None
         return armed
 
+    def pushed(self, branch: bytes, new: bytes) -> None:
+        """A push the server swapped from its ``old`` value: its answer is a look."""
+        self._seen = (time.monotonic(), {branch: new}, {}, {})
+
     def forget(self) -> None:
-        """Drop the refs kept (a push was made or refused: the next look asks the server)."""
+        """Drop the refs kept (a push was refused: the next look asks the server)."""
         self._seen = self._armed = None
 
 
