@@ -31,7 +31,7 @@ import logging
 import random
 import time
 from collections.abc import Mapping
-from concurrent.futures import wait
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 
 from datom_core._checkpoint import checkpoint
@@ -62,7 +62,9 @@ __all__ = [
     "converge_mirror",
     "history_agrees",
     "newest_commit_of",
+    "settle",
     "store_history",
+    "superseded",
     "without_commit_sha",
 ]
 
@@ -100,6 +102,7 @@ class PushedMirror:
     def __init__(self, ctx: ProjectContext, table: str, metadata: bytes, version: str) -> None:
         self._ctx, self._table, self._metadata, self._version = ctx, table, metadata, version
         self._job: tuple[TableDocuments, str] | None = None
+        self._by_group = False  # written and settled by its group's leader (_groupmirror)
         # The store's history copy, read while the commit is pushed (no ordering holds
         # this read back: a copy another writer replaced meanwhile lacks its commit, and
         # the history is then derived from the clone's log, in finish()).
@@ -110,6 +113,20 @@ class PushedMirror:
         """Whether the push landed (the git layer's ``pushed`` hook started this mirror)."""
         return self._job is not None
 
+    @property
+    def context(self) -> ProjectContext:
+        return self._ctx
+
+    @property
+    def kept(self) -> Future[bytes | None]:
+        """The store's history copy, being read (the group's leader's mirror uses it)."""
+        return self._kept
+
+    def by_group(self) -> None:
+        """The group's leader mirrored and settled this write: :meth:`finish` has
+        nothing left to do."""
+        self._by_group = True
+
     def start(self, files: Mapping[str, bytes], commit: str) -> None:
         """Record the pushed ``commit`` and its ``files`` (git paths to bytes)."""
         table = self._table
@@ -119,7 +136,7 @@ class PushedMirror:
     def finish(self) -> None:
         """Write the documents in order (the clone is on the pushed commit now, as a
         crash-time repair from the clone expects), then settle them."""
-        if self._job is not None:
+        if self._job is not None and not self._by_group:
             docs, commit = self._job
             new = (self._version, commit)
             kept = self._kept.result()
@@ -314,3 +331,7 @@ def _documents(docs: TableDocuments, history: bytes) -> list[Document]:
 def _checkpoint_mirror(i: int) -> None:
     if i < len(_MIRROR_STEPS):
         checkpoint(_MIRROR_STEPS[i])
+
+
+# A group's mirror (``_groupmirror``) settles and gives way as a single write's does.
+settle, superseded = _settle, _superseded

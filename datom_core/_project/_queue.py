@@ -51,14 +51,16 @@ class Claimed:
 @dataclass(frozen=True)
 class Answer:
     """The lock holder's answer to one claimed write. ``state``: ``recorded`` (``commit``,
-    built on ``parent``, in a push whose last commit is ``last``), ``none`` (the tip held the version: no commit), ``redo`` (its
-    build failed: the writer redoes its write alone, meeting the error itself) or
-    ``unknown`` (the push failed: the remote decides)."""
+    built on ``parent``, in a push whose last commit is ``last``; ``mirrored`` when the
+    holder mirrored it into the store too), ``none`` (the tip held the version: no
+    commit), ``redo`` (its build failed: the writer redoes its write alone, meeting the
+    error itself) or ``unknown`` (the push failed: the remote decides)."""
 
     state: str
     commit: str | None = None
     parent: str | None = None
     last: str | None = None
+    mirrored: bool = False
 
 
 def encode_update(update: TableUpdate, message: str, identity: str) -> bytes:
@@ -133,7 +135,8 @@ class Waiting:
             return None
         try:
             doc = json.loads(self._path("done").read_bytes())
-            return Answer(str(doc["state"]), doc.get("commit"), doc.get("parent"), doc.get("last"))
+            commit, parent, last = doc.get("commit"), doc.get("parent"), doc.get("last")
+            return Answer(str(doc["state"]), commit, parent, last, doc.get("mirrored") is True)
         except (OSError, ValueError, KeyError, TypeError):
             return Answer("unknown")
 
@@ -186,7 +189,7 @@ class Queue:
         doc: dict[str, Any] = {"state": answer.state}
         if answer.commit is not None:
             doc["commit"], doc["parent"] = answer.commit, answer.parent
-            doc["last"] = answer.last
+            doc["last"], doc["mirrored"] = answer.last, answer.mirrored
         tmp = self.folder / f"{rid}.answer-tmp"
         tmp.write_bytes(json.dumps(doc).encode())
         os.replace(tmp, self.folder / f"{rid}.done")
