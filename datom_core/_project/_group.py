@@ -42,6 +42,7 @@ recorded for no one (its request's ``flock``, ``_queue``).
 from __future__ import annotations
 
 import os
+import time
 from contextlib import AbstractContextManager
 from typing import Any, cast
 
@@ -56,6 +57,9 @@ from datom_core._project._queue import Answer, Claimed, Queue, Waiting, encode_u
 from datom_core._project._tip import TreeReader
 
 __all__ = ["grouping_enabled", "record"]
+
+_LOCK_TIMEOUT = 600.0  # seconds a writer waits for the clone's lock (``MetadataRepo.lock``'s)
+_POLL = 0.02  # seconds between a waiting writer's looks at the lock and its answer
 
 
 def grouping_enabled() -> bool:
@@ -112,9 +116,11 @@ def _as_follower(
     author: Author,
     mirror: PushedMirror,
 ) -> str | None:
-    lock = repo.lock()
     try:
-        lock.__enter__()
+        turn = _turn(repo, waiting)
+        if isinstance(turn, Answer) and _needs_lock(turn):
+            turn = repo.lock()
+            turn.__enter__()
     except BaseException as e:  # a timeout or an interrupt while waiting
         if waiting.withdraw():
             raise  # never claimed: nothing of it was pushed
@@ -124,7 +130,9 @@ def _as_follower(
         with repo.lock():  # claimed: the leader decides, and is done once the lock is free
             pass
         raise
-    last = None
+    if isinstance(turn, Answer):  # recorded by its group, or nothing to record
+        return _finish(repo, update, turn, mirror) if turn.state == "recorded" else None
+    lock, last = turn, None
     try:
         answer = waiting.state()
         if answer is None:  # still waiting: taken back, this writer leads
@@ -141,6 +149,34 @@ def _as_follower(
         lock.__exit__(None, None, None)
     _maintain(repo, last)
     return commit
+
+
+def _turn(repo: MetadataRepo, waiting: Waiting) -> AbstractContextManager[Any] | Answer:
+    """The clone's lock, entered, or this write's answer if its leader wrote it first. An
+    answer is final once written, so a writer its group recorded returns as soon as it
+    is written, without queueing for the lock behind the group's other writers (each
+    of them reading its answer in turn) and the next group's leader."""
+    deadline = time.monotonic() + _LOCK_TIMEOUT
+    while True:
+        held = _try_lock(repo)
+        if held is not None:
+            return held
+        answer = waiting.answered()
+        if answer is not None:
+            return answer
+        if time.monotonic() > deadline:
+            raise GitError(
+                f"Timed out after {_LOCK_TIMEOUT:g}s waiting for the lock of clone {repo.path}: "
+                "another datom process is writing to this clone. Wait for it to finish, "
+                "or raise the timeout."
+            )
+        time.sleep(_POLL)
+
+
+def _needs_lock(answer: Answer) -> bool:
+    """Whether the writer answered so goes on under the clone's lock (it redoes its write,
+    or asks the remote whether its leader's push landed)."""
+    return not (answer.state == "none" or (answer.state == "recorded" and answer.commit))
 
 
 def _lead(

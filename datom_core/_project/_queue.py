@@ -134,11 +134,18 @@ class Waiting:
         if self._path("req").exists():
             return None
         try:
-            doc = json.loads(self._path("done").read_bytes())
-            commit, parent, last = doc.get("commit"), doc.get("parent"), doc.get("last")
-            return Answer(str(doc["state"]), commit, parent, last, doc.get("mirrored") is True)
-        except (OSError, ValueError, KeyError, TypeError):
+            return _answer_of(self._path("done").read_bytes())
+        except OSError:
             return Answer("unknown")
+
+    def answered(self) -> Answer | None:
+        """The answer, without the clone's lock, once the lock holder has written it (it is
+        final then: written whole, by a rename); None before."""
+        try:
+            raw = self._path("done").read_bytes()
+        except FileNotFoundError:
+            return None
+        return _answer_of(raw)
 
     def close(self) -> None:
         """Release the request and remove its files."""
@@ -205,6 +212,15 @@ class Queue:
                 yield Path(entry.path)
             else:
                 _sweep(Path(entry.path), cutoff)
+
+
+def _answer_of(raw: bytes) -> Answer:
+    try:
+        doc = json.loads(raw)
+        commit, parent, last = doc.get("commit"), doc.get("parent"), doc.get("last")
+        return Answer(str(doc["state"]), commit, parent, last, doc.get("mirrored") is True)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return Answer("unknown")
 
 
 def _if_alive(path: Path) -> bytes | None:
