@@ -199,6 +199,8 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=12.0,
                         help="seconds a phase starts writes for (cut off at twice that)")  # fmt: skip
     parser.add_argument("--git-backend", action="store_true", help="git http-backend server")
+    parser.add_argument("--threaded-dulwich", action="store_true",
+                        help="dulwich's server with a thread per request")  # fmt: skip
     parser.add_argument("--one-clone", action="store_true",
                         help="every writer through one shared clone (group commit)")  # fmt: skip
     parser.add_argument("--cold", action="store_true",
@@ -212,7 +214,7 @@ def main() -> None:
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(["datom_core", "pyarrow", "pandas", "s3fs"])
     began = time.perf_counter()
-    with wan_world(rtt, git_backend=args.git_backend) as world:
+    with wan_world(rtt, git_backend=args.git_backend, threaded=args.threaded_dulwich) as world:
         single_writer(world, rtt, 3 if args.quick else args.single)
         if not counts:
             return

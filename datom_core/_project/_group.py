@@ -9,9 +9,11 @@ the clone's queue (``_queue``) and waits for the lock. The next holder of the lo
 *leader*) claims every waiting write and records its own and theirs as a chain of
 commits in one push (``MetadataRepo.commit_chain_and_push``): each write is still its
 own commit, with its own message, author and history entry, on the one before it. The
-leader answers each waiting writer before it lets the lock go; a writer that then gets
-the lock reads its answer and finishes its write (the store's mirror, its result), or,
-finding its write still waiting, takes it back and leads in turn.
+leader answers each waiting writer before it lets the lock go. A waiting writer looks
+for the lock and for its answer in turn (``_turn``): an answer is final once written, so
+a write its group recorded finishes (its result) without the lock, instead of queueing
+for it behind the next group's leader; a writer that gets the lock and finds its write
+still waiting takes it back and leads in turn.
 
 A writer does not take the clone's lock to read the remote's tip either: over HTTP(S) it
 classifies its write on the clone's newest look, the tip the last group pushed, which the
