@@ -63,7 +63,7 @@ def store_of(spec: dict[str, Any]) -> Any:
 
 
 @contextmanager
-def wan_world(rtt: float, git_backend: bool = False) -> Iterator[World]:
+def wan_world(rtt: float, git_backend: bool = False, threaded: bool = False) -> Iterator[World]:
     """Start moto S3 and a git HTTP server, each behind a ``rtt`` latency proxy."""
     import logging
 
@@ -87,7 +87,8 @@ def wan_world(rtt: float, git_backend: bool = False) -> Iterator[World]:
         host, port = moto.get_host_and_port()
         (tmp / "git").mkdir()
         server_class = GitBackendServer if git_backend else GitHTTPServer
-        git = server_class(tmp / "git", token=secrets.token_urlsafe(24))
+        threads = {} if git_backend else {"threaded": threaded}  # dulwich's: see tests.gitserver
+        git = server_class(tmp / "git", token=secrets.token_urlsafe(24), **threads)
         git.start()
         os.environ["DATOM_GIT_TOKEN"] = git.token
         bucket = f"wan-{secrets.token_hex(6)}"

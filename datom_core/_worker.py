@@ -11,13 +11,16 @@ __all__ = ["ProcessWorker"]
 
 
 class ProcessWorker:
-    """``executor()``: this process's single-thread executor named ``name``."""
+    """``executor()``: this process's executor named ``name``, of ``threads`` threads."""
 
-    def __init__(self, name: str) -> None:
-        self._name = name
+    def __init__(self, name: str, threads: int = 1) -> None:
+        self._name, self._threads = name, threads
         self._pool: tuple[int, ThreadPoolExecutor] | None = None
 
     def executor(self) -> ThreadPoolExecutor:
         if self._pool is None or self._pool[0] != os.getpid():
-            self._pool = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix=self._name))
+            self._pool = (
+                os.getpid(),
+                ThreadPoolExecutor(self._threads, thread_name_prefix=self._name),
+            )
         return self._pool[1]

@@ -4,7 +4,11 @@ It serves bare repositories from a temporary directory at ``http://127.0.0.1:<po
 and demands HTTP basic auth whose password is :attr:`GitHTTPServer.token` (any username)
 for every request, fetch and push alike: no or a wrong token gets ``401``. A repository
 can also be made to refuse pushes (``403``, like a read-only deploy token), or be given a
-``pre-receive`` hook. The server is single-threaded: requests are served one at a time.
+``pre-receive`` hook. The server is single-threaded (requests are served one at a time)
+unless made ``threaded`` (a thread per request, each with its own ``Repo``, as git's
+``http-backend`` runs a process per request): one at a time, a request holds the
+server from the moment its connection is accepted, so each client's wait for its
+request to arrive (half a round trip across a WAN) is every other client's too.
 
 Use the ``git_http_server`` fixture (registered in ``tests/conftest.py``).
 """
@@ -21,11 +25,13 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
 from pathlib import Path
+from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import make_server
 
 import pytest
 from dulwich.errors import NotGitRepository
+from dulwich.file import FileLocked
 from dulwich.object_store import GraphTraversalReachability
 from dulwich.objects import hex_to_sha, sha_to_hex
 from dulwich.pack import OFS_DELTA, REF_DELTA, UnpackedObject
@@ -54,30 +60,48 @@ class _Backend(Backend):
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._repos: dict[str, Repo] = {}
+        self._repos: dict[tuple[int, str], Repo] = {}  # (thread, name): each thread its own
+        self._mutex = threading.Lock()
         self.acknowledge_lost_swaps = False
 
     def open_repository(self, path: str | bytes) -> BackendRepo:  # type: ignore[override]
         name = os.fsdecode(path).strip("/")
         if not _NAME.fullmatch(name) or not (self.root / name).is_dir():
             raise NotGitRepository(f"no repository {path!r}")
-        if name not in self._repos:
-            self._repos[name] = repo = Repo(str(self.root / name))
+        key = (threading.get_ident(), name)
+        if key not in self._repos:
+            repo = Repo(str(self.root / name))
             swap = repo.refs.set_if_equals
 
             def set_if_equals(*args: Any, **kwargs: Any) -> bool:
-                if swap(*args, **kwargs) or self.acknowledge_lost_swaps:
+                try:
+                    swapped = swap(*args, **kwargs)
+                except FileLocked:  # a concurrent push holds the ref's lock: it moves it
+                    swapped = False
+                if swapped or self.acknowledge_lost_swaps:
                     return True
                 raise OSError("a concurrent push moved the ref")  # -> "failed to write"
 
             repo.refs.set_if_equals = set_if_equals  # type: ignore[method-assign]
             _look_up_wanted_objects(repo)
-        return self._repos[name]  # type: ignore[return-value]
+            with self._mutex:
+                self._repos[key] = repo
+        return self._repos[key]  # type: ignore[return-value]
+
+    def close_thread(self) -> None:
+        """Close the repositories this thread opened (a threaded server's request ends)."""
+        me = threading.get_ident()
+        with self._mutex:
+            mine = [k for k in self._repos if k[0] == me]
+            repos = [self._repos.pop(k) for k in mine]
+        for repo in repos:
+            repo.close()
 
     def close(self) -> None:
-        for repo in self._repos.values():
+        with self._mutex:
+            repos, self._repos = list(self._repos.values()), {}
+        for repo in repos:
             repo.close()
-        self._repos.clear()
 
 
 def _look_up_wanted_objects(repo: Repo) -> None:
@@ -125,8 +149,18 @@ def _look_up_wanted_objects(repo: Repo) -> None:
 class GitHTTPServer:
     """A smart-HTTP git server on loopback with token (basic-auth) checking."""
 
-    def __init__(self, root: Path, token: str, server_class: Any = WSGIServerLogger) -> None:
+    def __init__(
+        self,
+        root: Path,
+        token: str,
+        server_class: Any = WSGIServerLogger,
+        threaded: bool = False,
+    ) -> None:
         self.root = root
+        self.threaded = threaded
+        if threaded:
+            server_class = type("ThreadingServer", (ThreadingMixIn, server_class), {})
+            server_class.daemon_threads = True
         self.token = token
         self.usernames: list[str] = []  # usernames of authenticated requests, in order
         self._deny_push: set[str] = set()
@@ -207,7 +241,16 @@ class GitHTTPServer:
         if is_push and path.strip("/").split("/")[0] in self._deny_push:
             return _plain(start_response, "403 Forbidden", [])
         environ["REMOTE_USER"] = username
-        return self._app(environ, start_response)
+        if not self.threaded:
+            return self._app(environ, start_response)
+        return self._closing(self._app(environ, start_response))
+
+    def _closing(self, body: Iterable[bytes]) -> Iterator[bytes]:
+        """``body``, then this thread's repositories closed (each request its own thread)."""
+        try:
+            yield from body
+        finally:
+            self._backend.close_thread()
 
 
 def _plain(

@@ -113,15 +113,20 @@ def newest_commit_of(repo: MetadataRepo, table: str, version: str) -> str | None
 
 
 def store_history(
-    ctx: ProjectContext, table: str, git_history: bytes, new: tuple[str, str] | None = None
+    ctx: ProjectContext,
+    table: str,
+    git_history: bytes,
+    new: tuple[str, str] | None = None,
+    kept: bytes | None | EllipsisType = ...,
 ) -> bytes:
     """The store's copy of ``git_history``: each entry with its ``commit_sha``.
 
     ``new`` is ``(version, commit)`` for the version just committed. When the store holds
     the copy of the history this one grew from, the new entry is spliced onto it
-    (``_history_text``); otherwise every entry is derived.
+    (``_history_text``); otherwise every entry is derived. ``kept``: the store's copy,
+    read already.
     """
-    out = _store_history(ctx, table, git_history, new, derive=True)
+    out = _store_history(ctx, table, git_history, new, derive=True, kept=kept)
     assert out is not None
     return out
 

@@ -9,9 +9,11 @@ the clone's queue (``_queue``) and waits for the lock. The next holder of the lo
 *leader*) claims every waiting write and records its own and theirs as a chain of
 commits in one push (``MetadataRepo.commit_chain_and_push``): each write is still its
 own commit, with its own message, author and history entry, on the one before it. The
-leader answers each waiting writer before it lets the lock go; a writer that then gets
-the lock reads its answer and finishes its write (the store's mirror, its result), or,
-finding its write still waiting, takes it back and leads in turn.
+leader answers each waiting writer before it lets the lock go. A waiting writer looks
+for the lock and for its answer in turn (``_turn``): an answer is final once written, so
+a write its group recorded finishes (its result) without the lock, instead of queueing
+for it behind the next group's leader; a writer that gets the lock and finds its write
+still waiting takes it back and leads in turn.
 
 A writer does not take the clone's lock to read the remote's tip either: over HTTP(S) it
 classifies its write on the clone's newest look, the tip the last group pushed, which the
@@ -20,10 +22,12 @@ git layer notes for the processes sharing the clone (``MetadataRepo.remote_tip``
 behind a group's push prepare theirs meanwhile, and the next group's leader reads the tip
 once for all of them.
 
-Each writer of a group mirrors the manifest of the group's last commit (git's bytes
-there), not its own commit's: every one of them then puts the same bytes in the store,
-so their conditional writes of that one shared document stop refusing each other, and
-what each settles is the remote's once the push lands (``_mirror``).
+The leader also mirrors the group into the store before it answers, still holding the
+lock: every table's documents and one manifest naming all of the group's versions, then
+one settling look (``_groupmirror``); the writers it answers ``mirrored`` return at once.
+When that mirror fails, each writer mirrors its own write, as a single write does, with
+the manifest of the group's last commit (git's bytes there, the same from each of them,
+so their conditional writes of that shared document do not refuse each other).
 
 Every invariant of a single write holds for each grouped one. What a write puts in the
 store (parquet, snapshot) is put before it waits, as before a push; a write whose build
@@ -42,7 +46,7 @@ shared look at the tip is the git layer's accelerator ``_git/_fast/_tipnote``).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import time
 from contextlib import AbstractContextManager
 from typing import Any, cast
 
@@ -51,13 +55,16 @@ from datom_core._git import Author, ChainItem, MetadataRepo
 from datom_core._plain import plain
 from datom_core._project import _layout as L
 from datom_core._project._build import TableUpdate
+from datom_core._project._groupmirror import Recorded, mirror_group, read_kept
+from datom_core._project._mirror import PushedMirror
 from datom_core._project._outcome import entries_on
 from datom_core._project._queue import Answer, Claimed, Queue, Waiting, encode_update
 from datom_core._project._tip import TreeReader
 
 __all__ = ["grouping_enabled", "record"]
 
-Pushed = Callable[[str], None]
+_LOCK_TIMEOUT = 600.0  # seconds a writer waits for the clone's lock (``MetadataRepo.lock``'s)
+_POLL = 0.02  # seconds between a waiting writer's looks at the lock and its answer
 
 
 def grouping_enabled() -> bool:
@@ -69,17 +76,22 @@ def grouping_enabled() -> bool:
 
 
 def record(
-    repo: MetadataRepo, update: TableUpdate, message: str, author: Author, pushed: Pushed
+    repo: MetadataRepo, update: TableUpdate, message: str, author: Author, mirror: PushedMirror
 ) -> str | None:
     """Commit and push ``update`` as ``MetadataRepo.commit_and_push(update.build, ...)``
-    does (same answer, same errors, ``pushed(commit)`` once the remote holds it), grouped
-    with the other writes waiting on this clone (see the module docstring)."""
+    does (same answer, same errors; ``mirror.start(update.files, commit)`` once the remote
+    holds it), grouped with the other writes waiting on this clone (see the module
+    docstring); ``mirror.by_group()`` when its group's leader mirrored it."""
+
+    def pushed(commit: str) -> None:
+        mirror.start(update.files, commit)
+
     if not grouping_enabled():
         return repo.commit_and_push(update.build, message, author, pushed=pushed)
     held = _try_lock(repo)
     if held is not None:
         try:  # entered already: left once (a ``with`` would enter it again)
-            commit, last = _lead(repo, update, message, author, pushed)
+            commit, last = _lead(repo, update, message, author, mirror)
         finally:
             held.__exit__(None, None, None)
         _maintain(repo, last)
@@ -89,7 +101,7 @@ def record(
     except (OSError, TypeError, ValueError):  # no queue here, or an entry JSON cannot hold
         return repo.commit_and_push(update.build, message, author, pushed=pushed)
     try:
-        return _as_follower(repo, waiting, update, message, author, pushed)
+        return _as_follower(repo, waiting, update, message, author, mirror)
     finally:
         waiting.close()
 
@@ -110,11 +122,13 @@ def _as_follower(
     update: TableUpdate,
     message: str,
     author: Author,
-    pushed: Pushed,
+    mirror: PushedMirror,
 ) -> str | None:
-    lock = repo.lock()
     try:
-        lock.__enter__()
+        turn = _turn(repo, waiting)
+        if isinstance(turn, Answer) and _needs_lock(turn):
+            turn = repo.lock()
+            turn.__enter__()
     except BaseException as e:  # a timeout or an interrupt while waiting
         if waiting.withdraw():
             raise  # never claimed: nothing of it was pushed
@@ -124,43 +138,82 @@ def _as_follower(
         with repo.lock():  # claimed: the leader decides, and is done once the lock is free
             pass
         raise
-    last = None
+    if isinstance(turn, Answer):  # recorded by its group, or nothing to record
+        return _finish(repo, update, turn, mirror) if turn.state == "recorded" else None
+    lock, last = turn, None
     try:
         answer = waiting.state()
         if answer is None:  # still waiting: taken back, this writer leads
             waiting.withdraw()
-            commit, last = _lead(repo, update, message, author, pushed)
+            commit, last = _lead(repo, update, message, author, mirror)
         elif answer.state == "recorded" and answer.commit is not None:
-            commit = _finish(repo, update, answer, pushed)
+            commit = _finish(repo, update, answer, mirror)
         elif answer.state == "none":
             commit = None
         else:  # its build failed at the leader, or the leader failed or died
             _refuse_if_recorded(repo, update)
-            commit, last = _lead(repo, update, message, author, pushed)
+            commit, last = _lead(repo, update, message, author, mirror)
     finally:
         lock.__exit__(None, None, None)
     _maintain(repo, last)
     return commit
 
 
+def _turn(repo: MetadataRepo, waiting: Waiting) -> AbstractContextManager[Any] | Answer:
+    """The clone's lock, entered, or this write's answer if its leader wrote it first. An
+    answer is final once written, so a writer its group recorded returns as soon as it
+    is written, without queueing for the lock behind the group's other writers (each
+    of them reading its answer in turn) and the next group's leader."""
+    deadline = time.monotonic() + _LOCK_TIMEOUT
+    while True:
+        held = _try_lock(repo)
+        if held is not None:
+            return held
+        answer = waiting.answered()
+        if answer is not None:
+            return answer
+        if time.monotonic() > deadline:
+            raise GitError(
+                f"Timed out after {_LOCK_TIMEOUT:g}s waiting for the lock of clone {repo.path}: "
+                "another datom process is writing to this clone. Wait for it to finish, "
+                "or raise the timeout."
+            )
+        time.sleep(_POLL)
+
+
+def _needs_lock(answer: Answer) -> bool:
+    """Whether the writer answered so goes on under the clone's lock (it redoes its write,
+    or asks the remote whether its leader's push landed)."""
+    return not (answer.state == "none" or (answer.state == "recorded" and answer.commit))
+
+
 def _lead(
-    repo: MetadataRepo, update: TableUpdate, message: str, author: Author, pushed: Pushed
+    repo: MetadataRepo, update: TableUpdate, message: str, author: Author, mirror: PushedMirror
 ) -> tuple[str | None, str | None]:
-    """Under the clone's lock: record ``update`` with every waiting write; its commit and
-    the last one pushed (for the remote's compaction, done by ``commit_and_push`` itself
-    when nothing waits)."""
+    """Under the clone's lock: record ``update`` with every waiting write, mirror them
+    all into the store; its commit and the last one pushed (for the remote's compaction,
+    done by ``commit_and_push`` itself when nothing waits)."""
     queue = Queue(repo.controldir)
     claimed = queue.claim()
     if not claimed:
-        return repo.commit_and_push(update.build, message, author, pushed=pushed), None
+        return repo.commit_and_push(
+            update.build, message, author, pushed=lambda c: mirror.start(update.files, c)
+        ), None
     good: list[Claimed] = []
     for c in claimed:
         if c.update is None:
             queue.answer(c.rid, Answer("redo"))
         else:
             good.append(c)
+    updates = [update] + [cast(TableUpdate, c.update) for c in good]
+    kept = {update.table: mirror.kept}
+    for u in updates:  # read while the group is pushed
+        if u.table not in kept:
+            kept[u.table] = read_kept(mirror.context, u.table)
     items = [ChainItem(update.build, message, author.identity)]
-    items += [ChainItem(cast(TableUpdate, c.update).build, c.message, c.identity) for c in good]
+    items += [
+        ChainItem(u.build, c.message, c.identity) for u, c in zip(updates[1:], good, strict=True)
+    ]
     try:
         answers, tip, last = repo.commit_chain_and_push(items)
     except BaseException:
@@ -171,9 +224,15 @@ def _lead(
     for a in answers:
         parents.append(parent)
         parent = a if isinstance(a, str) else parent
+    recorded = [
+        Recorded(u.table, u.metadata_bytes, dict(u.files), a)
+        for u, a in zip(updates, answers, strict=True)
+        if isinstance(a, str)
+    ]
+    mirrored = mirror_group(mirror.context, recorded, kept)
     for c, a, p in zip(good, answers[1:], parents[1:], strict=True):
         if isinstance(a, str):
-            _answer(queue, c.rid, Answer("recorded", a, p, last))
+            _answer(queue, c.rid, Answer("recorded", a, p, last, mirrored))
         else:
             _answer(queue, c.rid, Answer("none" if a is None else "redo"))
     own = answers[0]
@@ -181,14 +240,16 @@ def _lead(
         raise own
     if own is not None:
         _group_manifest(repo, update, last)
-        pushed(own)
+        if mirrored:
+            mirror.by_group()
+        mirror.start(update.files, own)
     return own, last
 
 
-def _finish(repo: MetadataRepo, update: TableUpdate, answer: Answer, pushed: Pushed) -> str:
+def _finish(repo: MetadataRepo, update: TableUpdate, answer: Answer, mirror: PushedMirror) -> str:
     """A write the leader recorded as ``answer.commit`` on ``answer.parent``: ``update``
     learns what it replaced there, its files are git's bytes at that commit (what the
-    store mirrors; the manifest the group's last commit's)."""
+    store mirrors; the manifest the group's last commit's), unless the leader mirrored it."""
     commit, parent = cast(str, answer.commit), answer.parent
     update.build(repo.tree(parent) if parent is not None else cast(TreeReader, _Empty()))
     for path in update.files:
@@ -196,7 +257,9 @@ def _finish(repo: MetadataRepo, update: TableUpdate, answer: Answer, pushed: Pus
         if raw is not None:
             update.files[path] = raw
     _group_manifest(repo, update, answer.last)
-    pushed(commit)
+    if answer.mirrored:
+        mirror.by_group()  # before start(): no PUT of this write's own documents
+    mirror.start(update.files, commit)
     return commit
 
 

@@ -70,7 +70,9 @@ __all__ = [
     "converge_mirror",
     "history_agrees",
     "newest_commit_of",
+    "settle",
     "store_history",
+    "superseded",
     "without_commit_sha",
 ]
 
@@ -101,6 +103,7 @@ class PushedMirror:
         # maybe of a newer commit) makes them another's, and a PUT on them is refused.
         self._seen = seen_copies(ctx, table)
         self._early: tuple[bytes, Future[bool]] | None = None
+        self._by_group = False  # written and settled by its group's leader (_groupmirror)
         # The store's history copy, read while the commit is pushed (no ordering holds
         # this read back: a copy another writer replaced meanwhile lacks its commit, and
         # the history is then derived from the clone's log, in finish()).
@@ -111,13 +114,27 @@ class PushedMirror:
         """Whether the push landed (the git layer's ``pushed`` hook started this mirror)."""
         return self._job is not None
 
+    @property
+    def context(self) -> ProjectContext:
+        return self._ctx
+
+    @property
+    def kept(self) -> Future[bytes | None]:
+        """The store's history copy, being read (the group's leader's mirror uses it)."""
+        return self._kept
+
+    def by_group(self) -> None:
+        """The group's leader mirrored and settled this write: :meth:`start` puts nothing
+        and :meth:`finish` has nothing left to do (called before :meth:`start`)."""
+        self._by_group = True
+
     def start(self, files: Mapping[str, bytes], commit: str) -> None:
         """Record the pushed ``commit`` and its ``files`` (git paths to bytes)."""
         table = self._table
         docs = TableDocuments(table, self._metadata, files[L.git_history(table)], files[L.MANIFEST])
         self._job = (docs, commit)
         kept = self._kept
-        if self._seen is None or not kept.done() or kept.exception() is not None:
+        if self._by_group or self._seen is None or not kept.done() or kept.exception():
             return
         if listed_before(docs, self._version):
             return
@@ -130,7 +147,7 @@ class PushedMirror:
     def finish(self) -> None:
         """Write the documents in order (the clone is on the pushed commit now, as a
         crash-time repair from the clone expects), then settle them."""
-        if self._job is not None:
+        if self._job is not None and not self._by_group:
             docs, commit = self._job
             revert = listed_before(docs, self._version)
             if self._early is not None:
@@ -323,3 +340,7 @@ def _commit_of(history: bytes | None, table: str, version: str) -> str | None:
     except DatomError:
         return None
     return next((h.commit_sha for h in entries if h.version == version), None)
+
+
+# A group's mirror (``_groupmirror``) settles and gives way as a single write's does.
+settle, superseded = _settle, _superseded

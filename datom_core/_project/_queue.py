@@ -51,14 +51,16 @@ class Claimed:
 @dataclass(frozen=True)
 class Answer:
     """The lock holder's answer to one claimed write. ``state``: ``recorded`` (``commit``,
-    built on ``parent``, in a push whose last commit is ``last``), ``none`` (the tip held the version: no commit), ``redo`` (its
-    build failed: the writer redoes its write alone, meeting the error itself) or
-    ``unknown`` (the push failed: the remote decides)."""
+    built on ``parent``, in a push whose last commit is ``last``; ``mirrored`` when the
+    holder mirrored it into the store too), ``none`` (the tip held the version: no
+    commit), ``redo`` (its build failed: the writer redoes its write alone, meeting the
+    error itself) or ``unknown`` (the push failed: the remote decides)."""
 
     state: str
     commit: str | None = None
     parent: str | None = None
     last: str | None = None
+    mirrored: bool = False
 
 
 def encode_update(update: TableUpdate, message: str, identity: str) -> bytes:
@@ -132,10 +134,18 @@ class Waiting:
         if self._path("req").exists():
             return None
         try:
-            doc = json.loads(self._path("done").read_bytes())
-            return Answer(str(doc["state"]), doc.get("commit"), doc.get("parent"), doc.get("last"))
-        except (OSError, ValueError, KeyError, TypeError):
+            return _answer_of(self._path("done").read_bytes())
+        except OSError:
             return Answer("unknown")
+
+    def answered(self) -> Answer | None:
+        """The answer, without the clone's lock, once the lock holder has written it (it is
+        final then: written whole, by a rename); None before."""
+        try:
+            raw = self._path("done").read_bytes()
+        except FileNotFoundError:
+            return None
+        return _answer_of(raw)
 
     def close(self) -> None:
         """Release the request and remove its files."""
@@ -186,7 +196,7 @@ class Queue:
         doc: dict[str, Any] = {"state": answer.state}
         if answer.commit is not None:
             doc["commit"], doc["parent"] = answer.commit, answer.parent
-            doc["last"] = answer.last
+            doc["last"], doc["mirrored"] = answer.last, answer.mirrored
         tmp = self.folder / f"{rid}.answer-tmp"
         tmp.write_bytes(json.dumps(doc).encode())
         os.replace(tmp, self.folder / f"{rid}.done")
@@ -202,6 +212,15 @@ class Queue:
                 yield Path(entry.path)
             else:
                 _sweep(Path(entry.path), cutoff)
+
+
+def _answer_of(raw: bytes) -> Answer:
+    try:
+        doc = json.loads(raw)
+        commit, parent, last = doc.get("commit"), doc.get("parent"), doc.get("last")
+        return Answer(str(doc["state"]), commit, parent, last, doc.get("mirrored") is True)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return Answer("unknown")
 
 
 def _if_alive(path: Path) -> bytes | None:

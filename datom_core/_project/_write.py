@@ -192,7 +192,7 @@ def _record(
     mirror = PushedMirror(ctx, req.table, metadata_bytes, metadata.version)
     try:
         commit = record_grouped(  # with the writes waiting on this clone (_group)
-            repo, update, req.message, author, lambda c: mirror.start(update.files, c)
+            repo, update, req.message, author, mirror
         )
     except BaseException as e:
         mirror.abandon()

@@ -153,11 +153,15 @@ def _kill_round(root: Path, step: str) -> tuple[dc.Connection, list, Path]:  # t
 
 
 @pytest.mark.usefixtures("accelerated")
-@pytest.mark.parametrize("step", ["git:chain:built", "git:chain:swapped"])
+@pytest.mark.parametrize(
+    "step",
+    ["git:chain:built", "git:chain:swapped", "group:mirror:history", "group:mirror:metadata"],
+)
 def test_a_leader_killed_mid_group_converges(tmp_path: Path, step: str) -> None:
-    """The leader of a group dies before or after its push: each writer it claimed
-    completes (its version found recorded, or recorded by itself); the leader's own
-    write run again converges."""
+    """The leader of a group dies before or after its push, or amid the group's store
+    mirror (after the history copies, after the ``metadata.json`` files: the manifest
+    not written): each writer it claimed completes (its version found recorded, or
+    recorded by itself); the leader's own write run again converges."""
     for attempt in range(4):  # grouping depends on timing: a round without a group is rerun
         conn, procs, out = _kill_round(tmp_path / f"round{attempt}", step)
         killed = [f"t{i}" for i, p in enumerate(procs) if p.exitcode != 0]
