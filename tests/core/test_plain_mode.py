@@ -27,7 +27,7 @@ from datom_core._git._fast import _compact, _history, _index, _packs, _tree
 from datom_core._git._fast._compact import _pack_loose
 from datom_core._git._fast._packs import merge_packs
 from datom_core._identity import _chr
-from datom_core._plain import PLAIN_ENV, plain
+from datom_core._plain import NAMED, PLAIN_ENV, plain
 from datom_core._project import _documents, _history_text, _manifest_text
 from datom_core._project._group import grouping_enabled
 from tests.core.projects import fingerprint, frame
@@ -164,19 +164,21 @@ def test_under_the_switch_no_accelerator_runs(
 
 
 @pytest.mark.parametrize(
-    ("value", "expected"),
+    ("value", "selected"),
     [
-        ("advert", {"advert": True, "walk": False, None: False}),
-        ("walk", {"advert": False, "walk": True, None: False}),
-        ("walk, advert", {"advert": True, "walk": True, None: False}),
-        ("1", {"advert": True, "walk": True, None: True}),
-        ("0", {"advert": False, "walk": False, None: False}),
+        *((name, {name}) for name in sorted(NAMED)),
+        ("walk, advert", {"walk", "advert"}),
+        ("compact,group,share", {"compact", "group", "share"}),
+        ("1", {*NAMED, None}),
+        ("walk,nonsense", {*NAMED, None}),  # a name not known: every plain path
+        ("0", set()),
+        ("", set()),
     ],
 )
 def test_the_switch_may_name_accelerators_alone(
-    monkeypatch: pytest.MonkeyPatch, value: str, expected: dict[str | None, bool]
+    monkeypatch: pytest.MonkeyPatch, value: str, selected: set[str | None]
 ) -> None:
-    """``DATOM_PLAIN`` naming accelerators (``walk``, ``advert``) selects those plain paths
-    only; any other value but ``0`` selects every one."""
+    """``DATOM_PLAIN`` naming accelerators (any of :data:`NAMED`) selects those plain
+    paths only; any other value but ``0`` or empty selects every one."""
     monkeypatch.setenv(PLAIN_ENV, value)
-    assert {name: plain(name) for name in expected} == expected
+    assert {name for name in (*NAMED, None) if plain(name)} == selected
