@@ -45,8 +45,9 @@ class HistoryReads:
                 if r.get_shallow():
                     self._remote().deepen(r, gi.branch_ref(r))
 
-    def read_at(self, commit: str, relpath: str) -> bytes | None:
-        """The bytes of ``relpath`` in ``commit`` (full hex id), or ``None`` if absent there."""
+    def read_at(self, commit: str, relpath: str, deepen: bool = True) -> bytes | None:
+        """The bytes of ``relpath`` in ``commit`` (full hex id), or ``None`` if absent there
+        (or, with ``deepen`` False, if a shallow clone lacks the commit: no fetch)."""
         gi.check_relpath(relpath)
         r = self._open()
         try:
@@ -54,6 +55,8 @@ class HistoryReads:
         except GitError:
             if not r.get_shallow():
                 raise
+            if not deepen:
+                return None
             self._whole(r)  # an older commit than a shallow clone holds
             found = self._commit(r, commit)
         return TipView(r.object_store, found.id).read(relpath)

@@ -84,9 +84,10 @@ class RecordedDocuments:
         if commit is None:
             return None
         try:
-            raw = self._ctx.require_repo().read_at(commit, self._path)
+            # A commit this clone does not have (a shallow one's): the walk finds the document.
+            raw = self._ctx.require_repo().read_at(commit, self._path, deepen=False)
         except DatomError:
-            return None  # a commit this clone does not have: the walk finds the document
+            return None
         return raw if raw is not None and _version(raw) == version else None
 
     def _all(self, version: str) -> list[bytes]:
