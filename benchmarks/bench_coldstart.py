@@ -5,7 +5,9 @@ and then commits made directly with dulwich in the bare remote, each shaped like
 (the table's ``version_history.json`` grows by one entry, its ``metadata.json`` and the
 manifest are redone), spread over ``--tables`` tables, and the remote repacked as a
 server's would be. Then, with the git server (dulwich smart HTTP) behind a latency proxy
-(``--rtt``, default 50 ms) and a local store:
+(``--rtt``, default 50 ms) and the store (``--store``: a local directory, a shared volume's
+stand-in, or S3 on moto behind a proxy of the same RTT, what an ephemeral worker of a
+cloud executor writes to; ``both`` prints both):
 
 * cold: a fresh worker (an empty home: no clone) clones the remote and writes a new table;
 * warm: the same worker writes again.
@@ -115,12 +117,13 @@ def _table(tag: str) -> pa.Table:
     return pa.table({"USUBJID": [f"{tag}-{k}" for k in range(5)], "AVAL": [1.0] * 5})
 
 
-def build(world: Any, commits: int, n_tables: int, name: str) -> Any:
-    """A project of ``commits`` commits on the server as ``name``; returns its store."""
+def build(world: Any, commits: int, n_tables: int, name: str, kind: str = "local") -> Any:
+    """A project of ``commits`` commits on the server as ``name``, its store ``kind``
+    (``local`` or ``s3``); returns its store."""
     import datom_core as dc
 
     bare = world.git_server.create_bare(name)
-    store = dc.LocalStore(world.tmp / f"store-{name}")
+    store = dc.LocalStore(world.tmp / f"store-{name}") if kind == "local" else world.store(name)
     conn = dc.init_repo(world.tmp / f"builder-{name}", "COLD", store, remote=bare)
     tables = [f"t{i:03d}" for i in range(n_tables)]
     for t in tables:  # real writes: documents of the real shape, objects in the store
@@ -160,16 +163,19 @@ def main() -> None:
                         help="how the fresh worker clones")  # fmt: skip
     parser.add_argument("--git-backend", action="store_true", help="git http-backend server")
     parser.add_argument("--repeat", type=int, default=5, help="fresh workers per length")
+    parser.add_argument("--store", choices=["both", "local", "s3"], default="both",
+                        help="the project's store: a local directory, S3 (moto), or both")  # fmt: skip
     args = parser.parse_args()
     modes = {"both": [False, True], "shallow": [True], "full": [False]}[args.mode]
     sizes = [300, 1000] if args.quick else [int(x) for x in args.commits.split(",")]
     print(f"fresh worker's first write / warm write, git over HTTP at RTT {args.rtt:.0f} ms")
     print(f"  (each the median of {args.repeat} fresh workers; ratios of one worker's writes)")
+    kinds = ["local", "s3"] if args.store == "both" else [args.store]
     with wan_world(args.rtt / 1000, git_backend=args.git_backend) as world:
-        for commits in sizes:
+        for commits, kind in ((c, k) for c in sizes for k in kinds):
             t0 = time.perf_counter()
-            name = f"hist{commits}"
-            store = build(world, commits, args.tables, name)
+            name = f"hist{commits}{kind}"
+            store = build(world, commits, args.tables, name, kind)
             built = time.perf_counter() - t0
             for shallow in modes:
                 runs = [measure(world, name, store, shallow, k) for k in range(args.repeat)]
@@ -178,7 +184,7 @@ def main() -> None:
                     statistics.median(run[i] for run in runs) for i in range(5)
                 )
                 print(
-                    f"  {'shallow' if shallow else 'full   '} {commits:6d} commits: cold {cold:6.2f} s (clone {cloned:6.2f} s), "
+                    f"  {kind:5s} {'shallow' if shallow else 'full   '} {commits:6d} commits: cold {cold:6.2f} s (clone {cloned:6.2f} s), "
                     f"warm {warm:5.2f} s, cold / warm {ratio:6.1f}  (target <= 2), "
                     f"fetched {fetched / 1e6:6.1f} MB in {requests:.0f} git requests "
                     f"(history built in {built:.0f} s)"

@@ -5,6 +5,7 @@ do below the connection facade. Each returns the :class:`ProjectContext` of the 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -147,6 +148,19 @@ def clone_project(
     credentials: Mapping[str, Any],
     shallow: bool = False,
 ) -> ProjectContext:
-    """Join a project: clone its metadata remote into ``path`` (``shallow``: the tip only)."""
-    repo = MetadataRepo.clone(remote, path, token_env=token_env, shallow=shallow)
+    """Join a project: clone its metadata remote into ``path`` (``shallow``: the tip only).
+
+    A ``store`` given gets ready (:meth:`Store.prepare`) while the clone downloads: a
+    fresh worker's first write would otherwise wait for the store's client to be built and
+    connected after the clone (~2 round trips and the client's import, measured by
+    ``benchmarks/bench_coldstart.py --store s3``).
+    """
+    ready = threading.Thread(target=store.prepare, daemon=True) if store is not None else None
+    if ready is not None:
+        ready.start()
+    try:
+        repo = MetadataRepo.clone(remote, path, token_env=token_env, shallow=shallow)
+    finally:
+        if ready is not None:
+            ready.join()
     return open_developer(repo, store, credentials)

@@ -350,6 +350,15 @@ class Store:
             except FileNotFoundError:
                 pass  # nothing written yet: reachable is all we can ask
 
+    def prepare(self) -> None:
+        """Get ready to serve: build the filesystem (for S3 that imports the client and
+        resolves credentials) and reach the store once, opening a connection. Meant to
+        run beside other work, so the first real read or write does not wait for it
+        (``clone`` runs it while the metadata downloads). Best effort: a failure here is
+        left for the first real operation to report, with its remedy."""
+        with contextlib.suppress(Exception):
+            self.check_access()
+
 
 class Staged:
     """Documents a store has prepared (:meth:`Store.stage_in_order`): ``publish(after)``
