@@ -12,7 +12,8 @@ so a process may change it between operations (the benchmarks do).
 ``DATOM_PLAIN`` may instead name some accelerators, comma-separated (``walk``: the git
 layer's tree walks; ``advert``: its kept ref advertisements; ``compact``: its pack
 merges and a local remote's compaction; ``group``: group commit; ``share``: a clone
-reading a local remote's objects in place; see :data:`NAMED`): only those take their
+reading a local remote's objects in place; ``encode``: a big parquet hashed and written
+beside its encoding; see :data:`NAMED`): only those take their
 plain path, so a benchmark can show what each one pays.
 """
 
@@ -27,7 +28,7 @@ PLAIN_ENV = "DATOM_PLAIN"
 paths."""
 
 
-NAMED = frozenset({"advert", "compact", "group", "share", "walk"})
+NAMED = frozenset({"advert", "compact", "encode", "group", "share", "walk"})
 """Accelerators ``DATOM_PLAIN`` may name alone."""
 
 
