@@ -20,7 +20,7 @@ import pytest
 import datom_core as dc
 from datom_core._errors import StoreError
 from datom_core._plain import NAMED, PLAIN_ENV
-from datom_core._project import _early, _encodepipe, _parquet
+from datom_core._project import _early, _parquet
 from datom_core._project._encodepipe import PipedSink
 from datom_core._store import LocalStore
 from tests.core.projects import fingerprint, new_project
