@@ -44,7 +44,7 @@ class PipedSink:
         self._thread = threading.Thread(target=self._drain, name="datom-parquet-out", daemon=True)
         self._thread.start()
 
-    def write(self, data: bytes) -> int:
+    def write(self, data: bytes | bytearray | memoryview) -> int:
         if self._error is not None:
             raise self._error  # as the plain path raises it: from the write that failed
         # Arrow may hand over a view of its own buffer, which it reuses: the queue keeps a copy.
