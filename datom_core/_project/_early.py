@@ -17,7 +17,6 @@ from __future__ import annotations
 import pyarrow as pa
 
 from datom_core._identity._cv1 import SMALL_TABLE_ROWS, ColumnHash, TableHash
-from datom_core._plain import plain
 from datom_core._project import _layout as L
 from datom_core._project._columns import footer_digests, known_digests, remember_digests
 from datom_core._project._context import ProjectContext
@@ -46,16 +45,6 @@ class EarlyParquet:
         self._expected = {i: (c.name, c.sha) for i, c in enumerate(recorded or ())}
         if current is None or current.nrow != table.num_rows or recorded is None:
             self._start()
-
-    @property
-    def hash_threads(self) -> int | None:
-        """Threads for hashing a table that may be encoded meanwhile (None: as many as
-        cores). A big table's columns are hashed one at a time (each one's slices still
-        encoded in parallel, ``_identity._pipeline``): the first digest, which decides
-        whether the data is new, is ready about twice as soon as when two columns share
-        the cores, and an encode already running keeps a core. ``DATOM_PLAIN`` (or
-        ``DATOM_PLAIN=encode``) hashes as many columns at once as there are cores."""
-        return None if self._inline or plain("encode") else 1
 
     def on_column(self, index: int, column: ColumnHash) -> None:
         if self._inline or self.background is not None:

@@ -110,7 +110,7 @@ def _write_table(ctx: ProjectContext, request: WriteRequest, data: Any) -> Write
     table = prepare_table(data, table=request.table)
     current = _current_metadata(repo, request.table)
     with EarlyParquet(table, ctx, request.table, current) as early:
-        table_hash = hash_arrow_table(table, threads=early.hash_threads, on_column=early.on_column)
+        table_hash = hash_arrow_table(table, on_column=early.on_column)
         early.provide(table_hash)
         checkpoint("hashed")
         return _record(ctx, request, table, table_hash, early.background)

@@ -1,8 +1,7 @@
 """A big table's parquet: encoded while a second thread hashes and writes its bytes (the
-``encode`` accelerator, ``_project/_encodepipe.py``), its columns hashed one at a time so
-that the first digest decides early whether the data is new. The accelerated and plain
-paths give the same bytes; a disk refusing the bytes fails the write cleanly on either;
-an unchanged table still pays for no parquet."""
+``encode`` accelerator, ``_project/_encodepipe.py``). The accelerated and plain paths
+give the same bytes; a disk refusing the bytes fails the write cleanly on either; an
+unchanged table still pays for no parquet, a changed one for exactly one."""
 
 from __future__ import annotations
 
@@ -163,21 +162,6 @@ def test_a_disk_refusing_the_parquet_fails_the_write_with_a_store_error_naming_t
     assert conn.write("labs", _big(2)).change == "full"  # nothing left in the way
 
 
-def test_a_big_tables_columns_are_hashed_one_at_a_time_unless_switched_off(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    conn = new_project(tmp_path)
-    big, small = _big(), _big(rows=100)
-    for switch, expected in (("0", 1), ("encode", None), ("1", None)):
-        monkeypatch.setenv(PLAIN_ENV, switch)
-        with _early.EarlyParquet(big, conn.context, "t", None) as early:
-            assert early.hash_threads == expected
-            assert early.background is not None  # a new table: encoded from the start
-            early.provide(dc.hash_table(big))
-        with _early.EarlyParquet(small, conn.context, "t", None) as early:
-            assert early.hash_threads is None  # hashed inline, no decision to hasten
-
-
 class _Started(_parquet.BackgroundParquet):
     count = 0
 
@@ -190,8 +174,8 @@ class _Started(_parquet.BackgroundParquet):
 def test_an_unchanged_big_table_starts_no_encode_and_a_changed_last_column_starts_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, switch: str
 ) -> None:
-    """Hashed column by column, the decision still waits for a differing digest: the same
-    data encodes nothing, one changed column (the last one hashed) starts one encode."""
+    """The encode starts on a differing digest only: the same data encodes nothing, one
+    changed column (the last) starts one encode."""
     monkeypatch.setenv(PLAIN_ENV, switch)
     monkeypatch.setattr(_early, "BackgroundParquet", _Started)
     conn = new_project(tmp_path)
