@@ -10,6 +10,10 @@ A small table (up to :data:`INLINE_ROWS` rows, hashed inline in the caller's thr
 never handed to the worker: the handoff and the two threads taking turns on the
 interpreter cost more than encoding it (~1 ms per write at 200 rows), so the write
 encodes it itself once it knows the data is new.
+
+Encoding while hashing exists for speed only: ``DATOM_PLAIN=1`` (or ``DATOM_PLAIN=encode``)
+takes the plain path, every table encoded by the write once hashing and classifying are
+over (the same bytes: the digests reach the footer either way).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from datom_core._identity._cv1 import SMALL_TABLE_ROWS, ColumnHash, TableHash
+from datom_core._plain import plain
 from datom_core._project import _layout as L
 from datom_core._project._columns import footer_digests, known_digests, remember_digests
 from datom_core._project._context import ProjectContext
@@ -38,7 +43,8 @@ class EarlyParquet:
         self._store, self._folder = ctx.store, name
         self.background: BackgroundParquet | None = None
         self._expected: dict[int, tuple[str, str]] = {}
-        self._inline = table.num_rows <= INLINE_ROWS  # then nothing to decide: no footer read
+        # Encoded by the write itself, after hashing: nothing to decide, no footer read.
+        self._inline = table.num_rows <= INLINE_ROWS or plain("encode")
         if self._inline:
             return
         recorded = _recorded(ctx, name, table.num_columns, current)

@@ -22,9 +22,11 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from datom_core._errors import IntegrityError, NotFoundError
+from datom_core._errors import DatomError, IntegrityError, NotFoundError, StoreError
 from datom_core._identity._cv1 import ColumnHash
 from datom_core._labels import with_r_metadata
+from datom_core._plain import plain
+from datom_core._project._encodepipe import PipedSink
 from datom_core._store import LocalStore, Store
 from datom_core._worker import ProcessWorker
 
@@ -91,18 +93,39 @@ def serialized(
         return
     # A bigger one is written to the file and hashed as it is written (Arrow hands over
     # one buffered megabyte at a time): no second pass over the file.
+    # The accelerated path hashes and writes on a thread of its own (``_encodepipe``).
     path, fd = _new_file(store, folder)
     try:
-        with os.fdopen(fd, "wb", buffering=0) as file:
-            sink = _HashingSink(file)
-            with pa.BufferedOutputStream(pa.PythonFile(sink, mode="w"), _CHUNK) as out:
-                _encoded(out, table, digests)
+        try:
+            with os.fdopen(fd, "wb", buffering=0) as file:
+                sink: _HashingSink | PipedSink = _HashingSink(file)
+                if not plain("encode"):
+                    sink = PipedSink(file, durable=isinstance(store, LocalStore))
+                try:
+                    with pa.BufferedOutputStream(pa.PythonFile(sink, mode="w"), _CHUNK) as out:
+                        _encoded(out, table, digests)
+                except BaseException:
+                    sink.abandon()
+                    raise
+                sink.finish()
+        except OSError as e:  # the disk refused the bytes (full, gone, read-only)
+            if isinstance(e, DatomError):
+                raise
+            raise _write_failed(e, store, folder, path) from e
         yield SerializedParquet(path, sink.digest.hexdigest(), sink.size)
     finally:
         path.unlink(missing_ok=True)
 
 
 _IN_MEMORY = 16 << 20  # tables up to this size are encoded in memory, handed over as bytes
+
+
+def _write_failed(e: OSError, store: Store | None, folder: str, path: Path) -> StoreError:
+    where = f"the store {store.url}" if isinstance(store, LocalStore) else "a temporary file"
+    return StoreError(
+        f"table {folder!r}: writing its new parquet into {where} ({path}) failed: {e}; "
+        "nothing was written. Free space (or fix the folder's permissions), then write again"
+    )
 
 
 def _new_file(store: Store | None, folder: str) -> tuple[Path, int]:
@@ -139,6 +162,12 @@ class _HashingSink:
 
     def close(self) -> None:
         self.closed = True
+
+    def finish(self) -> None:
+        pass
+
+    def abandon(self) -> None:
+        pass
 
 
 def _encoded(sink: Any, table: pa.Table, digests: Digests) -> Any:

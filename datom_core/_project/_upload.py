@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import wait
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -78,7 +78,7 @@ def store_version(
     elif known or (recorded is not None and recorded.parquet_sha) or not store_in_parallel(ctx):
         parquet = store_parquet(ctx, table_name, table, th, history, early)
     else:
-        with nullcontext(early.result()) if early else serialized(table, th.column_hashes) as sp:
+        with _parquet_of(ctx, table_name, table, th, early) as sp:
             return _both(ctx, table_name, table, th, sp, metadata_of)
     return _with_snapshot(ctx, table_name, th, known, metadata_of, *parquet)
 
@@ -152,6 +152,20 @@ def _both(
     return Stored(parquet_sha, size, uploaded, raw, snapshot_put)
 
 
+def _parquet_of(
+    ctx: ProjectContext,
+    table_name: str,
+    table: pa.Table,
+    th: TableHash,
+    early: BackgroundParquet | None,
+) -> AbstractContextManager[SerializedParquet]:
+    """The parquet the early encode made, or the table encoded now (a local store's file
+    staged beside its objects either way, to be linked, not copied)."""
+    if early is not None:
+        return nullcontext(early.result())
+    return serialized(table, th.column_hashes, ctx.store, table_name)
+
+
 def store_in_parallel(ctx: ProjectContext) -> bool:
     """Whether independent PUTs go out at once: a store across a network says so
     (``parallel_puts``), unless ``DATOM_PLAIN`` asks for the plain path."""
@@ -180,7 +194,7 @@ def store_parquet(  # one after the other: the snapshot follows (_with_snapshot)
     recorded = history.recorded_parquet(th.data_sha) if history is not None else None
     if recorded is not None and recorded.parquet_sha:
         return recorded_parquet(ctx, table_name, table, th, recorded.parquet_sha)
-    with nullcontext(early.result()) if early else serialized(table, th.column_hashes) as sp:
+    with _parquet_of(ctx, table_name, table, th, early) as sp:
         if store.put_if_absent(key, sp.source):
             return sp.parquet_sha, sp.size_bytes, True
     return (*_existing_parquet(ctx, table_name, table, th), False)
@@ -227,7 +241,7 @@ def recorded_parquet(
         return parquet_sha, store.size(key), False
     except NotFoundError:
         pass
-    with serialized(table, th.column_hashes) as sp:
+    with serialized(table, th.column_hashes, ctx.store, table_name) as sp:
         if sp.parquet_sha == parquet_sha:
             store.put_if_absent(key, sp.source)
             return parquet_sha, sp.size_bytes, False  # a recorded version's: never undone

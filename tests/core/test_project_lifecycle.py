@@ -259,6 +259,7 @@ def test_parquet_is_serialised_early_only_for_new_data(tmp_path, monkeypatch) ->
 
     monkeypatch.setattr(_early, "BackgroundParquet", Counting)
     monkeypatch.setattr(_early, "INLINE_ROWS", 0)  # every table early, however small
+    monkeypatch.delenv("DATOM_PLAIN", raising=False)  # the accelerator's rule, not its plain path
     conn = new_project(tmp_path)
     conn.write("dm", frame())  # a new table: new data
     assert len(started) == 1

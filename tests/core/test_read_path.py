@@ -182,6 +182,7 @@ def test_a_small_table_is_encoded_by_the_write_itself_to_the_same_bytes(
             super().__init__(table, **where)
 
     monkeypatch.setattr(_early, "BackgroundParquet", Counting)
+    monkeypatch.delenv("DATOM_PLAIN", raising=False)  # the early route (an accelerator) itself
     data = [frame(30, seed=s) for s in range(3)]
     inline = new_project(tmp_path / "inline")
     inline_results = [inline.write("dm", d) for d in data]
