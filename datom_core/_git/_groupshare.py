@@ -27,7 +27,6 @@ from dulwich.repo import Repo
 __all__ = [
     "LOCK_FILES",
     "lock_mode",
-    "object_paths",
     "open_lock",
     "ref_paths",
     "shared_perm",
@@ -101,18 +100,6 @@ def widen(paths: Iterable[str | os.PathLike[str]], perm: SharedPerm | None) -> N
                 adjust_shared_perm(path, perm)
         except (FileNotFoundError, PermissionError):
             continue
-
-
-def object_paths(objects_dir: str, shas: Iterable[bytes]) -> list[str]:
-    """The fan-out folders and loose files of ``shas`` in ``objects_dir``, folders first."""
-    folders: dict[str, None] = {}
-    files = []
-    for sha in shas:
-        hexsha = sha.decode()
-        folder = os.path.join(objects_dir, hexsha[:2])
-        folders[folder] = None
-        files.append(os.path.join(folder, hexsha[2:]))
-    return [*folders, *files]
 
 
 def ref_paths(root: Path, name: bytes) -> list[str]:

@@ -4,7 +4,6 @@ and the HTTP(S) transport through dulwich's client, with its errors translated."
 from __future__ import annotations
 
 import errno
-import random
 import re
 import time
 from collections.abc import Iterator, Sequence
@@ -29,6 +28,7 @@ from dulwich.repo import Repo
 
 from .._errors import DatomError, GitError
 from .._plain import plain
+from ._backoff import Backoff
 from ._fast import _advert
 from ._fast._advert import RefsMemo
 from ._fast._prime import push_advertisement_alongside
@@ -50,7 +50,6 @@ HTTP_TIMEOUT = 120.0
 _HEADS = b"refs/heads/"
 _HEX = re.compile(r"[0-9a-f]+")
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
-_FETCH_BACKOFF, _FETCH_BACKOFF_MAX = 0.02, 1.0  # seconds: first and longest (random) wait
 _WHOLE_HISTORY = 0x7FFFFFFF  # git's "infinite" depth (what --unshallow asks for)
 
 
@@ -230,7 +229,7 @@ class HttpTransport(Transport):
             return [t for t in set(tips.values()) if again or ObjectID(t) not in r.object_store]
 
         # A push landing mid-fetch can advertise a tip newer than the pack sent: ask again.
-        deadline, delay = time.monotonic() + FETCH_PATIENCE, _FETCH_BACKOFF
+        deadline, backoff = time.monotonic() + FETCH_PATIENCE, Backoff()
         while True:
             try:
                 with self.errors("fetch from"):
@@ -256,8 +255,7 @@ class HttpTransport(Transport):
                     return dict(tips), bytes(named) if named else None
                 if time.monotonic() >= deadline:
                     raise GitError(f"fetch from {self.url} kept racing concurrent pushes; retry")
-            time.sleep(random.uniform(0, delay))
-            delay = min(2 * delay, _FETCH_BACKOFF_MAX)
+            time.sleep(backoff.next())
 
     def deepen(self, r: Repo, branch: bytes) -> None:
         """git's ``--unshallow``: the tip wanted again with the deepest ``deepen``; the

@@ -20,7 +20,7 @@ from typing import TypeVar
 
 from dulwich.file import FileLocked
 
-from .._errors import GitError, PushRejectedError
+from .._errors import GitError
 
 __all__ = ["lock_age", "read_branch", "read_branches", "unstale_remote"]
 
@@ -144,13 +144,15 @@ def lock_age(path: Path) -> float | None:
     return now - then
 
 
-def unstale_remote(update: Callable[[], T], grace: float, wait: float) -> T:
-    """Run a ref update in a local remote while holding its writers' turn.
+def unstale_remote(
+    update: Callable[[], T], grace: float, wait: float, fail: Callable[[FileLocked], Exception]
+) -> T:
+    """Run an update of a local repository past the lock files of killed writers.
 
-    A ref lock in the way that outlives ``grace`` seconds was left by a killed pusher
-    (every datom pusher holds the turn; any other git client holds a ref lock for
-    milliseconds): it is removed and the update made again. A younger one is waited for,
-    up to ``wait`` seconds in all.
+    A lock in the way that outlives ``grace`` seconds was left by a killed process (every
+    datom pusher holds the writers' turn; any other git client, or a writer of an object,
+    holds a lock for milliseconds): it is removed and the update made again. A younger
+    one is waited for, up to ``wait`` seconds in all; then ``fail(e)`` is raised.
     """
     deadline = time.monotonic() + wait
     while True:
@@ -158,14 +160,11 @@ def unstale_remote(update: Callable[[], T], grace: float, wait: float) -> T:
             return update()
         except FileLocked as e:
             if time.monotonic() > deadline:
-                raise PushRejectedError(
-                    f"Cannot update {os.fsdecode(e.filename)}: it is being updated by a "
-                    "concurrent push (another git process keeps locking it). Retry the write."
-                ) from e
+                raise fail(e) from e
             lock = Path(os.fsdecode(e.lockfilename))
             age = lock_age(lock)
             if age is not None and age < grace:
                 time.sleep(min(grace - age, 0.05) + 0.001)
             elif age is not None:
-                log.warning("removing the stale ref lock %s (left by a killed push)", lock)
+                log.warning("removing the stale lock %s (left by a killed writer)", lock)
                 lock.unlink(missing_ok=True)

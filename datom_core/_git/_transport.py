@@ -1,16 +1,6 @@
-"""Talking to ``origin``: the transport interface, and a local bare repository used directly
-(the HTTP(S) transport, through dulwich's client, is in :mod:`._http`).
-
-Every transport does these, each O(what changed):
-
-* ``heads()``: the remote's branches and the branch its ``HEAD`` names;
-* ``fetch_branch()`` / ``fetch_commit()``: bring one tip and only the objects it adds;
-* ``view()``: a tip and an object store holding it, for a commit to be built on;
-  ``tip_view()``: the tip as a read-only view, the clone left where it is;
-* ``push()``: send the new commits' objects (given, never searched for), move the branch by
-  compare-and-swap from their base tip; ``receive()``: then bring the clone what it lacked;
-* ``turn()``: where the remote is on this machine, datom writers queue (a ``flock``) from
-  ``view`` to ``push`` instead of racing and redoing rejected work.
+"""Talking to ``origin``: the transport interface (:class:`Transport`, each call O(what
+changed)), and a local bare repository used directly (HTTP(S), through dulwich's client,
+is in :mod:`._http`).
 
 A local remote is opened once per handle and written like git does (objects, then the ref
 under its ``.lock``; few loose objects and packs: :mod:`_maintenance`). Every datom push to it
@@ -26,6 +16,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 
+from dulwich.file import FileLocked
 from dulwich.object_store import BaseObjectStore
 from dulwich.objects import ObjectID, ShaFile
 from dulwich.pack import PackFileDisappeared
@@ -35,7 +26,8 @@ from dulwich.repo import Repo
 from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _maintenance as maint
-from ._copy import add_objects, copy_commits, copy_objects, missing_commits, receive_objects
+from ._copy import add_objects, copy_commits, missing_commits, receive_objects
+from ._fast._share import share_objects
 from ._groupshare import LOCK_FILES, lock_mode, ref_paths, shared_perm, widen
 from ._lock import RepoLock
 from ._read import has
@@ -43,7 +35,6 @@ from ._receive import check_current_branch, post_receive, pre_receive
 from ._remote import GitCredentials
 from ._remoterefs import read_branch, read_branches, unstale_remote
 from ._settings import check_object_format, open_repo, precious
-from ._shared import share_objects
 from ._tipview import TipView
 
 __all__ = ["FETCH_PATIENCE", "Heads", "LocalTransport", "Transport", "rejected"]
@@ -75,13 +66,14 @@ Heads = tuple[dict[bytes, bytes], bytes | None]  # the branches, and the one HEA
 
 
 class Transport:
-    """What the clone needs from ``origin`` (see the module docstring)."""
+    """What the clone needs from ``origin``; the defaults are the HTTP(S) transport's."""
 
     url: str
     errors: Errors  # errors(action): a context translating failures into GitError
     credentials: GitCredentials | None = None
 
     def heads(self, action: str = "read the branches of") -> Heads:
+        """The remote's branches and the branch its ``HEAD`` names."""
         raise NotImplementedError
 
     def fetch_branch(self, r: Repo, branch: bytes, depth: int | None = None) -> bytes | None:
@@ -107,12 +99,15 @@ class Transport:
 
     def attach(self, r: Repo, share: bool) -> None:
         """Called once per opened clone: let it read the remote's objects in place where
-        the transport can and ``share`` allows (a local remote, see :mod:`._shared`)."""
+        the transport can and ``share`` allows (a local remote, see :mod:`._fast._share`)."""
 
     @contextmanager
     def view(self, r: Repo, branch: bytes) -> Iterator[tuple[bytes | None, BaseObjectStore]]:
         """``(tip, store)``: the branch tip and an object store holding it, to build on."""
         yield self._tip(r, branch), r.object_store
+
+    def _tip(self, r: Repo, branch: bytes, recent: bool = True) -> bytes | None:
+        raise NotImplementedError
 
     def tip_view(self, r: Repo, branch: bytes, recent: bool = False) -> TipView:
         """The branch tip as a read-only view, the clone's branch left where it is;
@@ -120,9 +115,6 @@ class Transport:
         view = TipView(r.object_store, self._tip(r, branch, recent))
         view.kept = self.kept
         return view
-
-    def _tip(self, r: Repo, branch: bytes, recent: bool = True) -> bytes | None:
-        return self.fetch_branch(r, branch)
 
     # Whether the tip the last view or tip_view gave came from a look kept from an
     # earlier operation (HTTP, see _fast/_advert) rather than a new one: a decision to
@@ -155,13 +147,16 @@ class Transport:
     def push(
         self, r: Repo, branch: bytes, old: bytes | None, new: bytes, objects: Sequence[ShaFile]
     ) -> None:
+        """Send the new commits' ``objects`` (given, never searched for) and move ``branch``
+        by compare-and-swap from ``old``; :class:`PushRejectedError` when it moved."""
         raise NotImplementedError
 
     def adopt_head(self, branch: bytes) -> None:
         """Make the remote's ``HEAD`` name ``branch`` where the transport can."""
 
     def turn(self, timeout: float) -> AbstractContextManager[object]:
-        """Hold the remote's writer turn, where there is one (see :class:`LocalTransport`)."""
+        """Hold the remote's writers' turn, from ``view`` to ``push``, where there is one
+        (a local remote: see :class:`LocalTransport`)."""
         return nullcontext()
 
     def maintain(self, made: bytes | None = None) -> None:
@@ -216,7 +211,10 @@ class LocalTransport(Transport):
                 opened.close()
                 raise
             self._repo, self._pid = opened, os.getpid()
-            widen([self.path / n for n in LOCK_FILES], shared_perm(opened))  # the team's
+            # dulwich gives the objects and folders it makes this (from core.sharedRepository
+            # only; a setgid group folder says so too, see _groupshare).
+            perm = opened.object_store.shared_perm = shared_perm(opened)
+            widen([self.path / n for n in LOCK_FILES], perm)  # the team's
             self._access.file_mode = lock_mode(opened)
         return self._repo
 
@@ -270,16 +268,14 @@ class LocalTransport(Transport):
     def receive(
         self, r: Repo, branch: bytes, tip: bytes | None, new: bytes, objects: Sequence[ShaFile]
     ) -> int:
-        """Nothing to copy when the clone reads the remote's objects (see :mod:`._shared`).
-        Otherwise the other writers' commits arrive as :func:`copy_commits` sends them, and
-        the objects just pushed, loose files in the remote, are linked, not written again."""
+        """Nothing to copy when the clone reads the remote's objects (see
+        :mod:`._fast._share`); otherwise the other writers' commits, then those objects
+        the clone lacks."""
         if has(r.object_store, new):
             return 0
         with self._using("fetch from") as remote:
-            added = _bring(remote, r, tip)
-            return added + copy_objects(
-                remote.object_store, r.object_store, [o.id for o in objects]
-            )
+            missing = [o for o in objects if o.id not in r.object_store]
+            return _bring(remote, r, tip) + add_objects(r, missing)
 
     def fetch_branch(self, r: Repo, branch: bytes, depth: int | None = None) -> bytes | None:
         """Whole history (``depth`` ignored): a clone of a local remote reads its objects
@@ -302,7 +298,7 @@ class LocalTransport(Transport):
                 check_current_branch(remote, self.url, branch)
             gitdir = Path(remote.controldir())
             perm = shared_perm(remote)
-            with receive_objects(remote, objects, perm) as loose:  # a pack kept till the swap
+            with receive_objects(remote, objects) as loose:  # a pack kept till the swap
                 self._loose += loose
                 checkpoint("git:push:objects")
                 pre_receive(gitdir, self.url, branch, old, new)
@@ -379,7 +375,14 @@ class LocalTransport(Transport):
 
 def _unstale_remote(update: Callable[[], T]) -> T:
     """:func:`unstale_remote` with this module's grace and wait (tests shorten them)."""
-    return unstale_remote(update, _LOCK_GRACE, _LOCK_WAIT)
+
+    def fail(e: FileLocked) -> PushRejectedError:
+        return PushRejectedError(
+            f"Cannot update {os.fsdecode(e.filename)}: it is being updated by a concurrent "
+            "push (another git process keeps locking it). Retry the write."
+        )
+
+    return unstale_remote(update, _LOCK_GRACE, _LOCK_WAIT, fail)
 
 
 def _bring(remote: Repo, r: Repo, sha: bytes | None) -> int:

@@ -16,7 +16,7 @@ import datom_core as dc
 from datom_core._git import MetadataRepo
 from datom_core._git import _maintenance as maint
 from datom_core._git._fast._packs import write_objects
-from datom_core._git._shared import SHARE_ENV
+from datom_core._git._fast._share import SHARE_ENV
 from tests.core.projects import frame
 from tests.core.test_git_objects import ME, loose_files, put
 from tests.gitcli import GIT, git

@@ -22,8 +22,8 @@ from datom_core._git import _maintenance as maint
 from datom_core._git._copy import LOCK_STALE, add_object
 from datom_core._git._fast import _compact
 from datom_core._git._fast._index import FILE_MODE
+from datom_core._git._fast._share import SHARE_ENV
 from datom_core._git._internals import write_file_atomic
-from datom_core._git._shared import SHARE_ENV
 from tests.core.test_git_objects import ME, git, loose_files, needs_git, put
 
 
