@@ -36,7 +36,6 @@ __all__ = [
     "add_object",
     "add_objects",
     "copy_commits",
-    "missing_commits",
     "receive_objects",
 ]
 
@@ -110,28 +109,18 @@ def receive_objects(remote: Repo, objects: Sequence[ShaFile]) -> Iterator[int]:
         base.with_suffix(".keep").unlink(missing_ok=True)
 
 
-def copy_commits(source: Repo, target: Repo, commits: list[bytes]) -> int:
-    """Copy ``commits`` (``missing_commits`` order) with the objects they add from one
-    local repository to another; returns how many loose objects ``target`` gained (many
-    arrive as one pack, as git keeps a fetched pack past ``transfer.unpackLimit``)."""
+def copy_commits(source: Repo, target: Repo, tip: bytes | None) -> int:
+    """Copy the commit ``tip`` and those behind it that ``target`` lacks, with the objects
+    they add, from one local repository to another; returns how many loose objects
+    ``target`` gained (many arrive as one pack, as git keeps a fetched pack past
+    ``transfer.unpackLimit``)."""
+    commits: dict[bytes, None] = {}
+    stack = [tip] if tip is not None else []
+    while stack:
+        sha = stack.pop()
+        if sha not in commits and ObjectID(sha) not in target.object_store:
+            commits[sha] = None
+            stack.extend(getattr(commit_of(source.object_store, sha), "parents", []))
     ids = dict.fromkeys(commit_object_ids(source.object_store, commits))  # once each
     wanted = [sha for sha in ids if ObjectID(sha) not in target.object_store]
     return add_objects(target, [load(source.object_store, sha) for sha in wanted])
-
-
-def missing_commits(source: Repo, target: Repo, tip: bytes) -> list[bytes]:
-    """Commits reachable from ``tip`` in ``source`` that ``target`` lacks, parents first."""
-    order: list[bytes] = []
-    seen: set[bytes] = set()
-    stack = [tip]
-    while stack:
-        sha = stack.pop()
-        if sha in seen or ObjectID(sha) in target.object_store:
-            continue
-        seen.add(sha)
-        order.append(sha)
-        c = commit_of(source.object_store, sha)
-        if c is not None:
-            stack.extend(c.parents)
-    order.reverse()
-    return order

@@ -1,4 +1,5 @@
-"""Reading a local remote's branches strictly (private to the git layer).
+"""Reading a local remote's branches strictly, and updating a local repository past the
+lock files of killed writers (:func:`unstale_remote`) (private to the git layer).
 
 dulwich reads a ref file that cannot be opened (another user's, written with umask 077;
 an NFS read error) as a ref that does not exist. For a remote that would make a branch
@@ -22,14 +23,13 @@ from dulwich.file import FileLocked
 
 from .._errors import GitError
 
-__all__ = ["lock_age", "read_branch", "read_branches", "unstale_remote"]
+__all__ = ["read_branch", "read_branches", "unstale_remote"]
 
 log = logging.getLogger("datom_core.git")
 T = TypeVar("T")
 
 _HEADS = b"refs/heads/"
 _SHA1 = re.compile(rb"[0-9a-f]{40}")
-_SHA256 = re.compile(rb"[0-9a-f]{64}")
 _DEPTH = 5  # symbolic refs followed, as git does (it allows 5)
 
 
@@ -53,15 +53,10 @@ def _unreadable(file: Path, e: OSError, url: str) -> GitError:
 
 
 def _parse(data: bytes, file: Path, url: str) -> bytes:
+    """The commit id ``data`` holds (a SHA-256 remote was refused when it was opened)."""
     line = data.split(b"\n", 1)[0].strip()
     if _SHA1.fullmatch(line):
         return line
-    if _SHA256.fullmatch(line):
-        raise GitError(
-            f"The remote {url} uses SHA-256 object names ({file}): datom supports SHA-1 "
-            "repositories only. Use a remote made by git init --bare (the default "
-            "--object-format=sha1)."
-        )
     raise GitError(
         f"Cannot parse {file}, a ref of the remote {url}: it holds {line[:60]!r}, not a "
         "commit id. Nothing was changed; repair or remove it with git (git update-ref)."

@@ -26,7 +26,7 @@ from dulwich.repo import Repo
 from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _maintenance as maint
-from ._copy import add_objects, copy_commits, missing_commits, receive_objects
+from ._copy import add_objects, copy_commits, receive_objects
 from ._fast._share import share_objects
 from ._groupshare import LOCK_FILES, lock_mode, ref_paths, shared_perm, widen
 from ._lock import RepoLock
@@ -231,7 +231,7 @@ class LocalTransport(Transport):
 
     def heads(self, action: str = "read the branches of") -> Heads:
         with self._using(action) as remote:
-            refs = read_branches(Path(remote.controldir()), self.url)
+            refs = read_branches(self.path, self.url)
             head = remote.refs.get_symrefs().get(Ref(b"HEAD"))
         return refs, head
 
@@ -240,9 +240,7 @@ class LocalTransport(Transport):
             return self._read_ref(branch)
 
     def _read_ref(self, name: bytes) -> bytes | None:
-        """A branch's sha read from its file (or packed-refs), without listing every ref;
-        one that exists but cannot be read is an error, never an absent branch."""
-        return read_branch(Path(self._open().controldir()), name, self.url)
+        return read_branch(self.path, name, self.url)  # strictly: see _remoterefs
 
     @contextmanager
     def view(self, r: Repo, branch: bytes) -> Iterator[tuple[bytes | None, BaseObjectStore]]:
@@ -263,7 +261,7 @@ class LocalTransport(Transport):
 
     def fetch_commit(self, r: Repo, sha: bytes, branch: bytes) -> None:
         with self._using("fetch from") as remote:
-            _bring(remote, r, sha)
+            copy_commits(remote, r, sha)
 
     def receive(
         self, r: Repo, branch: bytes, tip: bytes | None, new: bytes, objects: Sequence[ShaFile]
@@ -275,14 +273,14 @@ class LocalTransport(Transport):
             return 0
         with self._using("fetch from") as remote:
             missing = [o for o in objects if o.id not in r.object_store]
-            return _bring(remote, r, tip) + add_objects(r, missing)
+            return copy_commits(remote, r, tip) + add_objects(r, missing)
 
     def fetch_branch(self, r: Repo, branch: bytes, depth: int | None = None) -> bytes | None:
         """Whole history (``depth`` ignored): a clone of a local remote reads its objects
         in place where sharing is on, and copies them cheaply where it is not."""
         with self._using("fetch from") as remote:
             tip = self._read_ref(branch)
-            _bring(remote, r, tip)
+            copy_commits(remote, r, tip)
         return tip
 
     def push(
@@ -296,17 +294,16 @@ class LocalTransport(Transport):
                 raise rejected(self.url, branch, "the remote moved")
             if self._checked_out:
                 check_current_branch(remote, self.url, branch)
-            gitdir = Path(remote.controldir())
             perm = shared_perm(remote)
             with receive_objects(remote, objects) as loose:  # a pack kept till the swap
                 self._loose += loose
                 checkpoint("git:push:objects")
-                pre_receive(gitdir, self.url, branch, old, new)
+                pre_receive(self.path, self.url, branch, old, new)
                 if not self._swap(remote, branch, old, new):
                     raise rejected(self.url, branch, "the remote moved")
-            widen(ref_paths(gitdir, branch), perm)
+            widen(ref_paths(self.path, branch), perm)
             self._pushes += 1
-        post_receive(gitdir, branch, old, new)  # the push stands whatever they do
+        post_receive(self.path, branch, old, new)  # the push stands whatever they do
 
     def _swap(self, remote: Repo, branch: bytes, old: bytes | None, new: bytes) -> bool:
         """Compare-and-swap the branch (the caller holds the writers' turn)."""
@@ -383,11 +380,3 @@ def _unstale_remote(update: Callable[[], T]) -> T:
         )
 
     return unstale_remote(update, _LOCK_GRACE, _LOCK_WAIT, fail)
-
-
-def _bring(remote: Repo, r: Repo, sha: bytes | None) -> int:
-    """Copy the commit ``sha`` and those behind it that the clone ``r`` lacks from the
-    local remote; returns how many loose objects the clone gained."""
-    if sha is None or has(r.object_store, sha):
-        return 0
-    return copy_commits(remote, r, missing_commits(remote, r, sha))
