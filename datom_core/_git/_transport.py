@@ -43,10 +43,7 @@ log = logging.getLogger("datom_core.git")
 T = TypeVar("T")
 
 _HEADS = b"refs/heads/"
-# Seconds a ref lock in a local remote may live while this writer holds the writers'
-# turn: datom's pushers are then excluded, and other git clients hold a ref lock for
-# milliseconds, so one still there after this was left by a killed process.
-_LOCK_GRACE = 2.0
+_LOCK_GRACE = 2.0  # seconds after which a ref lock met under the writers' turn is stale
 _LOCK_WAIT = 10.0  # seconds a push waits for a live process's ref lock before it gives up
 _TURN_TIMEOUT = 600.0
 _UNKEEP_WAIT = 5.0  # seconds a compaction waits for the writers' turn to unkeep its packs
