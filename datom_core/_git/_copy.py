@@ -7,8 +7,8 @@ file a killed writer left.
 dulwich writes a loose object through ``<object>.lock`` (``O_EXCL``): a writer killed
 mid-write leaves that file behind, and every later write of the same object would fail
 with ``FileLocked``. Objects are content-addressed, so any writer's bytes are the right
-ones: a lock older than :data:`LOCK_STALE` seconds (a live writer holds one for
-milliseconds) is removed and the write done again; a younger one is waited for.
+ones: a lock older than :data:`LOCK_STALE` seconds is removed (see
+:func:`._remoterefs.unstale_remote`).
 """
 
 from __future__ import annotations

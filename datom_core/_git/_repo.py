@@ -4,7 +4,7 @@ Every operation does work proportional to what changed: a commit is the parent c
 tree plus the changed blobs (no working-tree scan), the working tree and the index are
 updated for the changed paths only, a push sends exactly the objects of the new commits
 and moves the remote branch by compare-and-swap, and a fetch brings one branch tip and the
-objects it adds (none for a clone of a local remote: it reads them there, see ``_shared``).
+objects it adds (none for a clone of a local remote: it reads them there, see ``_fast/_share``).
 One dulwich repository (and one remote) is kept open per handle, re-opened after ``fork``.
 
 The working tree mirrors HEAD for the paths datom writes. A crash while it is being

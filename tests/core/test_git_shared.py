@@ -1,4 +1,4 @@
-"""Clones of a local remote read its objects in place (git's alternates, ``_git/_shared``):
+"""Clones of a local remote read its objects in place (git's alternates, ``_git/_fast/_share``):
 no copies, git accepts them, compaction of the remote keeps them readable, an absent
 remote is a clear error that loses nothing, and a clone can opt out."""
 
