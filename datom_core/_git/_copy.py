@@ -121,6 +121,6 @@ def copy_commits(source: Repo, target: Repo, tip: bytes | None) -> int:
         if sha not in commits and ObjectID(sha) not in target.object_store:
             commits[sha] = None
             stack.extend(getattr(commit_of(source.object_store, sha), "parents", []))
-    ids = dict.fromkeys(commit_object_ids(source.object_store, commits))  # once each
+    ids = dict.fromkeys(commit_object_ids(source.object_store, reversed(commits)))  # once each
     wanted = [sha for sha in ids if ObjectID(sha) not in target.object_store]
     return add_objects(target, [load(source.object_store, sha) for sha in wanted])

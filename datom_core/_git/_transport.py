@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 
+from dulwich.errors import NotGitRepository
 from dulwich.file import FileLocked
 from dulwich.object_store import BaseObjectStore
 from dulwich.objects import ObjectID, ShaFile
@@ -217,11 +218,9 @@ class LocalTransport(Transport):
 
     @contextmanager
     def _using(self, action: str) -> Iterator[Repo]:
-        if not self.path.is_dir():
-            raise GitError(
-                f"Cannot {action} {self.url}: no git repository there. Check the remote path/URL."
-            )
         with self.errors(action):
+            if not self.path.is_dir():
+                raise NotGitRepository(self.url)  # its message says so
             remote = self._open()  # first: it tells the lock file's mode
             with self._access.shared():
                 yield remote
