@@ -22,6 +22,7 @@ import os
 import re
 import secrets
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
 from pathlib import Path
@@ -43,6 +44,7 @@ __all__ = ["GitHTTPServer", "git_http_server", "serving"]
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _StartResponse = Callable[..., Any]
+_REF_LOCK_WAIT = 2.0  # seconds a ref update waits for a concurrent one's lock
 _PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
 
@@ -74,10 +76,18 @@ class _Backend(Backend):
             swap = repo.refs.set_if_equals
 
             def set_if_equals(*args: Any, **kwargs: Any) -> bool:
-                try:
-                    swapped = swap(*args, **kwargs)
-                except FileLocked:  # a concurrent push holds the ref's lock: it moves it
-                    swapped = False
+                # A concurrent push holding the ref's lock may yet fail its own swap (its
+                # old value stale): wait for the lock, as git does (core.filesRefLockTimeout),
+                # so that a swap reported lost is one the ref's value decided.
+                deadline = time.monotonic() + _REF_LOCK_WAIT
+                while True:
+                    try:
+                        swapped = swap(*args, **kwargs)
+                        break
+                    except FileLocked:
+                        if time.monotonic() > deadline:
+                            raise
+                        time.sleep(0.002)
                 if swapped or self.acknowledge_lost_swaps:
                     return True
                 raise OSError("a concurrent push moved the ref")  # -> "failed to write"

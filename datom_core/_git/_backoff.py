@@ -1,6 +1,7 @@
-"""The wait after a push lost to a concurrent writer: "full jitter" backoff, a uniform draw
-below a bound from 10 ms doubling per lost race up to 1 s (bounds scaled to an attempt's
-duration did no better on ``bench_wan.py``, 16 writers over a 50 ms-RTT WAN)."""
+"""The wait after a push lost to a concurrent writer, or a fetch that raced one: "full
+jitter" backoff, a uniform draw below a bound from 10 ms doubling per lost race up to 1 s
+(bounds scaled to an attempt's duration did no better on ``bench_wan.py``, 16 writers
+over a 50 ms-RTT WAN)."""
 
 from __future__ import annotations
 

@@ -7,19 +7,18 @@ file a killed writer left.
 dulwich writes a loose object through ``<object>.lock`` (``O_EXCL``): a writer killed
 mid-write leaves that file behind, and every later write of the same object would fail
 with ``FileLocked``. Objects are content-addressed, so any writer's bytes are the right
-ones: a lock older than :data:`LOCK_STALE` seconds (a live writer holds one for
-milliseconds) is removed and the write done again; a younger one is waited for.
+ones: a lock older than :data:`LOCK_STALE` seconds is removed (see
+:func:`._remoterefs.unstale_remote`).
 """
 
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from dulwich.file import FileLocked, SharedPerm
+from dulwich.file import FileLocked
 from dulwich.object_store import BaseObjectStore, DiskObjectStore
 from dulwich.objects import ObjectID, ShaFile
 from dulwich.repo import Repo
@@ -28,17 +27,15 @@ from .._errors import GitError
 from ._access import PUSH_KEEP
 from ._diff import commit_object_ids
 from ._fast._packs import write_objects
-from ._groupshare import object_paths, widen
 from ._objects import commit_of
 from ._read import load
+from ._remoterefs import unstale_remote
 
 __all__ = [
     "LOCK_STALE",
     "add_object",
     "add_objects",
     "copy_commits",
-    "copy_objects",
-    "missing_commits",
     "receive_objects",
 ]
 
@@ -47,7 +44,6 @@ LOCK_STALE = 2.0  # seconds after which an object's lock file is a killed writer
 # 100): fewer stay loose, as every pack costs each later lookup until a compaction merges
 # it, and a pack is a better home for many objects (one file, one fsync).
 _UNPACK_LIMIT = 100
-_WAIT = 0.01  # seconds between looks at a live writer's lock
 _TRIES = 16  # writes into a fan-out folder a concurrent prune-packed keeps removing
 
 
@@ -55,35 +51,23 @@ def add_object(store: BaseObjectStore, obj: ShaFile) -> None:
     """``store.add_object(obj)``, past a killed writer's lock file (module docstring) and
     a fan-out folder a concurrent ``git gc`` removed as empty between dulwich's ``mkdir``
     and its write."""
-    folder_tries, deadline = 0, time.monotonic() + 2 * LOCK_STALE
-    while True:
-        try:
-            store.add_object(obj)
-            return
-        except FileNotFoundError:
-            folder_tries += 1
-            if folder_tries >= _TRIES:
-                raise
-        except FileLocked as e:
-            if not _drop_if_stale(os.fsdecode(e.lockfilename)):
-                if time.monotonic() > deadline:
-                    raise GitError(
-                        f"Could not write the git object {obj.id.decode()}: its lock file "
-                        f"{os.fsdecode(e.lockfilename)} stays held. Remove it if no git "
-                        "process is running on this repository, then try again."
-                    ) from e
-                time.sleep(_WAIT)
 
+    def write() -> None:
+        for tries in range(1, _TRIES + 1):
+            try:
+                return store.add_object(obj)
+            except FileNotFoundError:
+                if tries == _TRIES:
+                    raise
 
-def _drop_if_stale(lock: str) -> bool:
-    """Remove ``lock`` if a killed writer left it; True when it is gone now."""
-    try:
-        if time.time() - os.stat(lock).st_mtime < LOCK_STALE:
-            return False
-        os.unlink(lock)
-    except FileNotFoundError:
-        pass
-    return True
+    def held(e: FileLocked) -> GitError:
+        return GitError(
+            f"Could not write the git object {obj.id.decode()}: its lock file "
+            f"{os.fsdecode(e.lockfilename)} stays held. Remove it if no git process is "
+            "running on this repository, then try again."
+        )
+
+    unstale_remote(write, LOCK_STALE, 2 * LOCK_STALE, held)
 
 
 def add_objects(r: Repo, objects: Sequence[ShaFile]) -> int:
@@ -100,24 +84,11 @@ def add_objects(r: Repo, objects: Sequence[ShaFile]) -> int:
     return len(objects)
 
 
-def copy_objects(source: BaseObjectStore, target: BaseObjectStore, shas: Iterable[bytes]) -> int:
-    """Make every object of ``shas`` present in ``target`` (``source`` holds them all);
-    how many ``target`` gained."""
-    added = 0
-    for sha in shas:
-        if ObjectID(sha) not in target:
-            add_object(target, load(source, sha))
-            added += 1
-    return added
-
-
 @contextmanager
-def receive_objects(
-    remote: Repo, objects: Sequence[ShaFile], perm: SharedPerm | None
-) -> Iterator[int]:
+def receive_objects(remote: Repo, objects: Sequence[ShaFile]) -> Iterator[int]:
     """Store the objects a push sends into a local remote, for the caller to move the ref
-    inside the block; yields how many were written loose. Files made get ``perm``
-    (a group-shared remote, see :mod:`._groupshare`).
+    inside the block; yields how many were written loose (with the remote's permissions:
+    dulwich applies its store's ``shared_perm``, see :mod:`._groupshare`).
 
     Many arrive as one pack, kept (``.keep``) until the block ends, as git's receive-pack
     keeps one until its ref has moved: a ``git repack -a -d`` meanwhile deletes every pack
@@ -129,40 +100,27 @@ def receive_objects(
     if len(objects) < _UNPACK_LIMIT or not isinstance(store, DiskObjectStore):
         for obj in objects:
             add_object(store, obj)
-        if perm is not None:
-            widen(object_paths(os.fspath(store.path), [o.id for o in objects]), perm)
         yield len(objects)
         return
     base = Path(store.pack_dir) / write_objects(store, objects, keep=PUSH_KEEP)
     try:
-        yield 0  # its files are the team's already (write_entries)
+        yield 0
     finally:
         base.with_suffix(".keep").unlink(missing_ok=True)
 
 
-def copy_commits(source: Repo, target: Repo, commits: list[bytes]) -> int:
-    """Copy ``commits`` (``missing_commits`` order) with the objects they add from one
-    local repository to another; returns how many loose objects ``target`` gained (many
-    arrive as one pack, as git keeps a fetched pack past ``transfer.unpackLimit``)."""
-    ids = list(dict.fromkeys(commit_object_ids(source.object_store, commits)))  # once each
-    if len(ids) >= _UNPACK_LIMIT:
-        return add_objects(target, [load(source.object_store, sha) for sha in ids])
-    return copy_objects(source.object_store, target.object_store, ids)
-
-
-def missing_commits(source: Repo, target: Repo, tip: bytes) -> list[bytes]:
-    """Commits reachable from ``tip`` in ``source`` that ``target`` lacks, parents first."""
-    order: list[bytes] = []
-    seen: set[bytes] = set()
-    stack = [tip]
+def copy_commits(source: Repo, target: Repo, tip: bytes | None) -> int:
+    """Copy the commit ``tip`` and those behind it that ``target`` lacks, with the objects
+    they add, from one local repository to another; returns how many loose objects
+    ``target`` gained (many arrive as one pack, as git keeps a fetched pack past
+    ``transfer.unpackLimit``)."""
+    commits: dict[bytes, None] = {}
+    stack = [tip] if tip is not None else []
     while stack:
         sha = stack.pop()
-        if sha in seen or ObjectID(sha) in target.object_store:
-            continue
-        seen.add(sha)
-        order.append(sha)
-        c = commit_of(source.object_store, sha)
-        if c is not None:
-            stack.extend(c.parents)
-    order.reverse()
-    return order
+        if sha not in commits and ObjectID(sha) not in target.object_store:
+            commits[sha] = None
+            stack.extend(getattr(commit_of(source.object_store, sha), "parents", []))
+    ids = dict.fromkeys(commit_object_ids(source.object_store, reversed(commits)))  # once each
+    wanted = [sha for sha in ids if ObjectID(sha) not in target.object_store]
+    return add_objects(target, [load(source.object_store, sha) for sha in wanted])

@@ -3,14 +3,11 @@
 A remote made with ``git init --bare --shared=group`` (``core.sharedRepository``) is
 written by a team: git gives every file and folder it creates there the group's
 permissions (and folders the setgid bit, so the group is inherited), whatever each
-person's umask. datom writes loose objects, refs and its lock files there itself, so it
-does the same (:func:`widen`, dulwich's ``adjust_shared_perm``, git's rules). A remote
-folder that is setgid and group-writable without the setting is taken as group-shared
-too: that is how such a folder says it belongs to a team.
-
-Only what this process just created is widened (only a file's owner may change its
-mode); a lock file another user made without group write access is opened read-only,
-which ``flock`` accepts (see :mod:`._lock`).
+person's umask. datom writes refs and its lock files there itself, so it does the same
+(:func:`widen`, dulwich's ``adjust_shared_perm``, git's rules); dulwich does it for the
+objects (the store's ``shared_perm``). A remote folder that is setgid and group-writable
+without the setting is taken as group-shared too: that is how such a folder says it
+belongs to a team (:func:`shared_perm`).
 """
 
 from __future__ import annotations
@@ -27,7 +24,6 @@ from dulwich.repo import Repo
 __all__ = [
     "LOCK_FILES",
     "lock_mode",
-    "object_paths",
     "open_lock",
     "ref_paths",
     "shared_perm",
@@ -101,18 +97,6 @@ def widen(paths: Iterable[str | os.PathLike[str]], perm: SharedPerm | None) -> N
                 adjust_shared_perm(path, perm)
         except (FileNotFoundError, PermissionError):
             continue
-
-
-def object_paths(objects_dir: str, shas: Iterable[bytes]) -> list[str]:
-    """The fan-out folders and loose files of ``shas`` in ``objects_dir``, folders first."""
-    folders: dict[str, None] = {}
-    files = []
-    for sha in shas:
-        hexsha = sha.decode()
-        folder = os.path.join(objects_dir, hexsha[:2])
-        folders[folder] = None
-        files.append(os.path.join(folder, hexsha[2:]))
-    return [*folders, *files]
 
 
 def ref_paths(root: Path, name: bytes) -> list[str]:

@@ -4,7 +4,6 @@ and the HTTP(S) transport through dulwich's client, with its errors translated."
 from __future__ import annotations
 
 import errno
-import random
 import re
 import time
 from collections.abc import Iterator, Sequence
@@ -22,18 +21,19 @@ from dulwich.config import Config
 from dulwich.errors import GitProtocolError, NotGitRepository
 from dulwich.file import FileLocked
 from dulwich.graph import can_fast_forward
-from dulwich.objects import ObjectID, ShaFile
+from dulwich.objects import ObjectID, ShaFile, valid_hexsha
 from dulwich.pack import pack_objects_to_data
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from .._errors import DatomError, GitError
 from .._plain import plain
+from ._backoff import Backoff
 from ._fast import _advert
 from ._fast._advert import RefsMemo
 from ._fast._prime import push_advertisement_alongside
 from ._httpclient import HttpClient, ObjectFormatError
-from ._refstatus import SAID_MAX, check_ref_status, honours_old_value
+from ._refstatus import SAID_MAX, check_ref_status
 from ._remote import (
     USERNAME_ENV,
     GitCredentials,
@@ -48,9 +48,7 @@ __all__ = ["HttpTransport", "open_transport", "remote_errors"]
 
 HTTP_TIMEOUT = 120.0
 _HEADS = b"refs/heads/"
-_HEX = re.compile(r"[0-9a-f]+")
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
-_FETCH_BACKOFF, _FETCH_BACKOFF_MAX = 0.02, 1.0  # seconds: first and longest (random) wait
 _WHOLE_HISTORY = 0x7FFFFFFF  # git's "infinite" depth (what --unshallow asks for)
 
 
@@ -152,9 +150,7 @@ def _object_id(e: KeyError) -> str | None:
     """The object id a dulwich lookup's :class:`KeyError` names, None if it names none."""
     key = e.args[0] if e.args else None
     text = key.decode("ascii", "replace") if isinstance(key, bytes) else key
-    if isinstance(text, str) and len(text) in (40, 64) and _HEX.fullmatch(text):
-        return text
-    return None
+    return text if isinstance(text, str) and valid_hexsha(text) else None
 
 
 def _transient(cause: BaseException | None) -> bool:
@@ -230,7 +226,7 @@ class HttpTransport(Transport):
             return [t for t in set(tips.values()) if again or ObjectID(t) not in r.object_store]
 
         # A push landing mid-fetch can advertise a tip newer than the pack sent: ask again.
-        deadline, delay = time.monotonic() + FETCH_PATIENCE, _FETCH_BACKOFF
+        deadline, backoff = time.monotonic() + FETCH_PATIENCE, Backoff()
         while True:
             try:
                 with self.errors("fetch from"):
@@ -256,8 +252,7 @@ class HttpTransport(Transport):
                     return dict(tips), bytes(named) if named else None
                 if time.monotonic() >= deadline:
                     raise GitError(f"fetch from {self.url} kept racing concurrent pushes; retry")
-            time.sleep(random.uniform(0, delay))
-            delay = min(2 * delay, _FETCH_BACKOFF_MAX)
+            time.sleep(backoff.next())
 
     def deepen(self, r: Repo, branch: bytes) -> None:
         """git's ``--unshallow``: the tip wanted again with the deepest ``deepen``; the
@@ -298,9 +293,10 @@ class HttpTransport(Transport):
             moved=lambda: self.heads("read the branches of")[0].get(branch) != old,
             said=scrub(b"".join(said).decode("utf-8", "replace")[-SAID_MAX:], token),
         )
-        if honours_old_value(result.agent):  # its "ok" is a compare-and-swap that held
+        # git's receive-pack checks the old value: its "ok" is a compare-and-swap that held.
+        if result.agent is not None and result.agent.startswith(b"git/"):
             return memo.pushed(branch, new)
-        # A server may answer "ok" though a concurrent push won the ref (dulwich's does).
+        # Another server may answer "ok" though a concurrent push won the ref (dulwich's does).
         landed = self.heads()[0].get(branch)
         memo.forget()
         if landed != new and not self._built_on(r, branch, new):

@@ -25,13 +25,10 @@ class ObjectFormatError(Exception):
 
 
 class HttpClient(Urllib3HttpGitClient):
-    """dulwich's HTTP client, closing the response of a failed request before raising,
-    and refusing a server whose objects are not named by SHA-1.
-
-    dulwich raises on 401/403/404 without closing the (unread, streamed) response, which
-    leaks the connection's socket; its own status mapping is reproduced here. ``memo``
-    keeps each advertisement, and answers a push's when the push armed it.
-    """
+    """dulwich's HTTP client (see the module docstring). dulwich raises on 401/403/404
+    without closing the (unread, streamed) response, which leaks the connection's socket;
+    its own status mapping is reproduced here. ``memo`` keeps each advertisement, and
+    answers a push's when the push armed it."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

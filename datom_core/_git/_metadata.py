@@ -36,12 +36,12 @@ from . import _internals as gi
 from . import _maintenance as maint
 from ._diff import objects_to_send
 from ._fast._history import PathHistory
+from ._fast._share import share_objects, sharing_wanted
 from ._localwork import refuse_local_work, remember_made
 from ._logview import HistoryReads
 from ._objects import Answer, ChainItem, build_commit
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, normalize_remote
 from ._repo import _PUSH_DEADLINE, RepoCore, _now
-from ._shared import share_objects, sharing_wanted
 from ._types import Author, config_stack
 
 __all__ = ["MetadataRepo"]

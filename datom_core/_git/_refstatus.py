@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 
 from .._errors import GitError, PushRejectedError
 
-__all__ = ["SAID_MAX", "check_ref_status", "honours_old_value"]
+__all__ = ["SAID_MAX", "check_ref_status"]
 
 # The status a server gives a ref whose compare-and-swap lost to a concurrent push, old and
 # new: git's receive-pack said "failed to lock" / "failed to write" (before 2.2), "failed
@@ -54,12 +54,6 @@ def check_ref_status(
             + ". A server-side rule (hook, branch protection) or fault declined it; ask the "
             "repository's owner."
         )
-
-
-def honours_old_value(agent: bytes | None) -> bool:
-    """Whether a server's ``ok`` means the ref moved from the push's ``old`` value (git's
-    ``receive-pack`` checks it; dulwich's answers ``ok`` to a failed compare-and-swap)."""
-    return agent is not None and agent.startswith(b"git/")
 
 
 def _lost_race(status: str, said: str, moved: Callable[[], bool]) -> bool:

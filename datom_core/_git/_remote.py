@@ -1,9 +1,8 @@
 """Remote addresses and credentials for the metadata repository (no dulwich here).
 
 A remote is a local path, a ``file://`` URL or an ``http(s)://`` URL. What datom stores in
-``.git/config`` never carries credentials: userinfo in an HTTPS URL is stripped before the
-URL is written anywhere, and a token is read at call time from an environment variable (or
-from :class:`GitCredentials` held in memory) and handed to the HTTP client only.
+``.git/config`` never carries credentials (:func:`normalize_remote`); a token is read at
+call time (:func:`resolve_credentials`) and handed to the HTTP client only.
 """
 
 from __future__ import annotations

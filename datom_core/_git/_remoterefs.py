@@ -1,4 +1,5 @@
-"""Reading a local remote's branches strictly (private to the git layer).
+"""Reading a local remote's branches strictly, and updating a local repository past the
+lock files of killed writers (:func:`unstale_remote`) (private to the git layer).
 
 dulwich reads a ref file that cannot be opened (another user's, written with umask 077;
 an NFS read error) as a ref that does not exist. For a remote that would make a branch
@@ -20,16 +21,15 @@ from typing import TypeVar
 
 from dulwich.file import FileLocked
 
-from .._errors import GitError, PushRejectedError
+from .._errors import GitError
 
-__all__ = ["lock_age", "read_branch", "read_branches", "unstale_remote"]
+__all__ = ["read_branch", "read_branches", "unstale_remote"]
 
 log = logging.getLogger("datom_core.git")
 T = TypeVar("T")
 
 _HEADS = b"refs/heads/"
 _SHA1 = re.compile(rb"[0-9a-f]{40}")
-_SHA256 = re.compile(rb"[0-9a-f]{64}")
 _DEPTH = 5  # symbolic refs followed, as git does (it allows 5)
 
 
@@ -53,15 +53,10 @@ def _unreadable(file: Path, e: OSError, url: str) -> GitError:
 
 
 def _parse(data: bytes, file: Path, url: str) -> bytes:
+    """The commit id ``data`` holds (a SHA-256 remote was refused when it was opened)."""
     line = data.split(b"\n", 1)[0].strip()
     if _SHA1.fullmatch(line):
         return line
-    if _SHA256.fullmatch(line):
-        raise GitError(
-            f"The remote {url} uses SHA-256 object names ({file}): datom supports SHA-1 "
-            "repositories only. Use a remote made by git init --bare (the default "
-            "--object-format=sha1)."
-        )
     raise GitError(
         f"Cannot parse {file}, a ref of the remote {url}: it holds {line[:60]!r}, not a "
         "commit id. Nothing was changed; repair or remove it with git (git update-ref)."
@@ -144,13 +139,15 @@ def lock_age(path: Path) -> float | None:
     return now - then
 
 
-def unstale_remote(update: Callable[[], T], grace: float, wait: float) -> T:
-    """Run a ref update in a local remote while holding its writers' turn.
+def unstale_remote(
+    update: Callable[[], T], grace: float, wait: float, fail: Callable[[FileLocked], Exception]
+) -> T:
+    """Run an update of a local repository past the lock files of killed writers.
 
-    A ref lock in the way that outlives ``grace`` seconds was left by a killed pusher
-    (every datom pusher holds the turn; any other git client holds a ref lock for
-    milliseconds): it is removed and the update made again. A younger one is waited for,
-    up to ``wait`` seconds in all.
+    A lock in the way that outlives ``grace`` seconds was left by a killed process (every
+    datom pusher holds the writers' turn; any other git client, or a writer of an object,
+    holds a lock for milliseconds): it is removed and the update made again. A younger
+    one is waited for, up to ``wait`` seconds in all; then ``fail(e)`` is raised.
     """
     deadline = time.monotonic() + wait
     while True:
@@ -158,14 +155,11 @@ def unstale_remote(update: Callable[[], T], grace: float, wait: float) -> T:
             return update()
         except FileLocked as e:
             if time.monotonic() > deadline:
-                raise PushRejectedError(
-                    f"Cannot update {os.fsdecode(e.filename)}: it is being updated by a "
-                    "concurrent push (another git process keeps locking it). Retry the write."
-                ) from e
+                raise fail(e) from e
             lock = Path(os.fsdecode(e.lockfilename))
             age = lock_age(lock)
             if age is not None and age < grace:
                 time.sleep(min(grace - age, 0.05) + 0.001)
             elif age is not None:
-                log.warning("removing the stale ref lock %s (left by a killed push)", lock)
+                log.warning("removing the stale lock %s (left by a killed writer)", lock)
                 lock.unlink(missing_ok=True)

@@ -4,7 +4,7 @@ Every operation does work proportional to what changed: a commit is the parent c
 tree plus the changed blobs (no working-tree scan), the working tree and the index are
 updated for the changed paths only, a push sends exactly the objects of the new commits
 and moves the remote branch by compare-and-swap, and a fetch brings one branch tip and the
-objects it adds (none for a clone of a local remote: it reads them there, see ``_shared``).
+objects it adds (none for a clone of a local remote: it reads them there, see ``_fast/_share``).
 One dulwich repository (and one remote) is kept open per handle, re-opened after ``fork``.
 
 The working tree mirrors HEAD for the paths datom writes. A crash while it is being
@@ -36,6 +36,7 @@ from . import _internals as gi
 from . import _maintenance as maint
 from ._backoff import Backoff
 from ._copy import add_objects
+from ._fast._share import sharing_wanted
 from ._fast._tipnote import note_tip, noted_tip
 from ._http import open_transport
 from ._localwork import forget_made, local_commits, refuse_local_work
@@ -43,7 +44,7 @@ from ._lock import RepoLock
 from ._objects import Answer, Build, ChainItem, NewCommit, TreeReader, build_chain
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, is_http_url, resolve_credentials
 from ._settings import check_split_index, config_stamp, open_repo, precious
-from ._shared import missing_object, sharing_wanted
+from ._shared import missing_object
 from ._tipview import TipView
 from ._transport import Transport
 from ._types import Author, author_from, config_stack

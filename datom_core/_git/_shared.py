@@ -1,7 +1,7 @@
-"""A clone that reads a local remote's objects in place (git's alternates, set up by the
-accelerator :mod:`._fast._share`), and the error of a clone missing an object (private to
-the git layer). A clone made sharing keeps reading through its alternates on the plain
-path too: dulwich and git honour the file whoever wrote it.
+"""The error of a clone missing an object (private to the git layer), which names a local
+remote's object folder the clone reads in place (git's alternates, set up by the
+accelerator :mod:`._fast._share`; dulwich and git honour the file on the plain path too)
+when that folder is gone.
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ from pathlib import Path
 from dulwich.object_store import BaseObjectStore, DiskObjectStore
 
 from .._errors import GitError
-from ._fast._share import SHARE_ENV, share_objects, sharing_wanted
 
-__all__ = ["SHARE_ENV", "missing_object", "share_objects", "sharing_wanted"]
+__all__ = ["missing_object"]
 
 
 def missing_object(clone: Path, store: BaseObjectStore, e: KeyError) -> GitError:

@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager, nullcontext
 
 from dulwich.object_store import BaseObjectStore
 
-from ._objects import TreeReader, blob_data, commit_of, tree_of
+from ._objects import TreeReader, commit_of, tree_of
 
 __all__ = ["TipView"]
 
@@ -47,8 +47,7 @@ class TipView(TreeReader):
 
     def read(self, path: str) -> bytes | None:
         with self._guard():
-            found = super().entry(path)
-            return blob_data(self._store, found[1]) if found is not None else None
+            return super().read(path)
 
     def directories(self) -> list[str]:
         """The names of the top-level directories of the tip (the tables, ``.datom``...)."""

@@ -1,16 +1,6 @@
-"""Talking to ``origin``: the transport interface, and a local bare repository used directly
-(the HTTP(S) transport, through dulwich's client, is in :mod:`._http`).
-
-Every transport does these, each O(what changed):
-
-* ``heads()``: the remote's branches and the branch its ``HEAD`` names;
-* ``fetch_branch()`` / ``fetch_commit()``: bring one tip and only the objects it adds;
-* ``view()``: a tip and an object store holding it, for a commit to be built on;
-  ``tip_view()``: the tip as a read-only view, the clone left where it is;
-* ``push()``: send the new commits' objects (given, never searched for), move the branch by
-  compare-and-swap from their base tip; ``receive()``: then bring the clone what it lacked;
-* ``turn()``: where the remote is on this machine, datom writers queue (a ``flock``) from
-  ``view`` to ``push`` instead of racing and redoing rejected work.
+"""Talking to ``origin``: the transport interface (:class:`Transport`, each call O(what
+changed)), and a local bare repository used directly (HTTP(S), through dulwich's client,
+is in :mod:`._http`).
 
 A local remote is opened once per handle and written like git does (objects, then the ref
 under its ``.lock``; few loose objects and packs: :mod:`_maintenance`). Every datom push to it
@@ -26,6 +16,8 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 
+from dulwich.errors import NotGitRepository
+from dulwich.file import FileLocked
 from dulwich.object_store import BaseObjectStore
 from dulwich.objects import ObjectID, ShaFile
 from dulwich.pack import PackFileDisappeared
@@ -35,7 +27,8 @@ from dulwich.repo import Repo
 from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _maintenance as maint
-from ._copy import add_objects, copy_commits, copy_objects, missing_commits, receive_objects
+from ._copy import add_objects, copy_commits, receive_objects
+from ._fast._share import share_objects
 from ._groupshare import LOCK_FILES, lock_mode, ref_paths, shared_perm, widen
 from ._lock import RepoLock
 from ._read import has
@@ -43,7 +36,6 @@ from ._receive import check_current_branch, post_receive, pre_receive
 from ._remote import GitCredentials
 from ._remoterefs import read_branch, read_branches, unstale_remote
 from ._settings import check_object_format, open_repo, precious
-from ._shared import share_objects
 from ._tipview import TipView
 
 __all__ = ["FETCH_PATIENCE", "Heads", "LocalTransport", "Transport", "rejected"]
@@ -52,10 +44,7 @@ log = logging.getLogger("datom_core.git")
 T = TypeVar("T")
 
 _HEADS = b"refs/heads/"
-# Seconds a ref lock in a local remote may live while this writer holds the writers'
-# turn: datom's pushers are then excluded, and other git clients hold a ref lock for
-# milliseconds, so one still there after this was left by a killed process.
-_LOCK_GRACE = 2.0
+_LOCK_GRACE = 2.0  # seconds after which a ref lock met under the writers' turn is stale
 _LOCK_WAIT = 10.0  # seconds a push waits for a live process's ref lock before it gives up
 _TURN_TIMEOUT = 600.0
 _UNKEEP_WAIT = 5.0  # seconds a compaction waits for the writers' turn to unkeep its packs
@@ -75,13 +64,14 @@ Heads = tuple[dict[bytes, bytes], bytes | None]  # the branches, and the one HEA
 
 
 class Transport:
-    """What the clone needs from ``origin`` (see the module docstring)."""
+    """What the clone needs from ``origin``; the defaults are the HTTP(S) transport's."""
 
     url: str
     errors: Errors  # errors(action): a context translating failures into GitError
     credentials: GitCredentials | None = None
 
     def heads(self, action: str = "read the branches of") -> Heads:
+        """The remote's branches and the branch its ``HEAD`` names."""
         raise NotImplementedError
 
     def fetch_branch(self, r: Repo, branch: bytes, depth: int | None = None) -> bytes | None:
@@ -107,12 +97,15 @@ class Transport:
 
     def attach(self, r: Repo, share: bool) -> None:
         """Called once per opened clone: let it read the remote's objects in place where
-        the transport can and ``share`` allows (a local remote, see :mod:`._shared`)."""
+        the transport can and ``share`` allows (a local remote, see :mod:`._fast._share`)."""
 
     @contextmanager
     def view(self, r: Repo, branch: bytes) -> Iterator[tuple[bytes | None, BaseObjectStore]]:
         """``(tip, store)``: the branch tip and an object store holding it, to build on."""
         yield self._tip(r, branch), r.object_store
+
+    def _tip(self, r: Repo, branch: bytes, recent: bool = True) -> bytes | None:
+        raise NotImplementedError
 
     def tip_view(self, r: Repo, branch: bytes, recent: bool = False) -> TipView:
         """The branch tip as a read-only view, the clone's branch left where it is;
@@ -120,9 +113,6 @@ class Transport:
         view = TipView(r.object_store, self._tip(r, branch, recent))
         view.kept = self.kept
         return view
-
-    def _tip(self, r: Repo, branch: bytes, recent: bool = True) -> bytes | None:
-        return self.fetch_branch(r, branch)
 
     # Whether the tip the last view or tip_view gave came from a look kept from an
     # earlier operation (HTTP, see _fast/_advert) rather than a new one: a decision to
@@ -155,13 +145,16 @@ class Transport:
     def push(
         self, r: Repo, branch: bytes, old: bytes | None, new: bytes, objects: Sequence[ShaFile]
     ) -> None:
+        """Send the new commits' ``objects`` (given, never searched for) and move ``branch``
+        by compare-and-swap from ``old``; :class:`PushRejectedError` when it moved."""
         raise NotImplementedError
 
     def adopt_head(self, branch: bytes) -> None:
         """Make the remote's ``HEAD`` name ``branch`` where the transport can."""
 
     def turn(self, timeout: float) -> AbstractContextManager[object]:
-        """Hold the remote's writer turn, where there is one (see :class:`LocalTransport`)."""
+        """Hold the remote's writers' turn, from ``view`` to ``push``, where there is one
+        (a local remote: see :class:`LocalTransport`)."""
         return nullcontext()
 
     def maintain(self, made: bytes | None = None) -> None:
@@ -216,24 +209,25 @@ class LocalTransport(Transport):
                 opened.close()
                 raise
             self._repo, self._pid = opened, os.getpid()
-            widen([self.path / n for n in LOCK_FILES], shared_perm(opened))  # the team's
+            # dulwich gives the objects and folders it makes this (from core.sharedRepository
+            # only; a setgid group folder says so too, see _groupshare).
+            perm = opened.object_store.shared_perm = shared_perm(opened)
+            widen([self.path / n for n in LOCK_FILES], perm)  # the team's
             self._access.file_mode = lock_mode(opened)
         return self._repo
 
     @contextmanager
     def _using(self, action: str) -> Iterator[Repo]:
-        if not self.path.is_dir():
-            raise GitError(
-                f"Cannot {action} {self.url}: no git repository there. Check the remote path/URL."
-            )
         with self.errors(action):
+            if not self.path.is_dir():
+                raise NotGitRepository(self.url)  # its message says so
             remote = self._open()  # first: it tells the lock file's mode
             with self._access.shared():
                 yield remote
 
     def heads(self, action: str = "read the branches of") -> Heads:
         with self._using(action) as remote:
-            refs = read_branches(Path(remote.controldir()), self.url)
+            refs = read_branches(self.path, self.url)
             head = remote.refs.get_symrefs().get(Ref(b"HEAD"))
         return refs, head
 
@@ -242,9 +236,7 @@ class LocalTransport(Transport):
             return self._read_ref(branch)
 
     def _read_ref(self, name: bytes) -> bytes | None:
-        """A branch's sha read from its file (or packed-refs), without listing every ref;
-        one that exists but cannot be read is an error, never an absent branch."""
-        return read_branch(Path(self._open().controldir()), name, self.url)
+        return read_branch(self.path, name, self.url)  # strictly: see _remoterefs
 
     @contextmanager
     def view(self, r: Repo, branch: bytes) -> Iterator[tuple[bytes | None, BaseObjectStore]]:
@@ -265,28 +257,26 @@ class LocalTransport(Transport):
 
     def fetch_commit(self, r: Repo, sha: bytes, branch: bytes) -> None:
         with self._using("fetch from") as remote:
-            _bring(remote, r, sha)
+            copy_commits(remote, r, sha)
 
     def receive(
         self, r: Repo, branch: bytes, tip: bytes | None, new: bytes, objects: Sequence[ShaFile]
     ) -> int:
-        """Nothing to copy when the clone reads the remote's objects (see :mod:`._shared`).
-        Otherwise the other writers' commits arrive as :func:`copy_commits` sends them, and
-        the objects just pushed, loose files in the remote, are linked, not written again."""
+        """Nothing to copy when the clone reads the remote's objects (see
+        :mod:`._fast._share`); otherwise the other writers' commits, then those objects
+        the clone lacks."""
         if has(r.object_store, new):
             return 0
         with self._using("fetch from") as remote:
-            added = _bring(remote, r, tip)
-            return added + copy_objects(
-                remote.object_store, r.object_store, [o.id for o in objects]
-            )
+            missing = [o for o in objects if o.id not in r.object_store]
+            return copy_commits(remote, r, tip) + add_objects(r, missing)
 
     def fetch_branch(self, r: Repo, branch: bytes, depth: int | None = None) -> bytes | None:
         """Whole history (``depth`` ignored): a clone of a local remote reads its objects
         in place where sharing is on, and copies them cheaply where it is not."""
         with self._using("fetch from") as remote:
             tip = self._read_ref(branch)
-            _bring(remote, r, tip)
+            copy_commits(remote, r, tip)
         return tip
 
     def push(
@@ -300,17 +290,16 @@ class LocalTransport(Transport):
                 raise rejected(self.url, branch, "the remote moved")
             if self._checked_out:
                 check_current_branch(remote, self.url, branch)
-            gitdir = Path(remote.controldir())
             perm = shared_perm(remote)
-            with receive_objects(remote, objects, perm) as loose:  # a pack kept till the swap
+            with receive_objects(remote, objects) as loose:  # a pack kept till the swap
                 self._loose += loose
                 checkpoint("git:push:objects")
-                pre_receive(gitdir, self.url, branch, old, new)
+                pre_receive(self.path, self.url, branch, old, new)
                 if not self._swap(remote, branch, old, new):
                     raise rejected(self.url, branch, "the remote moved")
-            widen(ref_paths(gitdir, branch), perm)
+            widen(ref_paths(self.path, branch), perm)
             self._pushes += 1
-        post_receive(gitdir, branch, old, new)  # the push stands whatever they do
+        post_receive(self.path, branch, old, new)  # the push stands whatever they do
 
     def _swap(self, remote: Repo, branch: bytes, old: bytes | None, new: bytes) -> bool:
         """Compare-and-swap the branch (the caller holds the writers' turn)."""
@@ -379,12 +368,11 @@ class LocalTransport(Transport):
 
 def _unstale_remote(update: Callable[[], T]) -> T:
     """:func:`unstale_remote` with this module's grace and wait (tests shorten them)."""
-    return unstale_remote(update, _LOCK_GRACE, _LOCK_WAIT)
 
+    def fail(e: FileLocked) -> PushRejectedError:
+        return PushRejectedError(
+            f"Cannot update {os.fsdecode(e.filename)}: it is being updated by a concurrent "
+            "push (another git process keeps locking it). Retry the write."
+        )
 
-def _bring(remote: Repo, r: Repo, sha: bytes | None) -> int:
-    """Copy the commit ``sha`` and those behind it that the clone ``r`` lacks from the
-    local remote; returns how many loose objects the clone gained."""
-    if sha is None or has(r.object_store, sha):
-        return 0
-    return copy_commits(remote, r, missing_commits(remote, r, sha))
+    return unstale_remote(update, _LOCK_GRACE, _LOCK_WAIT, fail)

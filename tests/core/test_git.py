@@ -773,3 +773,20 @@ def test_a_fetch_the_server_refuses_is_not_asked_again(
     with pytest.raises(GitError, match="403"):
         other.fetch_and_reset()
     assert len(seen) == 1
+
+
+def test_a_missing_local_remote_is_named_and_nothing_is_made(tmp_path: Path) -> None:
+    """A local remote path that holds no repository (yet, or any more): clone and push say
+    so naming the path, and the clone folder is not made."""
+    missing = tmp_path / "nowhere.git"
+    with pytest.raises(GitError, match="no git repository there") as e:
+        MetadataRepo.clone(missing, tmp_path / "clone")
+    assert str(missing) in str(e.value) and "Check the remote path/URL" in str(e.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    repo.commit({"x": b"1"}, "x", ME)
+    remote = tmp_path / "a.remote.git"
+    remote.rename(tmp_path / "moved.git")
+    with pytest.raises(GitError, match="no git repository there") as e:
+        repo.push()
+    assert str(remote) in str(e.value)

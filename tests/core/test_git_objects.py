@@ -14,8 +14,8 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from datom_core._git import Author, MetadataRepo, TreeReader
+from datom_core._git._fast._share import SHARE_ENV
 from datom_core._git._read import has, load
-from datom_core._git._shared import SHARE_ENV
 from tests.gitcli import git, needs_git
 
 ME = Author("Ada Lovelace", "ada@example.org")

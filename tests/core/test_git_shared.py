@@ -1,4 +1,4 @@
-"""Clones of a local remote read its objects in place (git's alternates, ``_git/_shared``):
+"""Clones of a local remote read its objects in place (git's alternates, ``_git/_fast/_share``):
 no copies, git accepts them, compaction of the remote keeps them readable, an absent
 remote is a clear error that loses nothing, and a clone can opt out."""
 
@@ -16,7 +16,7 @@ import datom_core as dc
 from datom_core._git import MetadataRepo
 from datom_core._git import _maintenance as maint
 from datom_core._git._fast._packs import write_objects
-from datom_core._git._shared import SHARE_ENV
+from datom_core._git._fast._share import SHARE_ENV
 from tests.core.projects import frame
 from tests.core.test_git_objects import ME, loose_files, put
 from tests.gitcli import GIT, git

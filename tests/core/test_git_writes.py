@@ -22,8 +22,8 @@ from datom_core._git import _maintenance as maint
 from datom_core._git._copy import LOCK_STALE, add_object
 from datom_core._git._fast import _compact
 from datom_core._git._fast._index import FILE_MODE
+from datom_core._git._fast._share import SHARE_ENV
 from datom_core._git._internals import write_file_atomic
-from datom_core._git._shared import SHARE_ENV
 from tests.core.test_git_objects import ME, git, loose_files, needs_git, put
 
 
@@ -202,6 +202,27 @@ def test_a_killed_writers_object_lock_is_taken_over_and_a_live_ones_waited_for(
         assert r.object_store[live.id].as_raw_string() == live.as_raw_string()
     assert not list(bare.glob("objects/*/*.lock"))
     git(bare, "fsck", "--strict")
+
+
+def test_an_object_lock_is_judged_by_the_file_systems_clock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """This machine's clock an hour behind the file server's (simulated by moving this
+    process's clock back): an object lock left a minute ago is still a killed writer's."""
+    with closing(Repo.init_bare(str(tmp_path / "r.git"), mkdir=True)) as r:
+        blob = Blob.from_string(b"left by a killed writer")
+        path = Path(r.object_store._get_shafile_path(blob.id))
+        path.parent.mkdir()
+        lock = path.with_name(path.name + ".lock")
+        lock.write_bytes(b"half an obj")
+        os.utime(lock, (time.time() - 60,) * 2)
+        real = time.time
+        monkeypatch.setattr(time, "time", lambda: real() - 3600)
+        start = time.monotonic()
+        add_object(r.object_store, blob)
+        assert time.monotonic() - start < LOCK_STALE / 2  # taken over, not waited for
+        assert r.object_store[blob.id].as_raw_string() == blob.as_raw_string()
+    assert not lock.exists()
 
 
 @needs_git

@@ -199,6 +199,25 @@ def test_two_users_with_umask_077_write_one_group_shared_remote(team: Path) -> N
     git_accepts(remote, verify)
 
 
+def test_a_remote_whose_setgid_group_folders_say_it_is_shared_gets_group_files(
+    team: Path,
+) -> None:
+    """A remote made without ``--shared`` whose folders are setgid and group-writable is
+    the team's too: the objects, folders and refs a user with umask 077 writes there
+    (loose, and packed by a compaction) are the group's, and the teammate writes on."""
+    remote = team / "setgid.git"
+    git(team, "init", "-q", "--bare", "-b", "main", str(remote))
+    for path in [remote, *remote.rglob("*")]:
+        shutil.chown(path, group=GROUP)
+        os.chmod(path, 0o2775 if path.is_dir() else 0o664)
+    _write(USERS[0], team, remote, 3)
+    assert _not_the_groups(remote) == []
+    last = _write(USERS[1], team, remote, 2)
+    assert _not_the_groups(remote) == []
+    assert git(remote, "rev-parse", "HEAD").strip() == last
+    assert len(git(remote, "rev-list", "HEAD").split()) == 5
+
+
 def test_an_unreadable_branch_ref_is_an_error_and_the_clone_is_kept(team: Path) -> None:
     """root writes the branch with umask 077 (as another user would); the other user's
     clone is told which file it cannot read, and keeps its working tree."""

@@ -19,7 +19,7 @@ import pytest
 from dulwich.repo import Repo
 
 import datom_core as dc
-from datom_core._git._shared import SHARE_ENV
+from datom_core._git._fast._share import SHARE_ENV
 from tests.core.projects import frame, new_project, remote_head
 from tests.gitserver import GitHTTPServer
 

@@ -23,7 +23,7 @@ from datom_core._git import Author, MetadataRepo
 from datom_core._git import _maintenance as maint
 from datom_core._git._fast import _compact, _packs
 from datom_core._git._fast._packs import write_objects
-from datom_core._git._shared import SHARE_ENV
+from datom_core._git._fast._share import SHARE_ENV
 from datom_core._plain import plain
 from tests.gitcli import GIT, git, needs_git
 
