@@ -22,10 +22,12 @@ the remote and bring their table in step themselves, ``_group``). A mirror that 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass
+from functools import partial
 
 from datom_core._checkpoint import checkpoint
 from datom_core._errors import DatomError, StoreContendedError
@@ -37,6 +39,7 @@ from datom_core._project._mirror import (
     store_history,
     superseded,
 )
+from datom_core._project._mirrorturn import Turn, followed_in_order, load_etags, save_etags
 from datom_core._project._upload import store_in_parallel
 from datom_core._worker import ProcessWorker
 
@@ -64,23 +67,45 @@ def read_kept(ctx: ProjectContext, table: str) -> Future[bytes | None]:
 
 
 def mirror_group(
-    ctx: ProjectContext, writes: Sequence[Recorded], kept: Mapping[str, Future[bytes | None]]
+    ctx: ProjectContext,
+    writes: Sequence[Recorded],
+    kept: Mapping[str, Future[bytes | None]],
+    turn: Turn | None = None,
+    answer: Callable[[bool], None] = lambda mirrored: None,
 ) -> bool:
-    """Mirror ``writes`` (in chain order, the clone on the last one's commit) into the
-    store and settle them; ``kept``: each table's store history copy, being read. False
+    """Mirror ``writes`` (in chain order) into the store and settle them; ``kept``: each
+    table's store history copy, being read; ``turn``: the group's turn to mirror (taken
+    under the clone's lock, ``_mirrorturn``; the clone may have moved on since). The
+    group's writers are told the outcome (``answer``) before the turn is let go. False
     when the store failed: each writer then mirrors its own write (nothing was lost)."""
     if not writes:
         return False
+    told: list[bool] = []
+
+    def tell(mirrored: bool) -> None:  # once: the writers act on the first answer
+        if not told:
+            told.append(mirrored)
+            answer(mirrored)
+
     try:
-        _mirror(ctx, writes, kept)
+        _mirror(ctx, writes, kept, turn, tell)
     except DatomError as e:
         _log.info("the group's store mirror is left to its writers: %s", e)
-        return False
-    return True
+    finally:
+        if not told:  # the store failed (or the mirror was interrupted): none was put whole
+            with _suppressed():
+                tell(False)
+        if turn is not None:  # still held when the mirror failed: marked failed
+            turn.end(done=False)
+    return told == [True]
 
 
 def _mirror(
-    ctx: ProjectContext, writes: Sequence[Recorded], kept: Mapping[str, Future[bytes | None]]
+    ctx: ProjectContext,
+    writes: Sequence[Recorded],
+    kept: Mapping[str, Future[bytes | None]],
+    turn: Turn | None,
+    answer: Callable[[bool], None],
 ) -> None:
     last = writes[-1]
     manifest = last.files[L.MANIFEST]
@@ -96,24 +121,63 @@ def _mirror(
         future = kept.get(t)
         copy = future.result() if future is not None else None
         new = (docs[t].version, w.commit)
-        # The clone is on the chain's last commit: the table's earlier versions in this
-        # group (and any other gap) are found among the commits since the copy's newest.
+        # The table's earlier versions in this group (and any other gap) are found among
+        # the commits since the copy's newest (the clone holds them; it may be past them).
         histories[t] = store_history(ctx, t, docs[t].history, new, kept=copy)
+    if turn is not None:
+        # Nothing is put before every earlier group of the clone is done putting: a
+        # later group's document never lands under an earlier one's (_mirrorturn).
+        turn.wait()
+        _note_etags(ctx, load_etags(turn.folder))
     checkpoint("group:mirror:start")
+    # Each table's history copy before its metadata.json names the version (on a store
+    # across a network they go at once, as a single write's do: _mirror_puts).
     _each(ctx, [(L.store_history(t), h) for t, h in histories.items()])
     checkpoint("group:mirror:history")
     _each(ctx, [(L.store_metadata(t), d.metadata) for t, d in docs.items()])
     checkpoint("group:mirror:metadata")
+    # The manifest after every table's documents: its entries in step mark a finished
+    # mirror (_recover trusts them).
     try:
         ctx.store.write_bytes(L.STORE_MANIFEST, manifest)
     except StoreContendedError as e:
         if not superseded(ctx, e, last.commit):
             raise
+    if turn is not None:
+        keys = [L.STORE_MANIFEST] + [k for t in docs for k in _keys(t)]
+        _save_etags(ctx, turn, keys)
+        answer(True)  # before the turn ends: a writer waits for the turn, then reads it
+        turn.end(done=True)
+    else:
+        answer(True)
     repo = ctx.require_repo()
-    if repo.remote_head() == last.commit:  # one look for the group
+    head = repo.remote_head()  # one look for the group
+    if head == last.commit:
         return
-    for t, d in docs.items():  # the remote moved: each table settles as a single write's
+    if turn is not None and followed_in_order(turn.folder, last.commit, head):
+        return  # the remote moved by the clone's later groups: their mirrors land after
+    for t, d in docs.items():  # another writer moved the remote: settle as a single write
         settle(ctx, d, histories[t], last.commit)
+
+
+def _keys(table: str) -> tuple[str, str]:
+    return L.store_history(table), L.store_metadata(table)
+
+
+def _note_etags(ctx: ProjectContext, etags: Mapping[str, str]) -> None:
+    note = getattr(ctx.store, "note_etags", None)
+    if note is not None and etags:
+        note(etags)
+
+
+def _save_etags(ctx: ProjectContext, turn: Turn, keys: Sequence[str]) -> None:
+    seen = getattr(ctx.store, "seen", None)
+    if seen is not None:
+        with _suppressed():
+            save_etags(turn.folder, {k: seen(k) for k in keys})
+
+
+_suppressed = partial(contextlib.suppress, OSError)
 
 
 def _each(ctx: ProjectContext, documents: Sequence[tuple[str, bytes]]) -> None:
