@@ -22,12 +22,21 @@ git layer notes for the processes sharing the clone (``MetadataRepo.remote_tip``
 behind a group's push prepare theirs meanwhile, and the next group's leader reads the tip
 once for all of them.
 
-The leader also mirrors the group into the store before it answers, still holding the
-lock: every table's documents and one manifest naming all of the group's versions, then
-one settling look (``_groupmirror``); the writers it answers ``mirrored`` return at once.
-When that mirror fails, each writer mirrors its own write, as a single write does, with
-the manifest of the group's last commit (git's bytes there, the same from each of them,
-so their conditional writes of that shared document do not refuse each other).
+The leader then takes the group's turn to mirror (``_mirrorturn``), answers each writer
+"recorded, mirror under way" and lets the lock go: the next group's push overlaps this
+group's store mirror (every table's documents and one manifest naming all of the group's
+versions, then one settling look, ``_groupmirror``). The mirrors of a clone's groups run
+in push order, each after the one before is done putting, so an earlier group's
+documents never land over a later one's. Before it lets the lock go, a leader waits a
+little for the group before it to be done mirroring (``Turn.pace``): one group pushes
+while one mirrors, each as large as the writers waiting meanwhile make it. A writer
+answered "under way" waits for the turn to end and reads its final answer: ``mirrored``
+returns at once; otherwise (the mirror failed, or its leader died in it) it mirrors its
+own write, as a single write does, with the manifest of the group's last commit (git's
+bytes there, the same from each of them, so their conditional writes of that shared
+document do not refuse each other). A writer that finds nothing waiting while a group's
+turn is under way records its write as a group of one, in turn; one that finds no turn
+under way pushes alone (``commit_and_push``) and is noted in the clone's chain of groups.
 
 Every invariant of a single write holds for each grouped one. What a write puts in the
 store (parquet, snapshot) is put before it waits, as before a push; a write whose build
@@ -51,14 +60,15 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, cast
 
-from datom_core._errors import GitError, mark_push_sent
+from datom_core._checkpoint import checkpoint
+from datom_core._errors import DatomError, GitError, mark_push_sent
 from datom_core._git import Author, ChainItem, MetadataRepo
 from datom_core._plain import plain
 from datom_core._project import _layout as L
 from datom_core._project._build import TableUpdate
 from datom_core._project._groupmirror import Recorded, mirror_group, read_kept
 from datom_core._project._mirror import PushedMirror
-from datom_core._project._mirrorturn import take
+from datom_core._project._mirrorturn import mirroring, note_lone, take
 from datom_core._project._outcome import entries_on
 from datom_core._project._queue import Answer, Claimed, Queue, Waiting, encode_update
 from datom_core._project._tip import TreeReader
@@ -67,6 +77,7 @@ __all__ = ["grouping_enabled", "record"]
 
 _LOCK_TIMEOUT = 600.0  # seconds a writer waits for the clone's lock (``MetadataRepo.lock``'s)
 _POLL = 0.02  # seconds between a waiting writer's looks at the lock and its answer
+_PACE = 5.0  # seconds a leader waits, holding the lock, for the group before to mirror
 
 
 def grouping_enabled() -> bool:
@@ -221,14 +232,13 @@ def _lead(
     ``commit_and_push`` does itself when nothing waits)."""
     queue = Queue(repo.controldir)
     claimed = queue.claim()
-    if not claimed:
-        return _Led(
-            repo,
-            repo.commit_and_push(
-                update.build, message, author, pushed=lambda c: mirror.start(update.files, c)
-            ),
-            None,
+    if not claimed and not mirroring(queue.folder):  # alone, no group mirror under way
+        commit = repo.commit_and_push(
+            update.build, message, author, pushed=lambda c: mirror.start(update.files, c)
         )
+        if commit is not None:
+            _note_lone(repo, queue, commit)
+        return _Led(repo, commit, None)
     good: list[Claimed] = []
     for c in claimed:
         if c.update is None:
@@ -281,6 +291,8 @@ def _lead(
             _answer(queue, c.rid, Answer("none" if a is None else "redo"))
     if turn is not None:
         tell(False, turn.gid)  # recorded: each finishes once the group's turn is over
+        checkpoint("group:turn")
+        turn.pace(_PACE)
         led.mirror = lambda: mirror_group(mirror.context, recorded, kept, turn, tell)
     elif recorded:
         tell(mirror_group(mirror.context, recorded, kept))
@@ -337,6 +349,16 @@ def _refuse_if_recorded(repo: MetadataRepo, update: TableUpdate) -> None:
         )
         mark_push_sent(lost)
         raise lost
+
+
+def _note_lone(repo: MetadataRepo, queue: Queue, commit: str) -> None:
+    """Put a write pushed alone in the clone's chain of groups (``_mirrorturn``)."""
+    try:
+        newest = repo.log(max_entries=2)
+        if len(newest) == 2 and newest[0].id == commit:
+            note_lone(queue.folder, newest[1].id, commit)
+    except (OSError, DatomError):
+        pass  # not in the chain: a group whose look finds it settles as a single write
 
 
 def _answer(queue: Queue, rid: str, answer: Answer) -> None:

@@ -4,20 +4,28 @@ recorded.
 The writes of a group share one push; they also share the store's one ``manifest.json``.
 Mirrored each by its own writer, the same document was put once per write, and two
 groups' writers, a different ETag in each process, refused each other's conditional PUTs
-(a refusal, a look, a PUT again). So the leader, still holding the clone's lock, mirrors
-the whole group before it answers: each table's history copy and ``metadata.json`` (those
-of the table's last write in the chain), then one manifest, the chain's last (it names
-every version of the group), then one settling look at the remote. The writers it
-answers ``mirrored`` return at once.
+(a refusal, a look, a PUT again). So the leader mirrors the whole group before its
+writers return: each table's history copy and ``metadata.json`` (those of the table's
+last write in the chain), then one manifest, the chain's last (it names every version of
+the group), then one settling look at the remote. It does so after it let the clone's
+lock go (the next group pushes meanwhile), in the group's turn (``_mirrorturn``): nothing
+is put before every earlier group of the clone is done putting, and the turn ends once
+the manifest is put. The writers are answered before it ends.
+
+The settling look finds the remote moved when a later group pushed during this mirror:
+when only the clone's later groups (each still in or before its turn, or done with it)
+and writes pushed alone after every turn before them was done moved it, their mirrors
+land after this one's, so nothing is settled; any other push (another clone's) is
+settled table by table, as a single write's.
 
 Every link of a single write's mirror holds for each table (docs/performance.md, "Round
 trips across a WAN"): the snapshots were put by their writers before the push; a table's
 history copy is in place before its ``metadata.json``; the manifest is put after every
 table's documents, so a leader killed anywhere in the mirror leaves the entries of the
 tables it did not finish behind in the store's manifest, which
-``_recover.finish_interrupted`` looks for (and its claimed writers, never answered, ask
-the remote and bring their table in step themselves, ``_group``). A mirror that fails
-(the store refuses, a read fails) is logged and left to each writer, as before grouping.
+``_recover.finish_interrupted`` looks for (and its writers, whose turn ended with no
+final answer, mirror their own writes, ``_group``). A mirror that fails (the store
+refuses, a read fails) is logged and left to each writer, as before grouping.
 """
 
 from __future__ import annotations
@@ -46,7 +54,7 @@ from datom_core._worker import ProcessWorker
 __all__ = ["Recorded", "mirror_group", "read_kept"]
 
 _log = logging.getLogger("datom")
-_WORKERS = ProcessWorker("datom-group-mirror", threads=8)
+_WORKERS = ProcessWorker("datom-group-mirror", threads=32)
 
 
 @dataclass(frozen=True)
@@ -132,9 +140,15 @@ def _mirror(
     checkpoint("group:mirror:start")
     # Each table's history copy before its metadata.json names the version (on a store
     # across a network they go at once, as a single write's do: _mirror_puts).
-    _each(ctx, [(L.store_history(t), h) for t, h in histories.items()])
-    checkpoint("group:mirror:history")
-    _each(ctx, [(L.store_metadata(t), d.metadata) for t, d in docs.items()])
+    pending = [(L.store_history(t), h) for t, h in histories.items()]
+    metadata = [(L.store_metadata(t), d.metadata) for t, d in docs.items()]
+    if store_in_parallel(ctx):  # one round trip, not two (R datom writes them unordered)
+        _each(ctx, pending + metadata)
+        checkpoint("group:mirror:history")
+    else:
+        _each(ctx, pending)
+        checkpoint("group:mirror:history")
+        _each(ctx, metadata)
     checkpoint("group:mirror:metadata")
     # The manifest after every table's documents: its entries in step mark a finished
     # mirror (_recover trusts them).
@@ -143,6 +157,7 @@ def _mirror(
     except StoreContendedError as e:
         if not superseded(ctx, e, last.commit):
             raise
+    checkpoint("group:mirror:manifest")
     if turn is not None:
         keys = [L.STORE_MANIFEST] + [k for t in docs for k in _keys(t)]
         _save_etags(ctx, turn, keys)

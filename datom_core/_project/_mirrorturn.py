@@ -37,11 +37,22 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Turn", "followed_in_order", "load_etags", "save_etags", "take", "wait_released"]
+__all__ = [
+    "Turn",
+    "followed_in_order",
+    "load_etags",
+    "mirroring",
+    "note_lone",
+    "save_etags",
+    "take",
+    "wait_released",
+]
 
 CHAIN = "chain"
+LONE = "-"  # a write pushed alone, with no group mirror to wait for (note_lone)
 ETAGS = "etags.json"
 _KEEP = 64  # groups the chain remembers (a group's look at the remote passes a few)
+_PACE_POLL = 0.005  # seconds between looks at the turn before (Turn.pace)
 
 
 class Turn:
@@ -59,6 +70,26 @@ class Turn:
             if state is None or state.get("state") == "done":
                 return  # its turn began after the one before it ended, and so on
             pred = state.get("pred")  # it died or failed, maybe before waiting itself
+
+    def pace(self, timeout: float) -> None:
+        """Wait, at most ``timeout`` seconds, for the group before to be done mirroring
+        (called under the clone's lock: the next push waits with it, so that the clone
+        pushes and mirrors one group each at a time, the groups as large as the writers
+        waiting meanwhile make them; bounded, as the mirror before may need the lock)."""
+        deadline = time.monotonic() + timeout
+        while self.pred is not None and time.monotonic() < deadline:
+            try:
+                fd = os.open(self.folder / f"{self.pred}.turn", os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                return
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                return  # over (done, or its leader stopped: wait() sorts that out)
+            except BlockingIOError:
+                pass
+            finally:
+                os.close(fd)
+            time.sleep(_PACE_POLL)
 
     def end(self, done: bool) -> None:
         """Let the turn go: ``done`` once the group's manifest is put (its file is then
@@ -95,6 +126,25 @@ def take(folder: Path, base: str | None, last: str) -> Turn:
         os.close(fd)
         raise
     return Turn(folder, gid, pred, fd)
+
+
+def mirroring(folder: Path) -> bool:
+    """Under the clone's lock: whether the last group's turn is not done (it may still
+    put documents: a write pushed now joins the turns, as a group of one)."""
+    for gid, _, _ in reversed(_chain(folder)):
+        if gid != LONE:
+            return not _done(folder, gid)
+    return False
+
+
+def note_lone(folder: Path, base: str, last: str) -> None:
+    """Under the clone's lock, after a write pushed alone from ``base`` to ``last`` while
+    no turn was under way (:func:`mirroring`): its mirror begins after every group's
+    before it is done, so the groups before see it as in order. Only in a clone whose
+    groups keep a chain."""
+    if (folder / CHAIN).exists():
+        with open(folder / CHAIN, "a", encoding="ascii") as f:
+            f.write(f"{LONE} {base} {last}\n")
 
 
 def wait_released(folder: Path, gid: str) -> dict[str, Any] | None:
@@ -144,6 +194,8 @@ def save_etags(folder: Path, etags: Mapping[str, str | None]) -> None:
 
 
 def _live_or_done(folder: Path, gid: str) -> bool:
+    if gid == LONE:
+        return True  # pushed after every turn before it was done (note_lone)
     try:
         fd = os.open(folder / f"{gid}.turn", os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -153,6 +205,21 @@ def _live_or_done(folder: Path, gid: str) -> bool:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
             return True  # its leader holds it: its mirror is still to land
+        return _state(fd).get("state") == "done"
+    finally:
+        os.close(fd)
+
+
+def _done(folder: Path, gid: str) -> bool:
+    try:
+        fd = os.open(folder / f"{gid}.turn", os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True  # removed once done
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
         return _state(fd).get("state") == "done"
     finally:
         os.close(fd)

@@ -9,7 +9,9 @@ and finds its write still waiting takes it back and leads itself (``_group``).
 
 Only the holder of the clone's lock claims or answers, so a writer that holds the lock
 reads a settled state: its write is waiting, answered, or claimed and never answered
-(the holder died, or failed before answering: the remote decides). A waiting writer
+(the holder died, or failed before answering: the remote decides). An answer
+"recorded, mirror under way" (``Answer.turn``) is final as to git; the leader replaces
+it, before its group's turn to mirror ends, with the mirror's outcome. A waiting writer
 holds a shared ``flock`` on its own request file, released by the kernel when it dies:
 a request whose writer is gone is dropped, never recorded for no one.
 """
