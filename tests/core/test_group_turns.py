@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 from dulwich.repo import Repo
 
 import datom_core as dc
+from datom_core._project._mirrorturn import followed_in_order, note_lone, take
 from tests.core.projects import frame
 from tests.faultproxy import FaultProxy
 from tests.gitserver import GitHTTPServer
@@ -215,3 +217,47 @@ def test_a_group_after_another_puts_its_documents_without_a_head(
     for i in range(3):
         assert len(conn.history(f"t{i}")) == 2
     assert conn.validate().ok
+
+
+def test_a_turn_waits_past_a_failed_one_for_the_one_before_it(tmp_path: Path) -> None:
+    """Turns A, B, C taken in push order; B ends failed (it may never have waited for A)
+    while A still mirrors: C's turn begins only once A's is over, not when B's is."""
+    folder = tmp_path / "queue"
+    a = take(folder, "c0", "c1")
+    b = take(folder, "c1", "c2")
+    c = take(folder, "c2", "c3")
+    assert (b.pred, c.pred) == (a.gid, b.gid)
+    b.end(done=False)
+    began = threading.Event()
+
+    def wait() -> None:
+        c.wait()
+        began.set()
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    assert not began.wait(0.5)  # A still holds its turn
+    a.end(done=True)
+    assert began.wait(10)
+    waiter.join()
+    c.end(done=True)
+
+
+def test_a_look_past_the_groups_after_it_needs_each_in_order(tmp_path: Path) -> None:
+    """The remote moved from a group's last commit by later groups of the clone (each in
+    or before its turn, or done) and writes pushed alone between turns: no settling.
+    A later group whose turn ended failed, or a push the chain does not know, is not."""
+    folder = tmp_path / "queue"
+    a = take(folder, "c0", "c1")
+    note_lone(folder, "c1", "c2")
+    b = take(folder, "c2", "c3")
+    a.end(done=True)
+    assert followed_in_order(folder, "c1", "c3")  # b still holds its turn
+    assert followed_in_order(folder, "c1", "c1")
+    assert not followed_in_order(folder, "c1", "c9")  # another clone's push
+    c = take(folder, "c3", "c4")
+    b.end(done=False)
+    assert not followed_in_order(folder, "c1", "c4")  # b failed: its writers mirror alone
+    assert followed_in_order(folder, "c3", "c4")
+    c.end(done=True)
+    assert followed_in_order(folder, "c3", "c4")
