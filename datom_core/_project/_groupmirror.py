@@ -36,9 +36,11 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 from datom_core._checkpoint import checkpoint
-from datom_core._errors import DatomError, StoreContendedError
+from datom_core._errors import DatomError, GitError, StoreContendedError
+from datom_core._git import MetadataRepo
 from datom_core._project import _layout as L
 from datom_core._project._context import ProjectContext
 from datom_core._project._mirror import (
@@ -51,9 +53,10 @@ from datom_core._project._mirrorturn import Turn, followed_in_order, load_etags,
 from datom_core._project._upload import store_in_parallel
 from datom_core._worker import ProcessWorker
 
-__all__ = ["Recorded", "mirror_group", "read_kept"]
+__all__ = ["Recorded", "in_order", "mirror_group", "read_kept"]
 
 _log = logging.getLogger("datom")
+_LOCK_WAIT = 30.0  # seconds a settling look waits for a push of the clone to be noted
 _WORKERS = ProcessWorker("datom-group-mirror", threads=32)
 
 
@@ -169,10 +172,25 @@ def _mirror(
     head = repo.remote_head()  # one look for the group
     if head == last.commit:
         return
-    if turn is not None and followed_in_order(turn.folder, last.commit, head):
+    if turn is not None and in_order(repo, turn.folder, last.commit, head):
         return  # the remote moved by the clone's later groups: their mirrors land after
     for t, d in docs.items():  # another writer moved the remote: settle as a single write
         settle(ctx, d, histories[t], last.commit)
+
+
+def in_order(repo: MetadataRepo, folder: Path, last: str, head: str | None) -> bool:
+    """``followed_in_order``, asked again once the clone's lock is free when the chain
+    does not know a commit: a write of this clone holds the lock from before its push to
+    its place in the chain (a turn, or ``note_lone``), so a push of this clone the look
+    found is in the chain by then; what is still not is another clone's."""
+    if followed_in_order(folder, last, head):
+        return True
+    try:
+        with repo.lock(timeout=_LOCK_WAIT):
+            pass
+    except GitError:
+        return False
+    return followed_in_order(folder, last, head)
 
 
 def _keys(table: str) -> tuple[str, str]:

@@ -15,8 +15,9 @@ import pytest
 from dulwich.repo import Repo
 
 import datom_core as dc
+from datom_core._project._groupmirror import in_order
 from datom_core._project._mirrorturn import followed_in_order, note_lone, take
-from tests.core.projects import frame
+from tests.core.projects import frame, new_project
 from tests.faultproxy import FaultProxy
 from tests.gitserver import GitHTTPServer
 
@@ -261,3 +262,27 @@ def test_a_look_past_the_groups_after_it_needs_each_in_order(tmp_path: Path) -> 
     assert followed_in_order(folder, "c3", "c4")
     c.end(done=True)
     assert followed_in_order(folder, "c3", "c4")
+
+
+def test_a_look_waits_for_the_clones_push_to_take_its_place(tmp_path: Path) -> None:
+    """The look found a commit the chain does not know yet: a write of this clone
+    between its push and its turn, holding the clone's lock. Once the lock is free the
+    commit is in the chain, and the group settles nothing; a commit still unknown then
+    is another clone's."""
+    conn = new_project(tmp_path)
+    folder = conn.repo.controldir / "datom-queue"
+    a = take(folder, "c0", "c1")
+    a.end(done=True)
+    answer: list[bool] = []
+    with conn.repo.lock():  # the next group: pushed c2, its turn not taken yet
+        looking = threading.Thread(
+            target=lambda: answer.append(in_order(conn.repo, folder, "c1", "c2"))
+        )
+        looking.start()
+        looking.join(0.5)
+        assert answer == []  # waits for the lock
+        b = take(folder, "c1", "c2")
+    looking.join(30)
+    assert answer == [True]
+    b.end(done=True)
+    assert not in_order(conn.repo, folder, "c2", "c7")  # unknown once the lock is free
