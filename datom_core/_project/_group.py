@@ -22,12 +22,21 @@ git layer notes for the processes sharing the clone (``MetadataRepo.remote_tip``
 behind a group's push prepare theirs meanwhile, and the next group's leader reads the tip
 once for all of them.
 
-The leader also mirrors the group into the store before it answers, still holding the
-lock: every table's documents and one manifest naming all of the group's versions, then
-one settling look (``_groupmirror``); the writers it answers ``mirrored`` return at once.
-When that mirror fails, each writer mirrors its own write, as a single write does, with
-the manifest of the group's last commit (git's bytes there, the same from each of them,
-so their conditional writes of that shared document do not refuse each other).
+The leader then takes the group's turn to mirror (``_mirrorturn``), answers each writer
+"recorded, mirror under way" and lets the lock go: the next group's push overlaps this
+group's store mirror (every table's documents and one manifest naming all of the group's
+versions, then one settling look, ``_groupmirror``). The mirrors of a clone's groups run
+in push order, each after the one before is done putting, so an earlier group's
+documents never land over a later one's. Before it lets the lock go, a leader waits a
+little for the group before it to be done mirroring (``Turn.pace``): one group pushes
+while one mirrors, each as large as the writers waiting meanwhile make it. A writer
+answered "under way" waits for the turn to end and reads its final answer: ``mirrored``
+returns at once; otherwise (the mirror failed, or its leader died in it) it mirrors its
+own write, as a single write does, with the manifest of the group's last commit (git's
+bytes there, the same from each of them, so their conditional writes of that shared
+document do not refuse each other). A writer that finds nothing waiting while a group's
+turn is under way records its write as a group of one, in turn; one that finds no turn
+under way pushes alone (``commit_and_push``) and is noted in the clone's chain of groups.
 
 Every invariant of a single write holds for each grouped one. What a write puts in the
 store (parquet, snapshot) is put before it waits, as before a push; a write whose build
@@ -47,16 +56,19 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, cast
 
-from datom_core._errors import GitError, mark_push_sent
+from datom_core._checkpoint import checkpoint
+from datom_core._errors import DatomError, GitError, mark_push_sent
 from datom_core._git import Author, ChainItem, MetadataRepo
 from datom_core._plain import plain
 from datom_core._project import _layout as L
 from datom_core._project._build import TableUpdate
 from datom_core._project._groupmirror import Recorded, mirror_group, read_kept
 from datom_core._project._mirror import PushedMirror
+from datom_core._project._mirrorturn import mirroring, note_lone, take
 from datom_core._project._outcome import entries_on
 from datom_core._project._queue import Answer, Claimed, Queue, Waiting, encode_update
 from datom_core._project._tip import TreeReader
@@ -65,6 +77,7 @@ __all__ = ["grouping_enabled", "record"]
 
 _LOCK_TIMEOUT = 600.0  # seconds a writer waits for the clone's lock (``MetadataRepo.lock``'s)
 _POLL = 0.02  # seconds between a waiting writer's looks at the lock and its answer
+_PACE = 5.0  # seconds a leader waits, holding the lock, for the group before to mirror
 
 
 def grouping_enabled() -> bool:
@@ -91,11 +104,10 @@ def record(
     held = _try_lock(repo)
     if held is not None:
         try:  # entered already: left once (a ``with`` would enter it again)
-            commit, last = _lead(repo, update, message, author, mirror)
+            led = _lead(repo, update, message, author, mirror)
         finally:
             held.__exit__(None, None, None)
-        _maintain(repo, last)
-        return commit
+        return led.complete()
     try:
         waiting = Queue(repo.controldir).wait(encode_update(update, message, author.identity))
     except (OSError, TypeError, ValueError):  # no queue here, or an entry JSON cannot hold
@@ -139,24 +151,26 @@ def _as_follower(
             pass
         raise
     if isinstance(turn, Answer):  # recorded by its group, or nothing to record
-        return _finish(repo, update, turn, mirror) if turn.state == "recorded" else None
-    lock, last = turn, None
+        return _finish(repo, waiting, update, turn, mirror) if turn.state == "recorded" else None
+    lock, led, recorded = turn, None, None
     try:
         answer = waiting.state()
         if answer is None:  # still waiting: taken back, this writer leads
             waiting.withdraw()
-            commit, last = _lead(repo, update, message, author, mirror)
+            led = _lead(repo, update, message, author, mirror)
         elif answer.state == "recorded" and answer.commit is not None:
-            commit = _finish(repo, update, answer, mirror)
+            recorded = answer  # finished without the lock (its group's mirror may run)
         elif answer.state == "none":
-            commit = None
+            return None
         else:  # its build failed at the leader, or the leader failed or died
             _refuse_if_recorded(repo, update)
-            commit, last = _lead(repo, update, message, author, mirror)
+            led = _lead(repo, update, message, author, mirror)
     finally:
         lock.__exit__(None, None, None)
-    _maintain(repo, last)
-    return commit
+    if recorded is not None:
+        return _finish(repo, waiting, update, recorded, mirror)
+    assert led is not None
+    return led.complete()
 
 
 def _turn(repo: MetadataRepo, waiting: Waiting) -> AbstractContextManager[Any] | Answer:
@@ -187,18 +201,44 @@ def _needs_lock(answer: Answer) -> bool:
     return not (answer.state == "none" or (answer.state == "recorded" and answer.commit))
 
 
+class _Led:
+    """What a leader does once it lets the clone's lock go: its group's store mirror
+    (its turn taken under the lock, ``_mirrorturn``), then its own write's outcome."""
+
+    def __init__(self, repo: MetadataRepo, own: str | Exception | None, last: str | None) -> None:
+        self.repo, self.own, self.last = repo, own, last
+        self.mirror: Callable[[], bool] | None = None
+        self.done: Callable[[bool], None] = lambda mirrored: None
+
+    def complete(self) -> str | None:
+        """Mirror the group (its writers answered), then the leader's own commit."""
+        try:
+            mirrored = self.mirror() if self.mirror is not None else False
+        finally:
+            _maintain(self.repo, self.last)
+        own = self.own
+        if isinstance(own, Exception):
+            raise own
+        self.done(mirrored)
+        return own
+
+
 def _lead(
     repo: MetadataRepo, update: TableUpdate, message: str, author: Author, mirror: PushedMirror
-) -> tuple[str | None, str | None]:
-    """Under the clone's lock: record ``update`` with every waiting write, mirror them
-    all into the store; its commit and the last one pushed (for the remote's compaction,
-    done by ``commit_and_push`` itself when nothing waits)."""
+) -> _Led:
+    """Under the clone's lock: record ``update`` with every waiting write, answer them
+    (their group's mirror to follow) and take the group's turn to mirror; what is left
+    to do once the lock is let go (compacting the remote after a group's push too, which
+    ``commit_and_push`` does itself when nothing waits)."""
     queue = Queue(repo.controldir)
     claimed = queue.claim()
-    if not claimed:
-        return repo.commit_and_push(
+    if not claimed and not mirroring(queue.folder):  # alone, no group mirror under way
+        commit = repo.commit_and_push(
             update.build, message, author, pushed=lambda c: mirror.start(update.files, c)
-        ), None
+        )
+        if commit is not None:
+            _note_lone(repo, queue, commit)
+        return _Led(repo, commit, None)
     good: list[Claimed] = []
     for c in claimed:
         if c.update is None:
@@ -229,27 +269,53 @@ def _lead(
         for u, a in zip(updates, answers, strict=True)
         if isinstance(a, str)
     ]
-    mirrored = mirror_group(mirror.context, recorded, kept)
-    for c, a, p in zip(good, answers[1:], parents[1:], strict=True):
-        if isinstance(a, str):
-            _answer(queue, c.rid, Answer("recorded", a, p, last, mirrored))
-        else:
+    led = _Led(repo, answers[0], last)
+    turn = None
+    if recorded and last is not None:
+        try:
+            turn = take(queue.folder, tip, last)
+        except OSError:  # no turn: the group mirrors while it holds the lock, as before
+            turn = None
+    ours = [
+        (c, a, p)
+        for c, a, p in zip(good, answers[1:], parents[1:], strict=True)
+        if isinstance(a, str)
+    ]
+
+    def tell(mirrored: bool, pending: str | None = None) -> None:
+        for c, a, p in ours:
+            _answer(queue, c.rid, Answer("recorded", a, p, last, mirrored, pending))
+
+    for c, a in zip(good, answers[1:], strict=True):
+        if not isinstance(a, str):
             _answer(queue, c.rid, Answer("none" if a is None else "redo"))
+    if turn is not None:
+        tell(False, turn.gid)  # recorded: each finishes once the group's turn is over
+        checkpoint("group:turn")
+        turn.pace(_PACE)
+        led.mirror = lambda: mirror_group(mirror.context, recorded, kept, turn, tell)
+    elif recorded:
+        tell(mirror_group(mirror.context, recorded, kept))
     own = answers[0]
-    if isinstance(own, Exception):
-        raise own
-    if own is not None:
-        _group_manifest(repo, update, last)
-        if mirrored:
-            mirror.by_group()
-        mirror.start(update.files, own)
-    return own, last
+
+    def done(mirrored: bool) -> None:  # the leader's own write, once mirrored
+        if own is not None and not isinstance(own, Exception):
+            _group_manifest(repo, update, last)
+            if mirrored:
+                mirror.by_group()
+            mirror.start(update.files, own)
+
+    led.done = done
+    return led
 
 
-def _finish(repo: MetadataRepo, update: TableUpdate, answer: Answer, mirror: PushedMirror) -> str:
+def _finish(
+    repo: MetadataRepo, waiting: Waiting, update: TableUpdate, answer: Answer, mirror: PushedMirror
+) -> str:
     """A write the leader recorded as ``answer.commit`` on ``answer.parent``: ``update``
     learns what it replaced there, its files are git's bytes at that commit (what the
-    store mirrors; the manifest the group's last commit's), unless the leader mirrored it."""
+    store mirrors; the manifest the group's last commit's), unless the leader mirrored
+    it (known once its group's turn to mirror is over: ``Waiting.settled``)."""
     commit, parent = cast(str, answer.commit), answer.parent
     update.build(repo.tree(parent) if parent is not None else cast(TreeReader, _Empty()))
     for path in update.files:
@@ -257,7 +323,7 @@ def _finish(repo: MetadataRepo, update: TableUpdate, answer: Answer, mirror: Pus
         if raw is not None:
             update.files[path] = raw
     _group_manifest(repo, update, answer.last)
-    if answer.mirrored:
+    if waiting.settled(answer).mirrored:
         mirror.by_group()  # before start(): no PUT of this write's own documents
     mirror.start(update.files, commit)
     return commit
@@ -283,6 +349,16 @@ def _refuse_if_recorded(repo: MetadataRepo, update: TableUpdate) -> None:
         )
         mark_push_sent(lost)
         raise lost
+
+
+def _note_lone(repo: MetadataRepo, queue: Queue, commit: str) -> None:
+    """Put a write pushed alone in the clone's chain of groups (``_mirrorturn``)."""
+    try:
+        newest = repo.log(max_entries=2)
+        if len(newest) == 2 and newest[0].id == commit:
+            note_lone(queue.folder, newest[1].id, commit)
+    except (OSError, DatomError):
+        pass  # not in the chain: a group whose look finds it settles as a single write
 
 
 def _answer(queue: Queue, rid: str, answer: Answer) -> None:

@@ -9,7 +9,9 @@ and finds its write still waiting takes it back and leads itself (``_group``).
 
 Only the holder of the clone's lock claims or answers, so a writer that holds the lock
 reads a settled state: its write is waiting, answered, or claimed and never answered
-(the holder died, or failed before answering: the remote decides). A waiting writer
+(the holder died, or failed before answering: the remote decides). An answer
+"recorded, mirror under way" (``Answer.turn``) is final as to git; the leader replaces
+it, before its group's turn to mirror ends, with the mirror's outcome. A waiting writer
 holds a shared ``flock`` on its own request file, released by the kernel when it dies:
 a request whose writer is gone is dropped, never recorded for no one.
 """
@@ -23,11 +25,12 @@ import os
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from datom_core._project._build import TableUpdate
+from datom_core._project._mirrorturn import wait_released
 from datom_core._project._parse import parse_metadata
 
 __all__ = ["Answer", "Claimed", "Queue", "Waiting", "decode_update", "encode_update"]
@@ -61,6 +64,7 @@ class Answer:
     parent: str | None = None
     last: str | None = None
     mirrored: bool = False
+    turn: str | None = None
 
 
 def encode_update(update: TableUpdate, message: str, identity: str) -> bytes:
@@ -147,6 +151,18 @@ class Waiting:
             return None
         return _answer_of(raw)
 
+    def settled(self, answer: Answer) -> Answer:
+        """The final answer of a write recorded while its group's mirror is under way
+        (``answer.turn``), once that mirror's turn is over: not ``mirrored`` when its
+        leader stopped without saying (the writer then mirrors its own write)."""
+        if answer.turn is None:
+            return answer
+        wait_released(self._folder, answer.turn)  # the leader answers before it lets go
+        final = self.answered()
+        if final is None or final.turn is not None or final.commit != answer.commit:
+            return replace(answer, mirrored=False, turn=None)
+        return final
+
     def close(self) -> None:
         """Release the request and remove its files."""
         if self._fd is not None:
@@ -197,6 +213,8 @@ class Queue:
         if answer.commit is not None:
             doc["commit"], doc["parent"] = answer.commit, answer.parent
             doc["last"], doc["mirrored"] = answer.last, answer.mirrored
+            if answer.turn is not None:
+                doc["turn"] = answer.turn
         tmp = self.folder / f"{rid}.answer-tmp"
         tmp.write_bytes(json.dumps(doc).encode())
         os.replace(tmp, self.folder / f"{rid}.done")
@@ -218,7 +236,9 @@ def _answer_of(raw: bytes) -> Answer:
     try:
         doc = json.loads(raw)
         commit, parent, last = doc.get("commit"), doc.get("parent"), doc.get("last")
-        return Answer(str(doc["state"]), commit, parent, last, doc.get("mirrored") is True)
+        turn = doc.get("turn")
+        turn = str(turn) if turn is not None else None
+        return Answer(str(doc["state"]), commit, parent, last, doc.get("mirrored") is True, turn)
     except (ValueError, KeyError, TypeError, AttributeError):
         return Answer("unknown")
 

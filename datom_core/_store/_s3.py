@@ -87,8 +87,10 @@ class S3Store(Store):
         self._token = token
         self._anon = anon
         self._options = s3fs_options
-        # The ETag each document had when this store last saw it (write_bytes).
+        # The ETag each document had when this store last saw it (write_bytes), and those
+        # another process of the clone put since (note_etags: conditions only, not seen()).
         self._etags: dict[str, str | None] = {}
+        self._noted: dict[str, str] = {}
         root = f"{self.bucket}/{self.prefix}/datom" if self.prefix else f"{self.bucket}/datom"
         super().__init__(url=f"s3://{root}", root=root)
 
@@ -220,7 +222,7 @@ class S3Store(Store):
         bucket, name, _ = self._fs.split_path(self._path(key))
         with self._translated("write", key):
             for attempt in range(_SWAP_TRIES):
-                seen = self._etags.get(key, _UNSEEN)
+                seen = self._noted.pop(key, None) or self._etags.get(key, _UNSEEN)
                 if seen is _UNSEEN:
                     seen = self._etag(bucket, name)
                 condition = {"IfMatch": seen} if seen else {"IfNoneMatch": "*"}
@@ -246,6 +248,11 @@ class S3Store(Store):
     def seen(self, key: str) -> str | None:
         """The ETag of the object this store last wrote at ``key`` (None: none written)."""
         return self._etags.get(key)
+
+    def note_etags(self, etags: dict[str, str]) -> None:
+        """The ETags another writer sharing this store put (``key``: ETag), for the next
+        :meth:`write_bytes` of each key to name without a HEAD (refused when stale)."""
+        self._noted.update(etags)
 
     def replace_seen(self, key: str, data: bytes, seen: str | None) -> bool:
         """Put ``data`` at ``key`` only over the object whose ETag is ``seen`` (one this

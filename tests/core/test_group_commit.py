@@ -171,7 +171,15 @@ def _kill_round(server: GitHTTPServer, root: Path, step: str) -> tuple[dc.Connec
 @pytest.mark.usefixtures("accelerated")
 @pytest.mark.parametrize(
     "step",
-    ["git:chain:built", "git:chain:swapped", "group:mirror:history", "group:mirror:metadata"],
+    [
+        "git:chain:built",
+        "git:chain:swapped",
+        "group:turn",
+        "group:mirror:start",
+        "group:mirror:history",
+        "group:mirror:metadata",
+        "group:mirror:manifest",
+    ],
 )
 def test_a_leader_killed_mid_group_converges(
     git_backend_server: GitHTTPServer,
@@ -179,10 +187,13 @@ def test_a_leader_killed_mid_group_converges(
     monkeypatch: pytest.MonkeyPatch,
     step: str,
 ) -> None:
-    """The leader of a group dies before or after its push, or amid the group's store
-    mirror (after the history copies, after the ``metadata.json`` files: the manifest
-    not written): each writer it claimed completes (its version found recorded, or
-    recorded by itself); the leader's own write run again converges."""
+    """The leader of a group dies before or after its push, once its turn to mirror is
+    taken (its writers answered "recorded, mirror under way"), or amid the group's store
+    mirror, outside the clone's lock (before any document, after the history copies,
+    after the ``metadata.json`` files, after the manifest: its writers not told the
+    outcome): each writer it claimed completes (its version found recorded, or recorded
+    by itself; mirrored by itself when its leader's turn ended without a word); the
+    leader's own write run again converges."""
     monkeypatch.setenv("DATOM_GIT_TOKEN", git_backend_server.token)
     for attempt in range(3):  # a round whose writers did not all queue in time is rerun
         conn, procs, out = _kill_round(git_backend_server, tmp_path / f"round{attempt}", step)
