@@ -335,12 +335,8 @@ class Store:
 
     def delete(self, key: str) -> None:
         """Remove the object at ``key`` (repair and tests only). Missing is not an error."""
-        path = self._path(key)
-        with self._translated("delete", key):
-            try:
-                self._fs.rm_file(path)
-            except FileNotFoundError:
-                pass
+        with self._translated("delete", key), contextlib.suppress(FileNotFoundError):
+            self._fs.rm_file(self._path(key))
 
     def check_access(self) -> None:
         """Cheap probe of the store; :class:`StoreError` with the remedy if it fails."""
@@ -351,11 +347,9 @@ class Store:
                 pass  # nothing written yet: reachable is all we can ask
 
     def prepare(self) -> None:
-        """Get ready to serve: build the filesystem (for S3 that imports the client and
-        resolves credentials) and reach the store once, opening a connection. Meant to
-        run beside other work, so the first real read or write does not wait for it
-        (``clone`` runs it while the metadata downloads). Best effort: a failure here is
-        left for the first real operation to report, with its remedy."""
+        """Build the filesystem and reach the store once, beside other work (``clone``
+        runs it while the metadata downloads). Best effort: a failure is left for the
+        first real operation to report."""
         with contextlib.suppress(Exception):
             self.check_access()
 
