@@ -56,13 +56,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, cast
 
 from datom_core._checkpoint import checkpoint
-from datom_core._errors import DatomError, GitError, mark_push_sent
+from datom_core._errors import GitError, mark_push_sent
 from datom_core._git import Author, ChainItem, MetadataRepo
+from datom_core._git import TreeReader as GitTree
 from datom_core._plain import plain
 from datom_core._project import _layout as L
 from datom_core._project._build import TableUpdate
@@ -233,11 +234,17 @@ def _lead(
     queue = Queue(repo.controldir)
     claimed = queue.claim()
     if not claimed and not mirroring(queue.folder):  # alone, no group mirror under way
+        bases: list[str | None] = []  # the tip each build was on: the last one's is pushed
+
+        def build(tree: GitTree) -> Mapping[str, bytes]:
+            bases.append(tree.commit)
+            return update.build(tree)
+
         commit = repo.commit_and_push(
-            update.build, message, author, pushed=lambda c: mirror.start(update.files, c)
+            build, message, author, pushed=lambda c: mirror.start(update.files, c)
         )
-        if commit is not None:
-            _note_lone(repo, queue, commit)
+        if commit is not None and bases and bases[-1] is not None:
+            _note_lone(queue, bases[-1], commit)
         return _Led(repo, commit, None)
     good: list[Claimed] = []
     for c in claimed:
@@ -351,13 +358,13 @@ def _refuse_if_recorded(repo: MetadataRepo, update: TableUpdate) -> None:
         raise lost
 
 
-def _note_lone(repo: MetadataRepo, queue: Queue, commit: str) -> None:
-    """Put a write pushed alone in the clone's chain of groups (``_mirrorturn``)."""
+def _note_lone(queue: Queue, base: str, commit: str) -> None:
+    """Put a write pushed alone from ``base`` in the clone's chain of groups
+    (``_mirrorturn``). ``base`` is the tip its build was on, not a walk of the log: a
+    shallow clone would fetch the history for it."""
     try:
-        newest = repo.log(max_entries=2)
-        if len(newest) == 2 and newest[0].id == commit:
-            note_lone(queue.folder, newest[1].id, commit)
-    except (OSError, DatomError):
+        note_lone(queue.folder, base, commit)
+    except OSError:
         pass  # not in the chain: a group whose look finds it settles as a single write
 
 
