@@ -160,9 +160,11 @@ class RepoCore:
         """An exclusive cross-process lock on this clone, for ``with repo.lock(): ...``.
 
         Re-entrant within a thread; ``timeout`` in seconds (``None``: wait forever);
-        :class:`GitError` on timeout. Every changing method takes it itself.
+        :class:`GitError` on timeout. Every changing method takes it itself. An error
+        leaving it closes the handle (re-opened when used): a traceback the caller keeps,
+        in a reference cycle, holds no open pack for the garbage collector to warn about.
         """
-        return RepoLock(self._lock_path, timeout)
+        return RepoLock(self._lock_path, timeout, on_error=self.close)
 
     # -- keeping the working tree and the index in step with HEAD ----------------------
 
