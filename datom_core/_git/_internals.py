@@ -20,8 +20,8 @@ from dulwich.errors import NotGitRepository
 from dulwich.file import FileLocked
 from dulwich.graph import can_fast_forward
 from dulwich.index import index_entry_from_stat
-from dulwich.objects import Commit, ObjectID
-from dulwich.refs import Ref
+from dulwich.objects import ObjectID
+from dulwich.refs import Ref, check_ref_format
 from dulwich.repo import Repo
 
 from .._errors import GitError, InvalidNameError
@@ -123,9 +123,9 @@ def _replace_with(tmp: Path, path: Path, data: bytes) -> None:
 
 
 def check_branch(branch: str) -> None:
-    """Refuse branch names git would refuse (a subset of ``git check-ref-format``)."""
-    bad = not branch or branch.startswith(("-", "/")) or branch.endswith(("/", ".lock", "."))
-    if bad or any(c in branch for c in " ~^:?*[\\\x7f@{") or ".." in branch or "//" in branch:
+    """Refuse the branch names ``git check-ref-format --branch`` refuses."""
+    name = Ref(HEADS + branch.encode("utf-8", "surrogateescape"))
+    if branch.startswith("-") or not check_ref_format(name):
         raise GitError(f"Invalid branch name {branch!r}.")
 
 
@@ -287,19 +287,6 @@ def is_ancestor(r: Repo, ancestor: bytes, descendant: bytes) -> bool:
     if ObjectID(ancestor) not in r.object_store:
         return False  # every ancestor of a local commit is local
     return can_fast_forward(r, ObjectID(ancestor), ObjectID(descendant))
-
-
-def commit_object(r: Repo, commit: str) -> Commit:
-    """Look up a commit by its full hex id."""
-    obj = None
-    if len(commit) == 40 and all(c in "0123456789abcdef" for c in commit):
-        try:
-            obj = r[commit.encode()]
-        except KeyError:
-            obj = None
-    if not isinstance(obj, Commit):
-        raise GitError(f"No commit {commit!r} in {r.path}: pass a full 40-hex commit id.")
-    return obj
 
 
 # -- committing and resetting -----------------------------------------------------------

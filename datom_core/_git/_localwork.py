@@ -27,7 +27,6 @@ from dulwich.repo import Repo
 
 from .._errors import GitError
 from . import _internals as gi
-from ._read import has
 
 __all__ = ["forget_made", "refuse_local_work", "remember_made"]
 
@@ -81,7 +80,7 @@ def local_commits(
     if head in tips:
         return []  # the common case: one ref read
     store = r.object_store
-    exclude = [ObjectID(s) for s in tips if s is not None and has(store, s)]
+    exclude = [ObjectID(s) for s in tips if ObjectID(s) in store]
     made = _made(Path(r.controldir()))
     found: list[Commit] = []
     for entry in r.get_walker(include=[ObjectID(head)], exclude=exclude, max_entries=_LOOKED):

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dulwich.objects import Commit, ObjectID
+from dulwich.objects import ObjectID
 from dulwich.repo import Repo
 
 from .._errors import GitError
 from .._plain import plain
 from . import _internals as gi
 from ._fast._history import PathHistory, first_parents, recent_change
-from ._objects import commit_of
+from ._objects import commit_object
 from ._tipview import TipView
 from ._types import CommitInfo, commit_info
 
@@ -51,27 +51,15 @@ class HistoryReads:
         gi.check_relpath(relpath)
         r = self._open()
         try:
-            found = self._commit(r, commit)
+            found = commit_object(r, commit)
         except GitError:
             if not r.get_shallow():
                 raise
             if not deepen:
                 return None
             self._whole(r)  # an older commit than a shallow clone holds
-            found = self._commit(r, commit)
+            found = commit_object(r, commit)
         return TipView(r.object_store, found.id).read(relpath)
-
-    def _commit(self, r: Repo, commit: str) -> Commit:
-        """The commit of a full hex id, parsed once (a mirror derives a history's commits
-        by reading a file at each of the last few commits)."""
-        if len(commit) == 40 and all(c in "0123456789abcdef" for c in commit):
-            try:
-                found = commit_of(r.object_store, commit.encode())
-            except KeyError:
-                found = None
-            if found is not None:
-                return found
-        return gi.commit_object(r, commit)  # its error, naming the id
 
     def log(self, relpath: str | None = None, max_entries: int | None = None) -> list[CommitInfo]:
         """Commits reachable from HEAD, newest first; only those changing ``relpath`` if given.
@@ -94,7 +82,7 @@ class HistoryReads:
             )
             if known is not None:
                 newest_first = known[::-1][:max_entries]
-                return [commit_info(self._commit(r, c.decode())) for c in newest_first]
+                return [commit_info(commit_object(r, c.decode())) for c in newest_first]
             linear = first_parents(r.object_store, head, max_entries) if paths is None else None
             if linear is not None:
                 return [commit_info(c) for c in linear]

@@ -33,7 +33,6 @@ from dulwich.repo import Repo
 from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _internals as gi
-from . import _maintenance as maint
 from ._diff import objects_to_send
 from ._fast._history import PathHistory
 from ._localwork import refuse_local_work, remember_made
@@ -186,17 +185,6 @@ class MetadataRepo(HistoryReads, RepoCore):
             return False
         tracking = gi.tracking(r, gi.branch_ref(r))
         return tracking is None or not gi.is_ancestor(r, head, tracking)
-
-    def stale_git_locks(self) -> list[Path]:
-        """Lock files (``*.lock`` under ``.git/refs``, ``index.lock``, ``packed-refs.lock``...)
-        present in this clone. Outside datom's lock they may belong to a live process."""
-        return maint.find_stale_locks(self.controldir)
-
-    def clear_stale_git_locks(self) -> list[Path]:
-        """Take this clone's lock, then remove every git lock file left by a killed process
-        (each is logged); returns the removed paths. ``validate(fix=True)`` calls this."""
-        with self.lock():
-            return maint.clear_stale_locks(self.controldir)
 
     def commit(
         self, files: Mapping[str, bytes], message: str, author: Author | None = None

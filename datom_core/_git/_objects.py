@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 
 from dulwich.object_store import BaseObjectStore, MemoryObjectStore, OverlayObjectStore
 from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
+from dulwich.repo import Repo
 
+from .._errors import GitError
 from .._memory import KeyedMemory
 from ._fast._index import FILE_MODE
 from ._fast._tree import as_edit, patched, remember_made
@@ -33,6 +35,7 @@ __all__ = [
     "blob_data",
     "build_chain",
     "build_commit",
+    "commit_object",
     "commit_of",
     "tree_of",
 ]
@@ -74,6 +77,20 @@ def commit_of(store: BaseObjectStore, sha: bytes) -> Commit | None:
             return None
         _COMMITS.put(sha, obj)
         found = obj
+    return found
+
+
+def commit_object(r: Repo, commit: str) -> Commit:
+    """The commit of a full hex id, parsed once (a mirror derives a history's commits by
+    reading a file at each of the last few); :class:`GitError` naming the id if none."""
+    found = None
+    if len(commit) == 40 and all(c in "0123456789abcdef" for c in commit):
+        try:
+            found = commit_of(r.object_store, commit.encode())
+        except KeyError:
+            pass
+    if found is None:
+        raise GitError(f"No commit {commit!r} in {r.path}: pass a full 40-hex commit id.")
     return found
 
 

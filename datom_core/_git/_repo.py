@@ -40,7 +40,7 @@ from ._fast._tipnote import note_tip, noted_tip
 from ._http import open_transport
 from ._localwork import forget_made, local_commits, refuse_local_work
 from ._lock import RepoLock
-from ._objects import Answer, Build, ChainItem, NewCommit, TreeReader, build_chain
+from ._objects import Answer, Build, ChainItem, NewCommit, TreeReader, build_chain, commit_object
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, is_http_url, resolve_credentials
 from ._settings import check_split_index, config_stamp, open_repo, precious
 from ._shared import missing_object, sharing_wanted
@@ -389,7 +389,7 @@ class RepoCore:
         """A read-only view of ``commit`` (default HEAD)."""
         r = self._open()
         try:
-            sha = gi.commit_object(r, commit).id if commit is not None else gi.head(r)
+            sha = commit_object(r, commit).id if commit is not None else gi.head(r)
             return TreeReader(r.object_store, sha)
         except KeyError as e:
             raise missing_object(self.path, r.object_store, e) from e
