@@ -11,7 +11,7 @@ import os
 import secrets
 from collections.abc import Callable, Mapping
 from contextlib import closing
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, TypeVar
 
 from dulwich import porcelain
@@ -19,7 +19,7 @@ from dulwich.config import ConfigFile
 from dulwich.errors import NotGitRepository
 from dulwich.file import FileLocked
 from dulwich.graph import can_fast_forward
-from dulwich.index import index_entry_from_stat
+from dulwich.index import index_entry_from_stat, validate_path
 from dulwich.objects import ObjectID
 from dulwich.refs import Ref, check_ref_format
 from dulwich.repo import Repo
@@ -40,18 +40,11 @@ FILE_MODE = 0o100644
 
 
 def check_relpath(relpath: str) -> None:
-    """Refuse anything but a plain relative POSIX path inside the working tree."""
-    parts = PurePosixPath(relpath).parts
-    bad = (
-        not relpath
-        or "\\" in relpath
-        or "\0" in relpath
-        or relpath.startswith("/")
-        or relpath.endswith("/")
-        or any(p in ("", ".", "..") for p in relpath.split("/"))
-        or parts[0].lower() == ".git"
-    )
-    if bad:
+    """Refuse anything but a relative POSIX path inside the working tree: git's rule for a
+    tree entry (``validate_path``: no empty, ``.``, ``..`` or ``.git`` part, in any case),
+    and no ``\\`` or NUL."""
+    raw = relpath.encode("utf-8", "surrogateescape")
+    if not validate_path(raw) or "\\" in relpath or "\0" in relpath:
         raise InvalidNameError(
             f"Invalid repository path {relpath!r}: use a relative path like "
             "'table/metadata.json' (no '..', no leading '/', nothing under .git)."
@@ -67,9 +60,7 @@ def write_file_atomic(path: Path, data: bytes) -> None:
     followed: the other name keeps its bytes. Folders are made only when the first try
     finds one missing.
     """
-    _replace_with(
-        path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"), path, data
-    )
+    replace_path(path, lambda tmp: _new_file(tmp, data))
 
 
 def write_worktree_file(path: Path, data: bytes) -> None:
@@ -101,19 +92,28 @@ def worktree_error(clone: Path, e: OSError, doing: str) -> GitError:
     )
 
 
-def _replace_with(tmp: Path, path: Path, data: bytes) -> None:
-    """Write ``data`` to the new file ``tmp`` (:class:`FileExistsError` if it is there),
-    then put it in place of ``path``."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+def replace_path(path: Path, make: Callable[[Path], None], tmp: Path | None = None) -> None:
+    """Put what ``make(tmp)`` creates at the new name ``tmp`` (a file, a symbolic link;
+    default a unique name beside ``path``) in place of ``path``, making its folders when
+    ``make`` finds one missing; :class:`FileExistsError` if ``tmp`` is there."""
+    tmp = tmp or path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        fd = os.open(tmp, flags, 0o666)
+        make(tmp)
     except FileNotFoundError:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(tmp, flags, 0o666)
+        make(tmp)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _new_file(tmp: Path, data: bytes) -> None:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -231,11 +231,11 @@ def set_tracking(r: Repo, branch: bytes, sha: bytes) -> None:
     path = Path(r.controldir()) / os.fsdecode(name)
     lock = path.with_name(path.name + ".lock")
     try:
-        _replace_with(lock, path, sha + b"\n")
+        replace_path(path, lambda tmp: _new_file(tmp, sha + b"\n"), lock)
     except FileExistsError:  # under the clone lock: left by a killed process
         log.warning("removed the stale git lock %s (left by a killed process)", lock)
         lock.unlink(missing_ok=True)
-        _replace_with(lock, path, sha + b"\n")
+        replace_path(path, lambda tmp: _new_file(tmp, sha + b"\n"), lock)
 
 
 def tracking(r: Repo, branch: bytes) -> bytes | None:

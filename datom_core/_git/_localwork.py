@@ -18,7 +18,6 @@ rejected :meth:`push`) are listed in ``.git/datom-made-commits`` and are datom's
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -43,10 +42,7 @@ def remember_made(controldir: Path, sha: bytes) -> None:
 
 def forget_made(controldir: Path) -> None:
     """The branch is on what ``origin`` holds: no datom commit is waiting to be pushed."""
-    try:
-        os.unlink(controldir / _MADE)
-    except FileNotFoundError:
-        pass
+    (controldir / _MADE).unlink(missing_ok=True)
 
 
 def _made(controldir: Path) -> set[bytes]:

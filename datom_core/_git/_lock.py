@@ -45,15 +45,12 @@ class _Held:
     depth: int
 
 
-_local = threading.local()
+class _Holds(threading.local):
+    def __init__(self) -> None:
+        self.held: dict[str, _Held] = {}  # this thread's, by lock path
 
 
-def _held_locks() -> dict[str, _Held]:
-    held: dict[str, _Held] | None = getattr(_local, "held", None)
-    if held is None:
-        held = {}
-        _local.held = held
-    return held
+_holds = _Holds()
 
 
 class RepoLock:
@@ -78,7 +75,7 @@ class RepoLock:
         self._mode, self._on_error = mode, on_error
 
     def __enter__(self) -> RepoLock:
-        held = _held_locks()
+        held = _holds.held
         mine = held.get(self._key)
         if mine is not None and mine.pid == os.getpid():
             mine.depth += 1
@@ -98,7 +95,7 @@ class RepoLock:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        held = _held_locks()
+        held = _holds.held
         mine = held.get(self._key)
         if mine is None or mine.pid != os.getpid():
             return

@@ -98,15 +98,14 @@ class HistoryReads:
         handle that has not built it yet (a fresh process) first looks back over the last
         commits (:func:`_history.recent_change`).
         """
+        if plain():  # dulwich's walk, path-filtered, newest first
+            return next((c.id for c in self.log(relpath, 1)), None)
         gi.check_relpath(relpath)
         r = self._open()
         self._whole(r)
         head = gi.head(r)
         if head is None:
             return None
-        if plain():  # dulwich's walk, path-filtered, newest first
-            walk = r.get_walker(include=[ObjectID(head)], paths=[relpath.encode()], max_entries=1)
-            return next((entry.commit.id.decode() for entry in walk), None)
         if self._history.head is None:  # a fresh handle looks at the last commits first
             recent = recent_change(r.object_store, head, relpath.encode())
             if recent is not None:

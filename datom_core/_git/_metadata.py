@@ -33,13 +33,14 @@ from dulwich.repo import Repo
 from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _internals as gi
+from ._copy import add_objects
 from ._diff import objects_to_send
 from ._fast._history import PathHistory
 from ._localwork import refuse_local_work, remember_made
 from ._logview import HistoryReads
 from ._objects import Answer, ChainItem, build_commit
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, normalize_remote
-from ._repo import _PUSH_DEADLINE, RepoCore, _now
+from ._repo import _PUSH_DEADLINE, RepoCore, _now, hex_or_none
 from ._shared import share_objects, sharing_wanted
 from ._types import Author, config_stack
 
@@ -166,8 +167,7 @@ class MetadataRepo(HistoryReads, RepoCore):
 
     def head(self) -> str | None:
         """The commit id (hex) of HEAD, or ``None`` before the first commit."""
-        sha = gi.head(self._open())
-        return sha.decode() if sha is not None else None
+        return hex_or_none(gi.head(self._open()))
 
     def read(self, relpath: str) -> bytes | None:
         """The bytes of a working-tree file, or ``None`` if it does not exist."""
@@ -210,7 +210,7 @@ class MetadataRepo(HistoryReads, RepoCore):
             )
             if new is None:
                 return None
-            self._store_local(r, new.objects, new.id)
+            self._count_local(r, add_objects(r, new.objects), new.id)
             remember_made(self.controldir, new.id)
             self._worktree.journal(new.changes)
             checkpoint("git:commit:journaled")
@@ -235,7 +235,7 @@ class MetadataRepo(HistoryReads, RepoCore):
         lock is released."""
         with self.lock():
             answers, tip, last = self._record(items, deadline)
-        return answers, _hex(tip), _hex(last)
+        return answers, hex_or_none(tip), hex_or_none(last)
 
     def maintain_remote(self, made: str) -> None:
         """Compact the remote now and then (a local one), after pushing ``made``: what
@@ -295,7 +295,7 @@ class MetadataRepo(HistoryReads, RepoCore):
             if target is not None:
                 gi.set_tracking(r, branch, target)
             self._worktree.move_to(r, branch, target)
-            return target.decode() if target is not None else None
+            return hex_or_none(target)
 
     def pull(self) -> None:
         """Fetch ``origin`` and fast-forward to it.
@@ -336,7 +336,3 @@ class MetadataRepo(HistoryReads, RepoCore):
             for name, sha in heads.items():
                 gi.set_tracking(r, name, sha)
             self._worktree.move_to(r, branch, heads.get(branch))
-
-
-def _hex(sha: bytes | None) -> str | None:
-    return sha.decode() if sha is not None else None

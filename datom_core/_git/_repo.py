@@ -26,7 +26,6 @@ from typing import cast
 
 from dulwich.config import StackedConfig
 from dulwich.errors import NotGitRepository
-from dulwich.objects import ShaFile
 from dulwich.pack import PackFileDisappeared
 from dulwich.repo import Repo
 
@@ -35,7 +34,6 @@ from .._errors import GitError, PushRejectedError, mark_push_sent
 from . import _internals as gi
 from . import _maintenance as maint
 from ._backoff import Backoff
-from ._copy import add_objects
 from ._fast._tipnote import note_tip, noted_tip
 from ._http import open_transport
 from ._localwork import forget_made, local_commits, refuse_local_work
@@ -176,10 +174,6 @@ class RepoCore:
             pending = self._worktree.pending()
             self._worktree.recover(self._open())
             return pending
-
-    def _store_local(self, r: Repo, objects: Sequence[ShaFile], made: bytes) -> None:
-        """Add a new local commit's objects to the clone."""
-        self._count_local(r, add_objects(r, objects), made)
 
     def _count_local(self, r: Repo, loose: int, made: bytes) -> None:
         """Count an operation that added ``loose`` loose objects to the clone (``made``:
@@ -367,7 +361,7 @@ class RepoCore:
                 self._remote()
         sha = self._remote().branch_tip(gi.branch_ref(r))
         note_tip(self.controldir, gi.branch_ref(r), sha)
-        return sha.decode() if sha is not None else None
+        return hex_or_none(sha)
 
     def catch_up(self, commit: str | None) -> None:
         """Move the branch, index and working tree to ``commit``, a commit ``origin`` has
@@ -393,6 +387,10 @@ class RepoCore:
             return TreeReader(r.object_store, sha)
         except KeyError as e:
             raise missing_object(self.path, r.object_store, e) from e
+
+
+def hex_or_none(sha: bytes | None) -> str | None:
+    return sha.decode() if sha is not None else None
 
 
 def _now() -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -140,17 +139,7 @@ def _write_with_mode(target: Path, data: bytes, mode: int) -> None:
     """Make ``target`` a symbolic link to ``data`` or a file of ``data`` with git's mode
     ``mode`` (executable or not, as git checks it out: the umask decides the rest)."""
     if stat.S_ISLNK(mode):
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-        try:
-            os.symlink(data, tmp)
-        except FileNotFoundError:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.symlink(data, tmp)
-        try:
-            os.replace(tmp, target)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        gi.replace_path(target, lambda tmp: os.symlink(data, tmp))
         return
     if target.is_symlink():
         target.unlink()
