@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from dulwich import porcelain
 from dulwich.config import ConfigFile
 from dulwich.errors import NotGitRepository
-from dulwich.file import FileLocked
+from dulwich.file import FileLocked, GitFile
 from dulwich.graph import can_fast_forward
 from dulwich.index import index_entry_from_stat, validate_path
 from dulwich.objects import ObjectID
@@ -92,11 +92,11 @@ def worktree_error(clone: Path, e: OSError, doing: str) -> GitError:
     )
 
 
-def replace_path(path: Path, make: Callable[[Path], None], tmp: Path | None = None) -> None:
-    """Put what ``make(tmp)`` creates at the new name ``tmp`` (a file, a symbolic link;
-    default a unique name beside ``path``) in place of ``path``, making its folders when
-    ``make`` finds one missing; :class:`FileExistsError` if ``tmp`` is there."""
-    tmp = tmp or path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+def replace_path(path: Path, make: Callable[[Path], None]) -> None:
+    """Put what ``make(tmp)`` creates (a file, a symbolic link) at a new, unique name
+    beside ``path`` in place of ``path``, making its folders when ``make`` finds one
+    missing."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         make(tmp)
     except FileNotFoundError:
@@ -222,20 +222,20 @@ def set_ref(r: Repo, name: bytes, sha: bytes) -> None:
 
 def set_tracking(r: Repo, branch: bytes, sha: bytes) -> None:
     """Point ``branch``'s remote-tracking ref at ``sha`` (under the clone lock), by git's
-    lock-file protocol but without an fsync: it only records what the remote held (a
-    stale or, after a power cut on a filesystem that allows it, unreadable one is read as
-    absent by :func:`tracking`, and the next fetch or push writes it again)."""
-    name = tracking_ref(branch)
+    lock-file protocol (dulwich's ``GitFile``) but without an fsync: it only records what
+    the remote held (a stale or, after a power cut on a filesystem that allows it,
+    unreadable one is read as absent by :func:`tracking`, and the next fetch or push
+    writes it again)."""
     if tracking(r, branch) == sha:
         return
-    path = Path(r.controldir()) / os.fsdecode(name)
-    lock = path.with_name(path.name + ".lock")
-    try:
-        replace_path(path, lambda tmp: _new_file(tmp, sha + b"\n"), lock)
-    except FileExistsError:  # under the clone lock: left by a killed process
-        log.warning("removed the stale git lock %s (left by a killed process)", lock)
-        lock.unlink(missing_ok=True)
-        replace_path(path, lambda tmp: _new_file(tmp, sha + b"\n"), lock)
+    path = Path(r.controldir()) / os.fsdecode(tracking_ref(branch))
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write() -> None:
+        with GitFile(path, "wb", fsync=False) as f:
+            f.write(sha + b"\n")
+
+    unstale(write)
 
 
 def tracking(r: Repo, branch: bytes) -> bytes | None:

@@ -310,10 +310,8 @@ class MetadataRepo(HistoryReads, RepoCore):
             theirs, ours = self._remote().fetch_branch(r, branch), gi.head(r)
             if theirs is not None:
                 gi.set_tracking(r, branch, theirs)
-            if theirs is None or theirs == ours:
-                return
-            if ours is not None and gi.is_ancestor(r, theirs, ours):
-                return
+            if theirs is None or (ours is not None and gi.is_ancestor(r, theirs, ours)):
+                return  # nothing to follow, or this clone has it (or is ahead)
             if ours is not None and not gi.is_ancestor(r, ours, theirs):
                 raise GitError(
                     f"Cannot fast-forward {self.path}: its {gi.short(branch)} and origin's "

@@ -71,12 +71,8 @@ def commit_of(store: BaseObjectStore, sha: bytes) -> Commit | None:
     """The commit ``sha`` (None if it is not a commit), parsed once: a clone catching up
     meets each commit three times (the walk, its own objects, its child's parent)."""
     found = _COMMITS.get(sha)
-    if found is None:
-        obj = load(store, sha)
-        if not isinstance(obj, Commit):
-            return None
-        _COMMITS.put(sha, obj)
-        found = obj
+    if found is None and isinstance(obj := load(store, sha), Commit):
+        _COMMITS.put(sha, found := obj)
     return found
 
 
@@ -103,11 +99,8 @@ def kept_blob(sha: bytes) -> bytes | None:
 def blob_data(store: BaseObjectStore, sha: bytes) -> bytes | None:
     """The bytes of the blob ``sha`` (None if it is not a blob), kept for the next reader."""
     data = _BLOBS.get(sha)
-    if data is None:
-        obj = load(store, sha)
-        data = obj.as_raw_string() if isinstance(obj, Blob) else None
-        if data is not None:
-            _BLOBS.put(sha, data, len(data))
+    if data is None and isinstance(obj := load(store, sha), Blob):
+        _BLOBS.put(sha, data := obj.as_raw_string(), len(data))
     return data
 
 

@@ -136,17 +136,15 @@ class RepoCore:
     def _remote(self) -> Transport:
         """The open transport; an HTTPS one is rebuilt when the token in the environment
         changed (tokens are read at call time, never cached beyond that)."""
-        self._open()
-        url = self._url_of()
+        r, url = self._open(), self._url_of()
         if self._transport is not None and is_http_url(url):
             if resolve_credentials(self.credentials, self.token_env) != self._transport.credentials:
                 self._transport.close()
                 self._transport = None
         if self._transport is None:
-            self._transport = open_transport(
-                self._url_of(), self._config_stack(), self.credentials, self.token_env
-            )
-            self._transport.attach(self._open(), sharing_wanted(self._config_stack()))
+            config = self._config_stack()
+            self._transport = open_transport(url, config, self.credentials, self.token_env)
+            self._transport.attach(r, sharing_wanted(config))
         return self._transport
 
     def _config_stack(self) -> StackedConfig:

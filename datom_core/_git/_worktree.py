@@ -58,9 +58,8 @@ class WorkTree:
             entry = reader.entry(path)
             if entry is None or stat.S_ISDIR(entry[0]):
                 changes[path] = None
-                continue
-            changes[path] = entry[1]
-            modes[path] = entry[0]  # an executable or a link becomes one again
+            else:  # an executable or a link becomes one again
+                changes[path], modes[path] = entry[1], entry[0]
         self.sync(r, changes, modes=modes)
 
     def journal(self, paths: Iterable[bytes]) -> None:

@@ -482,7 +482,7 @@ def test_a_fresh_handles_write_takes_the_writers_turn_once(
     real = _lock.RepoLock.__enter__
 
     def counted(self: _lock.RepoLock) -> _lock.RepoLock:
-        if self.lock_path.name == "datom-writers.lock" and self._key not in _lock._held_locks():
+        if self.lock_path.name == "datom-writers.lock" and self._key not in _lock._holds.held:
             taken.append(self._key)
         return real(self)
 
