@@ -75,15 +75,14 @@ class HistoryReads:
         if head is None:
             return []
         paths = [relpath.encode()] if relpath is not None else None
-        if not plain():  # the plain path: dulwich's walk, path-filtered
-            index = self._history.at(r, head) if paths is not None else None
-            known = (
-                index.commits(paths[0]) if index is not None and paths and index.linear else None
-            )
+        if not plain() and paths is not None:  # the plain path: dulwich's walk, path-filtered
+            index = self._history.at(r, head)
+            known = index.commits(paths[0]) if index.linear else None
             if known is not None:
                 newest_first = known[::-1][:max_entries]
                 return [commit_info(commit_object(r, c.decode())) for c in newest_first]
-            linear = first_parents(r.object_store, head, max_entries) if paths is None else None
+        elif not plain():
+            linear = first_parents(r.object_store, head, max_entries)
             if linear is not None:
                 return [commit_info(c) for c in linear]
         walker = r.get_walker(include=[ObjectID(head)], paths=paths, max_entries=max_entries)
