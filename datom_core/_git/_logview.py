@@ -75,13 +75,13 @@ class HistoryReads:
         if head is None:
             return []
         paths = [relpath.encode()] if relpath is not None else None
-        if not plain() and paths is not None:  # the plain path: dulwich's walk, path-filtered
+        if not plain("history") and paths is not None:  # plain path: the walk below
             index = self._history.at(r, head)
             known = index.commits(paths[0]) if index.linear else None
             if known is not None:
                 newest_first = known[::-1][:max_entries]
                 return [commit_info(commit_object(r, c.decode())) for c in newest_first]
-        elif not plain():
+        elif not plain("history"):
             linear = first_parents(r.object_store, head, max_entries)
             if linear is not None:
                 return [commit_info(c) for c in linear]
@@ -91,23 +91,17 @@ class HistoryReads:
     def last_commit_touching(self, relpath: str) -> str | None:
         """The newest commit reachable from HEAD that changed ``relpath`` (None: never).
 
-        Answered from a map ``path -> newest commit`` built in one pass over the history
-        the first time, then extended by the commits HEAD gained since: a Dagster
-        materialization that changes nothing costs a dictionary lookup, not a log walk. A
-        handle that has not built it yet (a fresh process) first looks back over the last
-        commits (:func:`_history.recent_change`).
+        Answered by :meth:`log` (from its path index once built: a Dagster
+        materialization that changes nothing costs a lookup, not a log walk); a handle
+        that has not built it yet (a fresh process) first looks back over the last commits
+        (:func:`_history.recent_change`).
         """
-        if plain():  # dulwich's walk, path-filtered, newest first
-            return next((c.id for c in self.log(relpath, 1)), None)
         gi.check_relpath(relpath)
         r = self._open()
-        self._whole(r)
         head = gi.head(r)
-        if head is None:
-            return None
-        if self._history.head is None:  # a fresh handle looks at the last commits first
+        if not plain("history") and head is not None and self._history.head is None:
+            self._whole(r)
             recent = recent_change(r.object_store, head, relpath.encode())
             if recent is not None:
                 return recent.decode()
-        found = self._history.at(r, head).newest(relpath.encode())
-        return found.decode() if found is not None else None
+        return next((c.id for c in self.log(relpath, 1)), None)

@@ -227,3 +227,27 @@ def test_a_loose_file_that_is_not_a_whole_object_is_left_to_dulwich(tmp_path: Pa
         assert pack is not None
         path.write_bytes(zlib.compress(b"blob 1\0x"))  # well formed, not what its name says
         assert load(store, sha.encode()).as_raw_string() == body.split(b"\0", 1)[1]
+
+
+@pytest.mark.usefixtures("accelerated")
+def test_the_history_accelerator_answers_as_its_plain_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``log`` (of a file, of everything, limited or not) and ``last_commit_touching``
+    answer the same from the path index and first parents as dulwich's walker
+    (``DATOM_PLAIN=history``), on a fresh handle and on one that has indexed."""
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    for i in range(30):
+        repo.commit({f"t{i % 4}/m": b"%d" % (i % 7), "shared": b"%d" % (i // 5)}, f"c{i}", ME)
+
+    def answers(handle: MetadataRepo) -> list[object]:
+        out: list[object] = [[c.id for c in handle.log(max_entries=n)] for n in (None, 1, 7)]
+        for path in ("t0/m", "t3/m", "shared", "t1", "absent"):
+            out.append(handle.last_commit_touching(path))
+            out += [[c.id for c in handle.log(path, max_entries=n)] for n in (None, 2)]
+        return out
+
+    fresh = answers(MetadataRepo.open(tmp_path / "a"))
+    assert fresh == answers(repo)  # the second: from an index already built
+    monkeypatch.setenv("DATOM_PLAIN", "history")
+    assert answers(MetadataRepo.open(tmp_path / "a")) == fresh
