@@ -4,7 +4,8 @@ Prints, for a table with ``--versions`` versions (one commit each, 50 commits of
 tables on top) in a 200-table project, the median time of ``log`` of its metadata file,
 ``log`` of the last 60 commits, ``last_commit_touching``, the newest version's commit and
 every version's commit (``datom_core._project._commits``), each with an accelerator
-(``history``: the path index and first parents) on its plain path (``DATOM_PLAIN=<name>``) and with all on, calls alternated; and
+(``history``: the path index and first parents; ``commits``: parsed commits kept by
+id) on its plain path (``DATOM_PLAIN=<name>``) and with all on, calls alternated; and
 "plain / fast" (an accelerator pays its way at >= 1.2).
 """
 
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             "the newest version's commit": lambda: newest_commit_of(repo, "old", newest),
             "every version's commit": lambda: commits_by_version(repo, "old"),
         }
-        for name in ("history",):
+        for name in ("history", "commits"):
             for label, call in calls.items():
                 fast, plain = interleaved(name, call, args.rounds)
                 print(

@@ -5,8 +5,8 @@ with the changed blobs put in (only the trees on their paths are rewritten), and
 objects it adds are exactly the ones a remote that has the parent lacks, so a push sends
 those and nothing else. A big tree is patched, and another writer's read as an edit of
 one held here, by the accelerator :mod:`._fast._tree`; the plain path beside it is
-dulwich's (a copy of the base with the entries set; a parse). Blobs read or built are
-kept by id for a while (the documents a write builds are read back by the next write).
+dulwich's (a copy of the base with the entries set; a parse). Commits and blobs read or
+built are kept by id by the accelerator :mod:`._fast._memo`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from dulwich.repo import Repo
 
 from .._errors import GitError
 from .._memory import KeyedMemory
+from .._plain import plain
+from ._fast import _memo
 from ._fast._index import FILE_MODE
 from ._fast._tree import as_edit, patched, remember_made
 from ._internals import check_relpath
@@ -46,9 +48,6 @@ _Entry = tuple[int, bytes]  # mode, hex id
 
 # Parsed trees by id (a 3,000-entry root takes a millisecond to parse), never mutated.
 _TREES: KeyedMemory[bytes, Tree] = KeyedMemory(64)
-_BLOBS: KeyedMemory[bytes, bytes] = KeyedMemory(256, 64 << 20)  # blob id -> its bytes
-# Parsed commits by id (an id names one content in every store), never mutated.
-_COMMITS: KeyedMemory[bytes, Commit] = KeyedMemory(256)
 
 
 def tree_of(store: BaseObjectStore, sha: bytes) -> Tree | None:
@@ -68,17 +67,15 @@ def tree_of(store: BaseObjectStore, sha: bytes) -> Tree | None:
 
 
 def commit_of(store: BaseObjectStore, sha: bytes) -> Commit | None:
-    """The commit ``sha`` (None if it is not a commit), parsed once: a clone catching up
-    meets each commit three times (the walk, its own objects, its child's parent)."""
-    found = _COMMITS.get(sha)
-    if found is None and isinstance(obj := load(store, sha), Commit):
-        _COMMITS.put(sha, found := obj)
-    return found
+    """The commit ``sha`` (None if it is not a commit): kept by :mod:`._fast._memo`."""
+    if not plain("commits"):
+        return _memo.commit_of(store, sha)
+    obj = load(store, sha)  # the plain path
+    return obj if isinstance(obj, Commit) else None
 
 
 def commit_object(r: Repo, commit: str) -> Commit:
-    """The commit of a full hex id, parsed once (a mirror derives a history's commits by
-    reading a file at each of the last few); :class:`GitError` naming the id if none."""
+    """The commit of a full hex id; :class:`GitError` naming the id if none."""
     found = None
     if len(commit) == 40 and all(c in "0123456789abcdef" for c in commit):
         try:
@@ -90,18 +87,12 @@ def commit_object(r: Repo, commit: str) -> Commit:
     return found
 
 
-def kept_blob(sha: bytes) -> bytes | None:
-    """The bytes of the blob ``sha`` when this process made or read it lately (a made
-    blob's id is the hash of those bytes; a read one's was checked as it was read)."""
-    return _BLOBS.get(sha)
-
-
 def blob_data(store: BaseObjectStore, sha: bytes) -> bytes | None:
-    """The bytes of the blob ``sha`` (None if it is not a blob), kept for the next reader."""
-    data = _BLOBS.get(sha)
-    if data is None and isinstance(obj := load(store, sha), Blob):
-        _BLOBS.put(sha, data := obj.as_raw_string(), len(data))
-    return data
+    """The bytes of the blob ``sha`` (None if it is not a blob): kept by :mod:`._fast._memo`."""
+    if not plain("blobs"):
+        return _memo.blob_data(store, sha)
+    obj = load(store, sha)  # the plain path
+    return obj.as_raw_string() if isinstance(obj, Blob) else None
 
 
 class TreeReader:
@@ -202,7 +193,7 @@ def _changed_blobs(reader: TreeReader, files: Mapping[str, bytes]) -> dict[bytes
     for relpath, data in files.items():
         raw = bytes(data)
         blob = Blob.from_string(raw)
-        _BLOBS.put(blob.id, raw, len(raw))  # read back by the next write
+        _memo.keep_blob(blob.id, raw)
         found = reader.entry(relpath)
         if found is None or found[1] != blob.id:
             changed[relpath.encode()] = made.setdefault(blob.id, blob)

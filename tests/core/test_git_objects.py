@@ -13,7 +13,7 @@ from dulwich.objects import ObjectID, ShaFile
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
-from datom_core._git import Author, MetadataRepo, TreeReader
+from datom_core._git import Author, MetadataRepo, TreeReader, _objects
 from datom_core._git._read import has, load
 from datom_core._git._shared import SHARE_ENV
 from tests.gitcli import git, needs_git
@@ -251,3 +251,35 @@ def test_the_history_accelerator_answers_as_its_plain_path(
     assert fresh == answers(repo)  # the second: from an index already built
     monkeypatch.setenv("DATOM_PLAIN", "history")
     assert answers(MetadataRepo.open(tmp_path / "a")) == fresh
+
+
+@pytest.mark.usefixtures("accelerated")
+def test_kept_commits_and_blobs_are_what_the_store_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``commit_of`` and ``blob_data`` answer from :mod:`_memo` as a read of the store does
+    (``DATOM_PLAIN=commits,blobs``): for commits, blobs, trees (None) and absent ids (the
+    same KeyError), read again once kept."""
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    for i in range(3):
+        repo.commit({"t/m": b"%d" % i, "u/m": b"same"}, f"c{i}", ME)
+    with closing(Repo(str(tmp_path / "a"))) as r:
+        store = r.object_store
+        ids = [bytes(sha) for sha in store] + [b"0" * 40]
+
+        def answers() -> list[object]:
+            out: list[object] = []
+            for sha in ids * 2:
+                for read in (_objects.commit_of, _objects.blob_data):
+                    found: object
+                    try:
+                        found = read(store, sha)
+                    except KeyError:
+                        found = KeyError
+                    out.append(found.as_raw_string() if isinstance(found, ShaFile) else found)
+            return out
+
+        fast = answers()
+        monkeypatch.setenv("DATOM_PLAIN", "commits,blobs")
+        assert answers() == fast
+    assert any(isinstance(a, bytes) and a.startswith(b"tree ") for a in fast)  # commits read
