@@ -13,7 +13,7 @@ so a process may change it between operations (the benchmarks do).
 layer's tree walks; ``advert``: its kept ref advertisements; ``compact``: its pack
 merges and a local remote's compaction; ``group``: group commit; ``share``: a clone
 reading a local remote's objects in place; ``history``: ``log``'s path index and first
-parents; ``commits``, ``blobs``: parsed commits and blob bytes kept by id; see
+parents; ``trees``, ``commits``, ``blobs``: parsed objects and blob bytes kept by id; see
 :data:`NAMED`): only those take their plain path, so a benchmark can show what each pays.
 """
 
@@ -28,7 +28,9 @@ PLAIN_ENV = "DATOM_PLAIN"
 paths."""
 
 
-NAMED = frozenset({"advert", "blobs", "commits", "compact", "group", "history", "share", "walk"})
+NAMED = frozenset(
+    {"advert", "blobs", "commits", "compact", "group", "history", "share", "trees", "walk"}
+)
 """Accelerators ``DATOM_PLAIN`` may name alone."""
 
 

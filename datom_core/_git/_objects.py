@@ -5,8 +5,8 @@ with the changed blobs put in (only the trees on their paths are rewritten), and
 objects it adds are exactly the ones a remote that has the parent lacks, so a push sends
 those and nothing else. A big tree is patched, and another writer's read as an edit of
 one held here, by the accelerator :mod:`._fast._tree`; the plain path beside it is
-dulwich's (a copy of the base with the entries set; a parse). Commits and blobs read or
-built are kept by id by the accelerator :mod:`._fast._memo`.
+dulwich's (a copy of the base with the entries set; a parse). Trees, commits and blobs
+read or built are kept by id by the accelerator :mod:`._fast._memo`.
 """
 
 from __future__ import annotations
@@ -20,13 +20,12 @@ from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
 from dulwich.repo import Repo
 
 from .._errors import GitError
-from .._memory import KeyedMemory
 from .._plain import plain
 from ._fast import _memo
 from ._fast._index import FILE_MODE
-from ._fast._tree import as_edit, patched, remember_made
+from ._fast._tree import patched, remember_made
 from ._internals import check_relpath
-from ._read import load, load_raw
+from ._read import load
 
 __all__ = [
     "Answer",
@@ -46,24 +45,13 @@ _Change = tuple[list[bytes], bytes | None]  # path components, blob id (None: de
 _Entry = tuple[int, bytes]  # mode, hex id
 
 
-# Parsed trees by id (a 3,000-entry root takes a millisecond to parse), never mutated.
-_TREES: KeyedMemory[bytes, Tree] = KeyedMemory(64)
-
-
 def tree_of(store: BaseObjectStore, sha: bytes) -> Tree | None:
-    """The tree ``sha`` (None if it is not a tree), read once: as the edit of a recent
-    big tree when it is one (see the module docstring), else parsed."""
-    tree = _TREES.get(sha)
-    if tree is None:
-        raw = load_raw(store, sha)
-        if raw[0] == Tree.type_num:
-            tree = as_edit(sha, raw[1], _TREES.get)
-            if tree is None:
-                parsed = ShaFile.from_raw_string(raw[0], raw[1], ObjectID(sha))
-                tree = parsed if isinstance(parsed, Tree) else None
-        if tree is not None:
-            _TREES.put(sha, tree)
-    return tree
+    """The tree ``sha`` (None if it is not a tree): kept, and a recent big tree's edit read
+    as one, by :mod:`._fast._memo`."""
+    if not plain("trees"):
+        return _memo.tree_of(store, sha)
+    obj = load(store, sha)  # the plain path: a parse
+    return obj if isinstance(obj, Tree) else None
 
 
 def commit_of(store: BaseObjectStore, sha: bytes) -> Commit | None:
@@ -179,7 +167,7 @@ def _apply(
     if not len(tree):
         return None
     out.append(tree)
-    _TREES.put(tree.id, tree)  # the next commit's parent tree: parsed already
+    _memo.keep_tree(tree)  # the next commit's parent tree: parsed already
     if base is not None and tree_id is not None:
         remember_made(tree.id, tree_id, frozenset(changed))
     return tree.id

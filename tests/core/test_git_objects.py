@@ -254,12 +254,12 @@ def test_the_history_accelerator_answers_as_its_plain_path(
 
 
 @pytest.mark.usefixtures("accelerated")
-def test_kept_commits_and_blobs_are_what_the_store_gives(
+def test_kept_trees_commits_and_blobs_are_what_the_store_gives(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``commit_of`` and ``blob_data`` answer from :mod:`_memo` as a read of the store does
-    (``DATOM_PLAIN=commits,blobs``): for commits, blobs, trees (None) and absent ids (the
-    same KeyError), read again once kept."""
+    """``tree_of``, ``commit_of`` and ``blob_data`` answer from :mod:`_memo` as a read of
+    the store does (``DATOM_PLAIN=trees,commits,blobs``): for each kind of object (None for
+    another kind) and absent ids (the same KeyError), read again once kept."""
     repo = MetadataRepo.init(tmp_path / "a", None)
     for i in range(3):
         repo.commit({"t/m": b"%d" % i, "u/m": b"same"}, f"c{i}", ME)
@@ -270,7 +270,7 @@ def test_kept_commits_and_blobs_are_what_the_store_gives(
         def answers() -> list[object]:
             out: list[object] = []
             for sha in ids * 2:
-                for read in (_objects.commit_of, _objects.blob_data):
+                for read in (_objects.tree_of, _objects.commit_of, _objects.blob_data):
                     found: object
                     try:
                         found = read(store, sha)
@@ -280,6 +280,6 @@ def test_kept_commits_and_blobs_are_what_the_store_gives(
             return out
 
         fast = answers()
-        monkeypatch.setenv("DATOM_PLAIN", "commits,blobs")
+        monkeypatch.setenv("DATOM_PLAIN", "trees,commits,blobs")
         assert answers() == fast
     assert any(isinstance(a, bytes) and a.startswith(b"tree ") for a in fast)  # commits read

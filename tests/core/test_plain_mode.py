@@ -143,6 +143,7 @@ def test_under_the_switch_no_accelerator_runs(
         (_compact, "compact_remote"),
         (_packs, "_delta"),
         (_history.PathHistory, "at"),
+        (_memo, "_TREES"),
         (_memo, "_COMMITS"),
         (_memo, "_BLOBS"),
         (_logview, "first_parents"),
@@ -153,7 +154,12 @@ def test_under_the_switch_no_accelerator_runs(
         (_chr, "_compiled_values"),
     ]:
         failing = _fails(f"{getattr(owner, '__name__', owner)}.{name}")
-        if name in ("_LAYOUTS", "_COMMITS", "_BLOBS"):  # a memory: each of its methods fails
+        if name in (
+            "_LAYOUTS",
+            "_TREES",
+            "_COMMITS",
+            "_BLOBS",
+        ):  # a memory: each of its methods fails
             failing = SimpleNamespace(newest=failing, get=failing, put=failing)
         monkeypatch.setattr(owner, name, failing)
     monkeypatch.setattr(_tree._MADE_FROM, "get", _fails("made_from"))
