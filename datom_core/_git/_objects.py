@@ -123,10 +123,6 @@ class NewCommit:
     def id(self) -> bytes:
         return self.commit.id
 
-    @property
-    def parent(self) -> bytes | None:
-        return self.commit.parents[0] if self.commit.parents else None
-
 
 def _entry_in(tree: Tree | None, name: bytes) -> _Entry | None:
     return tree[name] if tree is not None and name in tree else None

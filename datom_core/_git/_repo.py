@@ -325,7 +325,7 @@ class RepoCore:
         flight)."""
         try:
             self._count_local(r, remote.receive(r, branch, tip, new.id, new.objects), new.id)
-            self._worktree.move_to(r, branch, new.id, new)
+            self._worktree.move_to(r, branch, new.id)
             self._pushed(r, remote, branch, new.id)
         except (OSError, GitError, PackFileDisappeared) as e:  # the last: a foreign gc
             log.warning(_UNFOLLOWED, new.id.decode()[:12], self.path, e)

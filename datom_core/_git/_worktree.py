@@ -22,7 +22,7 @@ from .._errors import GitError
 from . import _internals as gi
 from ._diff import changed_paths
 from ._fast._index import FastIndex
-from ._objects import NewCommit, TreeReader, blob_data
+from ._objects import TreeReader, blob_data
 
 __all__ = ["WorkTree"]
 
@@ -110,20 +110,13 @@ class WorkTree:
         except OSError as e:
             raise gi.worktree_error(self.root, e, doing) from e
 
-    def move_to(
-        self, r: Repo, branch: bytes, target: bytes | None, made: NewCommit | None = None
-    ) -> None:
-        """Point ``branch`` at ``target``, rewriting only the files that differ; ``made``:
-        ``target`` is this commit, built here (when the branch is on its parent, the
-        changed paths are the ones it changed: no tree is read)."""
+    def move_to(self, r: Repo, branch: bytes, target: bytes | None) -> None:
+        """Point ``branch`` at ``target``, rewriting only the files that differ."""
         old = gi.get_ref(r, branch)
         if old == target:
             return
         modes: dict[bytes, int] = {}
-        if made is not None and made.id == target and made.parent == old:
-            changes: Mapping[bytes, bytes | None] = made.changes  # datom's: plain files
-        else:
-            changes = changed_paths(r.object_store, old, target, modes)
+        changes = changed_paths(r.object_store, old, target, modes)
         self.journal(changes)
         checkpoint("git:move:journaled")
         if target is None:
