@@ -13,8 +13,10 @@ so a process may change it between operations (the benchmarks do).
 layer's tree walks; ``advert``: its kept ref advertisements; ``compact``: its pack
 merges and a local remote's compaction; ``group``: group commit; ``share``: a clone
 reading a local remote's objects in place; ``encode``: a big parquet encoded while the
-table is hashed, its bytes hashed and written beside the encoding; see :data:`NAMED`):
-only those take their plain path, so a benchmark can show what each one pays.
+table is hashed, its bytes hashed and written beside the encoding; ``history``: ``log``'s
+path index and first parents; ``trees``, ``commits``, ``blobs``: parsed objects and blob
+bytes kept by id; see :data:`NAMED`): only those take their plain path, so a benchmark can
+show what each pays.
 """
 
 from __future__ import annotations
@@ -28,7 +30,20 @@ PLAIN_ENV = "DATOM_PLAIN"
 paths."""
 
 
-NAMED = frozenset({"advert", "compact", "encode", "group", "share", "walk"})
+NAMED = frozenset(
+    {
+        "advert",
+        "blobs",
+        "commits",
+        "compact",
+        "encode",
+        "group",
+        "history",
+        "share",
+        "trees",
+        "walk",
+    }
+)
 """Accelerators ``DATOM_PLAIN`` may name alone."""
 
 

@@ -11,17 +11,17 @@ import os
 import secrets
 from collections.abc import Callable, Mapping
 from contextlib import closing
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, TypeVar
 
 from dulwich import porcelain
 from dulwich.config import ConfigFile
 from dulwich.errors import NotGitRepository
-from dulwich.file import FileLocked
+from dulwich.file import FileLocked, GitFile
 from dulwich.graph import can_fast_forward
-from dulwich.index import index_entry_from_stat
-from dulwich.objects import Commit, ObjectID
-from dulwich.refs import Ref
+from dulwich.index import index_entry_from_stat, validate_path
+from dulwich.objects import ObjectID
+from dulwich.refs import Ref, check_ref_format
 from dulwich.repo import Repo
 
 from .._errors import GitError, InvalidNameError
@@ -40,18 +40,11 @@ FILE_MODE = 0o100644
 
 
 def check_relpath(relpath: str) -> None:
-    """Refuse anything but a plain relative POSIX path inside the working tree."""
-    parts = PurePosixPath(relpath).parts
-    bad = (
-        not relpath
-        or "\\" in relpath
-        or "\0" in relpath
-        or relpath.startswith("/")
-        or relpath.endswith("/")
-        or any(p in ("", ".", "..") for p in relpath.split("/"))
-        or parts[0].lower() == ".git"
-    )
-    if bad:
+    """Refuse anything but a relative POSIX path inside the working tree: git's rule for a
+    tree entry (``validate_path``: no empty, ``.``, ``..`` or ``.git`` part, in any case),
+    and no ``\\`` or NUL."""
+    raw = relpath.encode("utf-8", "surrogateescape")
+    if not validate_path(raw) or "\\" in relpath or "\0" in relpath:
         raise InvalidNameError(
             f"Invalid repository path {relpath!r}: use a relative path like "
             "'table/metadata.json' (no '..', no leading '/', nothing under .git)."
@@ -67,9 +60,7 @@ def write_file_atomic(path: Path, data: bytes) -> None:
     followed: the other name keeps its bytes. Folders are made only when the first try
     finds one missing.
     """
-    _replace_with(
-        path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"), path, data
-    )
+    replace_path(path, lambda tmp: _new_file(tmp, data))
 
 
 def write_worktree_file(path: Path, data: bytes) -> None:
@@ -101,19 +92,28 @@ def worktree_error(clone: Path, e: OSError, doing: str) -> GitError:
     )
 
 
-def _replace_with(tmp: Path, path: Path, data: bytes) -> None:
-    """Write ``data`` to the new file ``tmp`` (:class:`FileExistsError` if it is there),
-    then put it in place of ``path``."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+def replace_path(path: Path, make: Callable[[Path], None]) -> None:
+    """Put what ``make(tmp)`` creates (a file, a symbolic link) at a new, unique name
+    beside ``path`` in place of ``path``, making its folders when ``make`` finds one
+    missing."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        fd = os.open(tmp, flags, 0o666)
+        make(tmp)
     except FileNotFoundError:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(tmp, flags, 0o666)
+        make(tmp)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _new_file(tmp: Path, data: bytes) -> None:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -123,9 +123,9 @@ def _replace_with(tmp: Path, path: Path, data: bytes) -> None:
 
 
 def check_branch(branch: str) -> None:
-    """Refuse branch names git would refuse (a subset of ``git check-ref-format``)."""
-    bad = not branch or branch.startswith(("-", "/")) or branch.endswith(("/", ".lock", "."))
-    if bad or any(c in branch for c in " ~^:?*[\\\x7f@{") or ".." in branch or "//" in branch:
+    """Refuse the branch names ``git check-ref-format --branch`` refuses."""
+    name = Ref(HEADS + branch.encode("utf-8", "surrogateescape"))
+    if branch.startswith("-") or not check_ref_format(name):
         raise GitError(f"Invalid branch name {branch!r}.")
 
 
@@ -222,20 +222,20 @@ def set_ref(r: Repo, name: bytes, sha: bytes) -> None:
 
 def set_tracking(r: Repo, branch: bytes, sha: bytes) -> None:
     """Point ``branch``'s remote-tracking ref at ``sha`` (under the clone lock), by git's
-    lock-file protocol but without an fsync: it only records what the remote held (a
-    stale or, after a power cut on a filesystem that allows it, unreadable one is read as
-    absent by :func:`tracking`, and the next fetch or push writes it again)."""
-    name = tracking_ref(branch)
+    lock-file protocol (dulwich's ``GitFile``) but without an fsync: it only records what
+    the remote held (a stale or, after a power cut on a filesystem that allows it,
+    unreadable one is read as absent by :func:`tracking`, and the next fetch or push
+    writes it again)."""
     if tracking(r, branch) == sha:
         return
-    path = Path(r.controldir()) / os.fsdecode(name)
-    lock = path.with_name(path.name + ".lock")
-    try:
-        _replace_with(lock, path, sha + b"\n")
-    except FileExistsError:  # under the clone lock: left by a killed process
-        log.warning("removed the stale git lock %s (left by a killed process)", lock)
-        lock.unlink(missing_ok=True)
-        _replace_with(lock, path, sha + b"\n")
+    path = Path(r.controldir()) / os.fsdecode(tracking_ref(branch))
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write() -> None:
+        with GitFile(path, "wb", fsync=False) as f:
+            f.write(sha + b"\n")
+
+    unstale(write)
 
 
 def tracking(r: Repo, branch: bytes) -> bytes | None:
@@ -287,19 +287,6 @@ def is_ancestor(r: Repo, ancestor: bytes, descendant: bytes) -> bool:
     if ObjectID(ancestor) not in r.object_store:
         return False  # every ancestor of a local commit is local
     return can_fast_forward(r, ObjectID(ancestor), ObjectID(descendant))
-
-
-def commit_object(r: Repo, commit: str) -> Commit:
-    """Look up a commit by its full hex id."""
-    obj = None
-    if len(commit) == 40 and all(c in "0123456789abcdef" for c in commit):
-        try:
-            obj = r[commit.encode()]
-        except KeyError:
-            obj = None
-    if not isinstance(obj, Commit):
-        raise GitError(f"No commit {commit!r} in {r.path}: pass a full 40-hex commit id.")
-    return obj
 
 
 # -- committing and resetting -----------------------------------------------------------

@@ -18,7 +18,6 @@ rejected :meth:`push`) are listed in ``.git/datom-made-commits`` and are datom's
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -27,7 +26,6 @@ from dulwich.repo import Repo
 
 from .._errors import GitError
 from . import _internals as gi
-from ._read import has
 
 __all__ = ["forget_made", "refuse_local_work", "remember_made"]
 
@@ -44,10 +42,7 @@ def remember_made(controldir: Path, sha: bytes) -> None:
 
 def forget_made(controldir: Path) -> None:
     """The branch is on what ``origin`` holds: no datom commit is waiting to be pushed."""
-    try:
-        os.unlink(controldir / _MADE)
-    except FileNotFoundError:
-        pass
+    (controldir / _MADE).unlink(missing_ok=True)
 
 
 def _made(controldir: Path) -> set[bytes]:
@@ -81,7 +76,7 @@ def local_commits(
     if head in tips:
         return []  # the common case: one ref read
     store = r.object_store
-    exclude = [ObjectID(s) for s in tips if s is not None and has(store, s)]
+    exclude = [ObjectID(s) for s in tips if ObjectID(s) in store]
     made = _made(Path(r.controldir()))
     found: list[Commit] = []
     for entry in r.get_walker(include=[ObjectID(head)], exclude=exclude, max_entries=_LOOKED):

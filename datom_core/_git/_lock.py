@@ -45,15 +45,12 @@ class _Held:
     depth: int
 
 
-_local = threading.local()
+class _Holds(threading.local):
+    def __init__(self) -> None:
+        self.held: dict[str, _Held] = {}  # this thread's, by lock path
 
 
-def _held_locks() -> dict[str, _Held]:
-    held: dict[str, _Held] | None = getattr(_local, "held", None)
-    if held is None:
-        held = {}
-        _local.held = held
-    return held
+_holds = _Holds()
 
 
 class RepoLock:
@@ -64,18 +61,21 @@ class RepoLock:
     have (a remote several users share: their group may write it); the file is created
     or corrected to it by its owner. A lock file this process may read but not write
     (another user's) is locked through a read-only descriptor: ``flock`` needs no more.
+    ``on_error()``, when given, runs as an exception leaves the outermost hold.
     """
 
     def __init__(
-        self, lock_path: Path, timeout: float | None, mode: Callable[[], int] | None = None
+        self,
+        lock_path: Path,
+        timeout: float | None,
+        mode: Callable[[], int] | None = None,
+        on_error: Callable[[], None] | None = None,
     ) -> None:
-        self.lock_path = lock_path
-        self.timeout = timeout
-        self._mode = mode
-        self._key = str(lock_path)
+        self.lock_path, self.timeout, self._key = lock_path, timeout, str(lock_path)
+        self._mode, self._on_error = mode, on_error
 
     def __enter__(self) -> RepoLock:
-        held = _held_locks()
+        held = _holds.held
         mine = held.get(self._key)
         if mine is not None and mine.pid == os.getpid():
             mine.depth += 1
@@ -95,7 +95,7 @@ class RepoLock:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        held = _held_locks()
+        held = _holds.held
         mine = held.get(self._key)
         if mine is None or mine.pid != os.getpid():
             return
@@ -104,9 +104,13 @@ class RepoLock:
             return
         del held[self._key]
         try:
-            fcntl.flock(mine.fd, fcntl.LOCK_UN)
+            if exc is not None and self._on_error is not None:
+                self._on_error()
         finally:
-            os.close(mine.fd)
+            try:
+                fcntl.flock(mine.fd, fcntl.LOCK_UN)
+            finally:
+                os.close(mine.fd)
 
     def _open(self) -> int:
         try:

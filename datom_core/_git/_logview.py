@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dulwich.objects import Commit, ObjectID
+from dulwich.objects import ObjectID
 from dulwich.repo import Repo
 
 from .._errors import GitError
 from .._plain import plain
 from . import _internals as gi
 from ._fast._history import PathHistory, first_parents, recent_change
-from ._objects import commit_of
+from ._objects import commit_object
 from ._tipview import TipView
 from ._types import CommitInfo, commit_info
 
@@ -51,27 +51,15 @@ class HistoryReads:
         gi.check_relpath(relpath)
         r = self._open()
         try:
-            found = self._commit(r, commit)
+            found = commit_object(r, commit)
         except GitError:
             if not r.get_shallow():
                 raise
             if not deepen:
                 return None
             self._whole(r)  # an older commit than a shallow clone holds
-            found = self._commit(r, commit)
+            found = commit_object(r, commit)
         return TipView(r.object_store, found.id).read(relpath)
-
-    def _commit(self, r: Repo, commit: str) -> Commit:
-        """The commit of a full hex id, parsed once (a mirror derives a history's commits
-        by reading a file at each of the last few commits)."""
-        if len(commit) == 40 and all(c in "0123456789abcdef" for c in commit):
-            try:
-                found = commit_of(r.object_store, commit.encode())
-            except KeyError:
-                found = None
-            if found is not None:
-                return found
-        return gi.commit_object(r, commit)  # its error, naming the id
 
     def log(self, relpath: str | None = None, max_entries: int | None = None) -> list[CommitInfo]:
         """Commits reachable from HEAD, newest first; only those changing ``relpath`` if given.
@@ -87,15 +75,14 @@ class HistoryReads:
         if head is None:
             return []
         paths = [relpath.encode()] if relpath is not None else None
-        if not plain():  # the plain path: dulwich's walk, path-filtered
-            index = self._history.at(r, head) if paths is not None else None
-            known = (
-                index.commits(paths[0]) if index is not None and paths and index.linear else None
-            )
+        if not plain("history") and paths is not None:  # plain path: the walk below
+            index = self._history.at(r, head)
+            known = index.commits(paths[0]) if index.linear else None
             if known is not None:
                 newest_first = known[::-1][:max_entries]
-                return [commit_info(self._commit(r, c.decode())) for c in newest_first]
-            linear = first_parents(r.object_store, head, max_entries) if paths is None else None
+                return [commit_info(commit_object(r, c.decode())) for c in newest_first]
+        elif not plain("history"):
+            linear = first_parents(r.object_store, head, max_entries)
             if linear is not None:
                 return [commit_info(c) for c in linear]
         walker = r.get_walker(include=[ObjectID(head)], paths=paths, max_entries=max_entries)
@@ -104,24 +91,17 @@ class HistoryReads:
     def last_commit_touching(self, relpath: str) -> str | None:
         """The newest commit reachable from HEAD that changed ``relpath`` (None: never).
 
-        Answered from a map ``path -> newest commit`` built in one pass over the history
-        the first time, then extended by the commits HEAD gained since: a Dagster
-        materialization that changes nothing costs a dictionary lookup, not a log walk. A
-        handle that has not built it yet (a fresh process) first looks back over the last
-        commits (:func:`_history.recent_change`).
+        Answered by :meth:`log` (from its path index once built: a Dagster
+        materialization that changes nothing costs a lookup, not a log walk); a handle
+        that has not built it yet (a fresh process) first looks back over the last commits
+        (:func:`_history.recent_change`).
         """
         gi.check_relpath(relpath)
         r = self._open()
-        self._whole(r)
         head = gi.head(r)
-        if head is None:
-            return None
-        if plain():  # dulwich's walk, path-filtered, newest first
-            walk = r.get_walker(include=[ObjectID(head)], paths=[relpath.encode()], max_entries=1)
-            return next((entry.commit.id.decode() for entry in walk), None)
-        if self._history.head is None:  # a fresh handle looks at the last commits first
+        if not plain("history") and head is not None and self._history.head is None:
+            self._whole(r)
             recent = recent_change(r.object_store, head, relpath.encode())
             if recent is not None:
                 return recent.decode()
-        found = self._history.at(r, head).newest(relpath.encode())
-        return found.decode() if found is not None else None
+        return next((c.id for c in self.log(relpath, 1)), None)

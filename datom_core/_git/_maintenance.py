@@ -16,8 +16,7 @@
 * **Stale git locks.** dulwich writes a ref or the index through ``<file>.lock``; a process
   killed at that moment leaves the lock behind and every later update fails. datom writes a
   clone only under its own lock (:mod:`_lock`), so such a file found while holding it is
-  stale. The layer removes one where it meets it (``_internals.unstale``);
-  :func:`clear_stale_locks` removes them all, for ``validate(fix=True)``.
+  stale: it is removed where it is met (``_internals.unstale``).
 """
 
 from __future__ import annotations
@@ -40,11 +39,9 @@ __all__ = [
     "CLONE_CHECK_EVERY",
     "REMOTE_CHECK_EVERY",
     "RemoteAccess",
-    "clear_stale_locks",
     "compact",
     "compact_remote",
     "due",
-    "find_stale_locks",
     "may_need_compaction",
 ]
 
@@ -54,7 +51,6 @@ LOOSE_BUDGET = 256
 PACK_BUDGET = 16
 CLONE_CHECK_EVERY = 16  # object-adding operations of one handle between two checks
 REMOTE_CHECK_EVERY = 8  # pushes of one handle between two checks of a local remote
-_TOP_LOCKS = ("index.lock", "packed-refs.lock", "HEAD.lock", "config.lock")
 
 
 def compact(r: Repo) -> tuple[int, int]:
@@ -126,25 +122,3 @@ def compact_remote(
         return True
     budgets = (LOOSE_BUDGET, PACK_BUDGET)
     return _compact.compact_remote(path, opener, access, budgets, wait, turn)
-
-
-def find_stale_locks(controldir: Path) -> list[Path]:
-    """Every dulwich/git lock file in a clone's ``.git`` (refs, packed-refs, index, config)."""
-    found = [controldir / name for name in _TOP_LOCKS if (controldir / name).exists()]
-    refs = controldir / "refs"
-    if refs.is_dir():
-        found.extend(sorted(p for p in refs.rglob("*.lock") if p.is_file()))
-    return found
-
-
-def clear_stale_locks(controldir: Path) -> list[Path]:
-    """Remove every lock file :func:`find_stale_locks` lists (call under the clone lock)."""
-    removed = []
-    for lock in find_stale_locks(controldir):
-        try:
-            lock.unlink()
-        except (FileNotFoundError, IsADirectoryError):
-            continue
-        log.warning("removed the stale git lock %s (left by a killed process)", lock)
-        removed.append(lock)
-    return removed

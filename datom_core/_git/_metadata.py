@@ -33,7 +33,7 @@ from dulwich.repo import Repo
 from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _internals as gi
-from . import _maintenance as maint
+from ._copy import add_objects
 from ._diff import objects_to_send
 from ._fast._history import PathHistory
 from ._fast._share import share_objects, sharing_wanted
@@ -41,7 +41,7 @@ from ._localwork import refuse_local_work, remember_made
 from ._logview import HistoryReads
 from ._objects import Answer, ChainItem, build_commit
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, normalize_remote
-from ._repo import _PUSH_DEADLINE, RepoCore, _now
+from ._repo import _PUSH_DEADLINE, RepoCore, _now, hex_or_none
 from ._types import Author, config_stack
 
 __all__ = ["MetadataRepo"]
@@ -167,8 +167,7 @@ class MetadataRepo(HistoryReads, RepoCore):
 
     def head(self) -> str | None:
         """The commit id (hex) of HEAD, or ``None`` before the first commit."""
-        sha = gi.head(self._open())
-        return sha.decode() if sha is not None else None
+        return hex_or_none(gi.head(self._open()))
 
     def read(self, relpath: str) -> bytes | None:
         """The bytes of a working-tree file, or ``None`` if it does not exist."""
@@ -186,17 +185,6 @@ class MetadataRepo(HistoryReads, RepoCore):
             return False
         tracking = gi.tracking(r, gi.branch_ref(r))
         return tracking is None or not gi.is_ancestor(r, head, tracking)
-
-    def stale_git_locks(self) -> list[Path]:
-        """Lock files (``*.lock`` under ``.git/refs``, ``index.lock``, ``packed-refs.lock``...)
-        present in this clone. Outside datom's lock they may belong to a live process."""
-        return maint.find_stale_locks(self.controldir)
-
-    def clear_stale_git_locks(self) -> list[Path]:
-        """Take this clone's lock, then remove every git lock file left by a killed process
-        (each is logged); returns the removed paths. ``validate(fix=True)`` calls this."""
-        with self.lock():
-            return maint.clear_stale_locks(self.controldir)
 
     def commit(
         self, files: Mapping[str, bytes], message: str, author: Author | None = None
@@ -222,7 +210,7 @@ class MetadataRepo(HistoryReads, RepoCore):
             )
             if new is None:
                 return None
-            self._store_local(r, new.objects, new.id)
+            self._count_local(r, add_objects(r, new.objects), new.id)
             remember_made(self.controldir, new.id)
             self._worktree.journal(new.changes)
             checkpoint("git:commit:journaled")
@@ -247,7 +235,7 @@ class MetadataRepo(HistoryReads, RepoCore):
         lock is released."""
         with self.lock():
             answers, tip, last = self._record(items, deadline)
-        return answers, _hex(tip), _hex(last)
+        return answers, hex_or_none(tip), hex_or_none(last)
 
     def maintain_remote(self, made: str) -> None:
         """Compact the remote now and then (a local one), after pushing ``made``: what
@@ -307,7 +295,7 @@ class MetadataRepo(HistoryReads, RepoCore):
             if target is not None:
                 gi.set_tracking(r, branch, target)
             self._worktree.move_to(r, branch, target)
-            return target.decode() if target is not None else None
+            return hex_or_none(target)
 
     def pull(self) -> None:
         """Fetch ``origin`` and fast-forward to it.
@@ -322,10 +310,8 @@ class MetadataRepo(HistoryReads, RepoCore):
             theirs, ours = self._remote().fetch_branch(r, branch), gi.head(r)
             if theirs is not None:
                 gi.set_tracking(r, branch, theirs)
-            if theirs is None or theirs == ours:
-                return
-            if ours is not None and gi.is_ancestor(r, theirs, ours):
-                return
+            if theirs is None or (ours is not None and gi.is_ancestor(r, theirs, ours)):
+                return  # nothing to follow, or this clone has it (or is ahead)
             if ours is not None and not gi.is_ancestor(r, ours, theirs):
                 raise GitError(
                     f"Cannot fast-forward {self.path}: its {gi.short(branch)} and origin's "
@@ -348,7 +334,3 @@ class MetadataRepo(HistoryReads, RepoCore):
             for name, sha in heads.items():
                 gi.set_tracking(r, name, sha)
             self._worktree.move_to(r, branch, heads.get(branch))
-
-
-def _hex(sha: bytes | None) -> str | None:
-    return sha.decode() if sha is not None else None

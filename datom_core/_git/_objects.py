@@ -5,8 +5,8 @@ with the changed blobs put in (only the trees on their paths are rewritten), and
 objects it adds are exactly the ones a remote that has the parent lacks, so a push sends
 those and nothing else. A big tree is patched, and another writer's read as an edit of
 one held here, by the accelerator :mod:`._fast._tree`; the plain path beside it is
-dulwich's (a copy of the base with the entries set; a parse). Blobs read or built are
-kept by id for a while (the documents a write builds are read back by the next write).
+dulwich's (a copy of the base with the entries set; a parse). Trees, commits and blobs
+read or built are kept by id by the accelerator :mod:`._fast._memo`.
 """
 
 from __future__ import annotations
@@ -17,12 +17,15 @@ from dataclasses import dataclass, field
 
 from dulwich.object_store import BaseObjectStore, MemoryObjectStore, OverlayObjectStore
 from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
+from dulwich.repo import Repo
 
-from .._memory import KeyedMemory
+from .._errors import GitError
+from .._plain import plain
+from ._fast import _memo
 from ._fast._index import FILE_MODE
-from ._fast._tree import as_edit, patched, remember_made
+from ._fast._tree import patched, remember_made
 from ._internals import check_relpath
-from ._read import load, load_raw
+from ._read import load
 
 __all__ = [
     "Answer",
@@ -33,6 +36,7 @@ __all__ = [
     "blob_data",
     "build_chain",
     "build_commit",
+    "commit_object",
     "commit_of",
     "tree_of",
 ]
@@ -41,57 +45,42 @@ _Change = tuple[list[bytes], bytes | None]  # path components, blob id (None: de
 _Entry = tuple[int, bytes]  # mode, hex id
 
 
-# Parsed trees by id (a 3,000-entry root takes a millisecond to parse), never mutated.
-_TREES: KeyedMemory[bytes, Tree] = KeyedMemory(64)
-_BLOBS: KeyedMemory[bytes, bytes] = KeyedMemory(256, 64 << 20)  # blob id -> its bytes
-# Parsed commits by id (an id names one content in every store), never mutated.
-_COMMITS: KeyedMemory[bytes, Commit] = KeyedMemory(256)
-
-
 def tree_of(store: BaseObjectStore, sha: bytes) -> Tree | None:
-    """The tree ``sha`` (None if it is not a tree), read once: as the edit of a recent
-    big tree when it is one (see the module docstring), else parsed."""
-    tree = _TREES.get(sha)
-    if tree is None:
-        raw = load_raw(store, sha)
-        if raw[0] == Tree.type_num:
-            tree = as_edit(sha, raw[1], _TREES.get)
-            if tree is None:
-                parsed = ShaFile.from_raw_string(raw[0], raw[1], ObjectID(sha))
-                tree = parsed if isinstance(parsed, Tree) else None
-        if tree is not None:
-            _TREES.put(sha, tree)
-    return tree
+    """The tree ``sha`` (None if it is not a tree): kept, and a recent big tree's edit read
+    as one, by :mod:`._fast._memo`."""
+    if not plain("trees"):
+        return _memo.tree_of(store, sha)
+    obj = load(store, sha)  # the plain path: a parse
+    return obj if isinstance(obj, Tree) else None
 
 
 def commit_of(store: BaseObjectStore, sha: bytes) -> Commit | None:
-    """The commit ``sha`` (None if it is not a commit), parsed once: a clone catching up
-    meets each commit three times (the walk, its own objects, its child's parent)."""
-    found = _COMMITS.get(sha)
+    """The commit ``sha`` (None if it is not a commit): kept by :mod:`._fast._memo`."""
+    if not plain("commits"):
+        return _memo.commit_of(store, sha)
+    obj = load(store, sha)  # the plain path
+    return obj if isinstance(obj, Commit) else None
+
+
+def commit_object(r: Repo, commit: str) -> Commit:
+    """The commit of a full hex id; :class:`GitError` naming the id if none."""
+    found = None
+    if len(commit) == 40 and all(c in "0123456789abcdef" for c in commit):
+        try:
+            found = commit_of(r.object_store, commit.encode())
+        except KeyError:
+            pass
     if found is None:
-        obj = load(store, sha)
-        if not isinstance(obj, Commit):
-            return None
-        _COMMITS.put(sha, obj)
-        found = obj
+        raise GitError(f"No commit {commit!r} in {r.path}: pass a full 40-hex commit id.")
     return found
 
 
-def kept_blob(sha: bytes) -> bytes | None:
-    """The bytes of the blob ``sha`` when this process made or read it lately (a made
-    blob's id is the hash of those bytes; a read one's was checked as it was read)."""
-    return _BLOBS.get(sha)
-
-
 def blob_data(store: BaseObjectStore, sha: bytes) -> bytes | None:
-    """The bytes of the blob ``sha`` (None if it is not a blob), kept for the next reader."""
-    data = _BLOBS.get(sha)
-    if data is None:
-        obj = load(store, sha)
-        data = obj.as_raw_string() if isinstance(obj, Blob) else None
-        if data is not None:
-            _BLOBS.put(sha, data, len(data))
-    return data
+    """The bytes of the blob ``sha`` (None if it is not a blob): kept by :mod:`._fast._memo`."""
+    if not plain("blobs"):
+        return _memo.blob_data(store, sha)
+    obj = load(store, sha)  # the plain path
+    return obj.as_raw_string() if isinstance(obj, Blob) else None
 
 
 class TreeReader:
@@ -134,10 +123,6 @@ class NewCommit:
     def id(self) -> bytes:
         return self.commit.id
 
-    @property
-    def parent(self) -> bytes | None:
-        return self.commit.parents[0] if self.commit.parents else None
-
 
 def _entry_in(tree: Tree | None, name: bytes) -> _Entry | None:
     return tree[name] if tree is not None and name in tree else None
@@ -178,7 +163,7 @@ def _apply(
     if not len(tree):
         return None
     out.append(tree)
-    _TREES.put(tree.id, tree)  # the next commit's parent tree: parsed already
+    _memo.keep_tree(tree)  # the next commit's parent tree: parsed already
     if base is not None and tree_id is not None:
         remember_made(tree.id, tree_id, frozenset(changed))
     return tree.id
@@ -192,7 +177,7 @@ def _changed_blobs(reader: TreeReader, files: Mapping[str, bytes]) -> dict[bytes
     for relpath, data in files.items():
         raw = bytes(data)
         blob = Blob.from_string(raw)
-        _BLOBS.put(blob.id, raw, len(raw))  # read back by the next write
+        _memo.keep_blob(blob.id, raw)
         found = reader.entry(relpath)
         if found is None or found[1] != blob.id:
             changed[relpath.encode()] = made.setdefault(blob.id, blob)

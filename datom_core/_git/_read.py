@@ -9,34 +9,35 @@ the new pack.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from dulwich.object_store import BaseObjectStore
 from dulwich.objects import ObjectID, ShaFile
 
 __all__ = ["has", "load", "load_raw"]
 
+T = TypeVar("T")
 _LOOKS = 3  # looks for an object a concurrent repack may be moving into a new pack
 
 
 def load(store: BaseObjectStore, sha: bytes) -> ShaFile:
     """The object ``sha`` (40 hex digits) of ``store``; :class:`KeyError` if it has none."""
-    for attempt in range(_LOOKS):
-        try:
-            return store[ObjectID(sha)]
-        except KeyError:
-            if attempt == _LOOKS - 1:
-                raise
-    raise AssertionError("unreachable")
+    return _looked_for(lambda: store[ObjectID(sha)])
 
 
 def load_raw(store: BaseObjectStore, sha: bytes) -> tuple[int, bytes]:
     """``(type, content)`` of the object ``sha``, not parsed; :class:`KeyError` if absent."""
-    for attempt in range(_LOOKS):
+    return _looked_for(lambda: store.get_raw(ObjectID(sha)))
+
+
+def _looked_for(look: Callable[[], T]) -> T:
+    for _ in range(_LOOKS - 1):
         try:
-            return store.get_raw(ObjectID(sha))
+            return look()
         except KeyError:
-            if attempt == _LOOKS - 1:
-                raise
-    raise AssertionError("unreachable")
+            pass
+    return look()
 
 
 def has(store: BaseObjectStore, sha: bytes) -> bool:

@@ -26,7 +26,6 @@ from typing import cast
 
 from dulwich.config import StackedConfig
 from dulwich.errors import NotGitRepository
-from dulwich.objects import ShaFile
 from dulwich.pack import PackFileDisappeared
 from dulwich.repo import Repo
 
@@ -35,13 +34,12 @@ from .._errors import GitError, PushRejectedError, mark_push_sent
 from . import _internals as gi
 from . import _maintenance as maint
 from ._backoff import Backoff
-from ._copy import add_objects
 from ._fast._share import sharing_wanted
 from ._fast._tipnote import note_tip, noted_tip
 from ._http import open_transport
 from ._localwork import forget_made, local_commits, refuse_local_work
 from ._lock import RepoLock
-from ._objects import Answer, Build, ChainItem, NewCommit, TreeReader, build_chain
+from ._objects import Answer, Build, ChainItem, NewCommit, TreeReader, build_chain, commit_object
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, is_http_url, resolve_credentials
 from ._settings import check_split_index, config_stamp, open_repo, precious
 from ._shared import missing_object
@@ -139,17 +137,15 @@ class RepoCore:
     def _remote(self) -> Transport:
         """The open transport; an HTTPS one is rebuilt when the token in the environment
         changed (tokens are read at call time, never cached beyond that)."""
-        self._open()
-        url = self._url_of()
+        r, url = self._open(), self._url_of()
         if self._transport is not None and is_http_url(url):
             if resolve_credentials(self.credentials, self.token_env) != self._transport.credentials:
                 self._transport.close()
                 self._transport = None
         if self._transport is None:
-            self._transport = open_transport(
-                self._url_of(), self._config_stack(), self.credentials, self.token_env
-            )
-            self._transport.attach(self._open(), sharing_wanted(self._config_stack()))
+            config = self._config_stack()
+            self._transport = open_transport(url, config, self.credentials, self.token_env)
+            self._transport.attach(r, sharing_wanted(config))
         return self._transport
 
     def _config_stack(self) -> StackedConfig:
@@ -161,9 +157,11 @@ class RepoCore:
         """An exclusive cross-process lock on this clone, for ``with repo.lock(): ...``.
 
         Re-entrant within a thread; ``timeout`` in seconds (``None``: wait forever);
-        :class:`GitError` on timeout. Every changing method takes it itself.
+        :class:`GitError` on timeout. Every changing method takes it itself. An error
+        leaving it closes the handle (re-opened when used): a traceback the caller keeps,
+        in a reference cycle, holds no open pack for the garbage collector to warn about.
         """
-        return RepoLock(self._lock_path, timeout)
+        return RepoLock(self._lock_path, timeout, on_error=self.close)
 
     # -- keeping the working tree and the index in step with HEAD ----------------------
 
@@ -175,10 +173,6 @@ class RepoCore:
             pending = self._worktree.pending()
             self._worktree.recover(self._open())
             return pending
-
-    def _store_local(self, r: Repo, objects: Sequence[ShaFile], made: bytes) -> None:
-        """Add a new local commit's objects to the clone."""
-        self._count_local(r, add_objects(r, objects), made)
 
     def _count_local(self, r: Repo, loose: int, made: bytes) -> None:
         """Count an operation that added ``loose`` loose objects to the clone (``made``:
@@ -332,7 +326,7 @@ class RepoCore:
         flight)."""
         try:
             self._count_local(r, remote.receive(r, branch, tip, new.id, new.objects), new.id)
-            self._worktree.move_to(r, branch, new.id, new)
+            self._worktree.move_to(r, branch, new.id)
             self._pushed(r, remote, branch, new.id)
         except (OSError, GitError, PackFileDisappeared) as e:  # the last: a foreign gc
             log.warning(_UNFOLLOWED, new.id.decode()[:12], self.path, e)
@@ -366,7 +360,7 @@ class RepoCore:
                 self._remote()
         sha = self._remote().branch_tip(gi.branch_ref(r))
         note_tip(self.controldir, gi.branch_ref(r), sha)
-        return sha.decode() if sha is not None else None
+        return hex_or_none(sha)
 
     def catch_up(self, commit: str | None) -> None:
         """Move the branch, index and working tree to ``commit``, a commit ``origin`` has
@@ -388,10 +382,14 @@ class RepoCore:
         """A read-only view of ``commit`` (default HEAD)."""
         r = self._open()
         try:
-            sha = gi.commit_object(r, commit).id if commit is not None else gi.head(r)
+            sha = commit_object(r, commit).id if commit is not None else gi.head(r)
             return TreeReader(r.object_store, sha)
         except KeyError as e:
             raise missing_object(self.path, r.object_store, e) from e
+
+
+def hex_or_none(sha: bytes | None) -> str | None:
+    return sha.decode() if sha is not None else None
 
 
 def _now() -> int:

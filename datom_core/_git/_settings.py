@@ -30,9 +30,7 @@ __all__ = [
     "precious",
 ]
 
-# Extensions dulwich opens itself, and those datom honours on top.
-_DULWICH = {b"worktreeconfig", b"objectformat", b"relativeworktrees", b"refstorage"}
-_HONOURED = {b"preciousobjects", b"noop"}
+_HONOURED = {b"preciousobjects", b"noop"}  # extensions datom honours on top of dulwich's
 
 
 class _Honouring(Repo):
@@ -47,34 +45,20 @@ class _Honouring(Repo):
         return config
 
 
-def _extensions(path: Path) -> list[bytes]:
-    for config in (path / "config", path / ".git" / "config"):
-        try:
-            parsed = ConfigFile.from_path(str(config))
-        except FileNotFoundError:
-            continue
-        return [name for name, _ in parsed.items((b"extensions",))]
-    return []
-
-
 def open_repo(path: str | os.PathLike[str], what: str) -> Repo:
     """Open the repository at ``path`` (``what``: how messages name it), honouring the
     extensions datom can; :class:`GitError` naming any other."""
     try:
-        return Repo(os.fspath(path))
-    except UnsupportedExtension:
-        unknown = [
-            e.decode("utf-8", "replace")
-            for e in _extensions(Path(path))
-            if e.lower() not in _DULWICH | _HONOURED
-        ]
-        if unknown:
-            raise GitError(
-                f"{what} uses the git extension(s) {', '.join(unknown)} "
-                f"(extensions.{unknown[0]} in its config), which datom does not support: "
-                "nothing was changed. Use a repository without it."
-            ) from None
-        return _Honouring(os.fspath(path))
+        try:
+            return Repo(os.fspath(path))
+        except UnsupportedExtension:
+            return _Honouring(os.fspath(path))  # names again one it does not honour
+    except UnsupportedExtension as e:
+        raise GitError(
+            f"{what} uses the git extension {e.extension} (extensions.{e.extension} in its "
+            "config), which datom does not support: nothing was changed. Use a repository "
+            "without it."
+        ) from None
 
 
 def config_stamp(controldir: Path) -> tuple[int, int, int] | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -23,7 +22,7 @@ from .._errors import GitError
 from . import _internals as gi
 from ._diff import changed_paths
 from ._fast._index import FastIndex
-from ._objects import NewCommit, TreeReader, blob_data
+from ._objects import TreeReader, blob_data
 
 __all__ = ["WorkTree"]
 
@@ -59,9 +58,8 @@ class WorkTree:
             entry = reader.entry(path)
             if entry is None or stat.S_ISDIR(entry[0]):
                 changes[path] = None
-                continue
-            changes[path] = entry[1]
-            modes[path] = entry[0]  # an executable or a link becomes one again
+            else:  # an executable or a link becomes one again
+                changes[path], modes[path] = entry[1], entry[0]
         self.sync(r, changes, modes=modes)
 
     def journal(self, paths: Iterable[bytes]) -> None:
@@ -112,20 +110,13 @@ class WorkTree:
         except OSError as e:
             raise gi.worktree_error(self.root, e, doing) from e
 
-    def move_to(
-        self, r: Repo, branch: bytes, target: bytes | None, made: NewCommit | None = None
-    ) -> None:
-        """Point ``branch`` at ``target``, rewriting only the files that differ; ``made``:
-        ``target`` is this commit, built here (when the branch is on its parent, the
-        changed paths are the ones it changed: no tree is read)."""
+    def move_to(self, r: Repo, branch: bytes, target: bytes | None) -> None:
+        """Point ``branch`` at ``target``, rewriting only the files that differ."""
         old = gi.get_ref(r, branch)
         if old == target:
             return
         modes: dict[bytes, int] = {}
-        if made is not None and made.id == target and made.parent == old:
-            changes: Mapping[bytes, bytes | None] = made.changes  # datom's: plain files
-        else:
-            changes = changed_paths(r.object_store, old, target, modes)
+        changes = changed_paths(r.object_store, old, target, modes)
         self.journal(changes)
         checkpoint("git:move:journaled")
         if target is None:
@@ -140,17 +131,7 @@ def _write_with_mode(target: Path, data: bytes, mode: int) -> None:
     """Make ``target`` a symbolic link to ``data`` or a file of ``data`` with git's mode
     ``mode`` (executable or not, as git checks it out: the umask decides the rest)."""
     if stat.S_ISLNK(mode):
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-        try:
-            os.symlink(data, tmp)
-        except FileNotFoundError:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.symlink(data, tmp)
-        try:
-            os.replace(tmp, target)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        gi.replace_path(target, lambda tmp: os.symlink(data, tmp))
         return
     if target.is_symlink():
         target.unlink()

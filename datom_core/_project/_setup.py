@@ -62,6 +62,7 @@ def init_project(
         )
     repo = MetadataRepo.init(path, remote, token_env=token_env)
     if repo.fetch_and_reset() is not None:
+        repo.close()  # an error's traceback keeps no pack open
         raise ProjectExistsError(
             f"remote {repo.remote_url} already holds commits; clone it to join that project "
             "(clone() / datom clone)"
@@ -115,7 +116,18 @@ def open_reader(store: Store, project_name: str) -> ProjectContext:
 def open_developer(
     repo: MetadataRepo, store: Store | None, credentials: Mapping[str, Any]
 ) -> ProjectContext:
-    """A developer's context over an opened clone (the store from project.yaml by default)."""
+    """A developer's context over an opened clone (the store from project.yaml by default);
+    refusing it closes the clone: an error's traceback keeps no pack open."""
+    try:
+        return _developer(repo, store, credentials)
+    except BaseException:
+        repo.close()
+        raise
+
+
+def _developer(
+    repo: MetadataRepo, store: Store | None, credentials: Mapping[str, Any]
+) -> ProjectContext:
     raw = repo.read(L.PROJECT_YAML)
     if raw is None:
         raise NotFoundError(

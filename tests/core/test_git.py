@@ -224,7 +224,9 @@ def test_read_at_rejects_unknown_commits(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "relpath", ["", "/etc/passwd", "../x", "a/../../x", ".git/config", "a//b", "a\\b", "dir/"]
+    "relpath",
+    ["", "/etc/passwd", "../x", "a/../../x", ".git/config", "a//b", "a\\b", "dir/", "a/./b"]
+    + ["a/.GIT/config", ".Git/x", "x\0y"],
 )
 def test_paths_outside_the_working_tree_are_refused(tmp_path: Path, relpath: str) -> None:
     repo = MetadataRepo.init(tmp_path / "a", None)

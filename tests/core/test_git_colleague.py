@@ -9,11 +9,9 @@ without its pack."""
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import subprocess
 import threading
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -30,19 +28,6 @@ pytestmark = needs_git
 
 ME = Author("Ada Lovelace", "ada@example.org")
 _SIDECARS = (".keep", ".mtimes", ".bitmap", ".rev", ".promisor")
-
-
-@pytest.fixture(autouse=True)
-def _nothing_left_open() -> Iterator[None]:
-    """A repository a test leaves open holds dulwich packs, whose finalizers warn when the
-    garbage collector reaches them (an error here): collected now, in the test that left
-    it, not at random in a later one. What earlier tests (of other files) left is
-    collected first, unwarned: it is not this test's."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResourceWarning)
-        gc.collect()
-    yield
-    gc.collect()
 
 
 @pytest.fixture(autouse=True)

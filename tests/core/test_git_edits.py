@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 import datom_core as dc
 from datom_core._git import _objects as O
 from datom_core._git._diff import changed_paths
+from datom_core._git._fast import _memo as M
 from datom_core._git._fast import _tree as T
 from datom_core._memory import KeyedMemory
 from tests.core.trees import differing_files
@@ -35,7 +36,7 @@ TABLES = 120  # above the size from which root trees are patched rather than re-
 
 
 def _fresh_memory() -> None:
-    O._TREES, T._MADE_FROM, T._LAYOUTS = KeyedMemory(64), KeyedMemory(256), KeyedMemory(64)
+    M._TREES, T._MADE_FROM, T._LAYOUTS = KeyedMemory(64), KeyedMemory(256), KeyedMemory(64)
 
 
 @pytest.fixture

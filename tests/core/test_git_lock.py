@@ -119,7 +119,7 @@ def test_the_remote_is_compacted_after_the_clone_lock_is_released(
     real = maint.compact_remote
 
     def watched(*args: object, **kwargs: object) -> bool:
-        held_during.append(clone_lock in _lock._held_locks())
+        held_during.append(clone_lock in _lock._holds.held)
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(maint, "compact_remote", watched)

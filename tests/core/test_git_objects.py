@@ -13,7 +13,7 @@ from dulwich.objects import ObjectID, ShaFile
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
-from datom_core._git import Author, MetadataRepo, TreeReader
+from datom_core._git import Author, MetadataRepo, TreeReader, _objects
 from datom_core._git._fast._share import SHARE_ENV
 from datom_core._git._read import has, load
 from tests.gitcli import git, needs_git
@@ -227,3 +227,59 @@ def test_a_loose_file_that_is_not_a_whole_object_is_left_to_dulwich(tmp_path: Pa
         assert pack is not None
         path.write_bytes(zlib.compress(b"blob 1\0x"))  # well formed, not what its name says
         assert load(store, sha.encode()).as_raw_string() == body.split(b"\0", 1)[1]
+
+
+@pytest.mark.usefixtures("accelerated")
+def test_the_history_accelerator_answers_as_its_plain_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``log`` (of a file, of everything, limited or not) and ``last_commit_touching``
+    answer the same from the path index and first parents as dulwich's walker
+    (``DATOM_PLAIN=history``), on a fresh handle and on one that has indexed."""
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    for i in range(30):
+        repo.commit({f"t{i % 4}/m": b"%d" % (i % 7), "shared": b"%d" % (i // 5)}, f"c{i}", ME)
+
+    def answers(handle: MetadataRepo) -> list[object]:
+        out: list[object] = [[c.id for c in handle.log(max_entries=n)] for n in (None, 1, 7)]
+        for path in ("t0/m", "t3/m", "shared", "t1", "absent"):
+            out.append(handle.last_commit_touching(path))
+            out += [[c.id for c in handle.log(path, max_entries=n)] for n in (None, 2)]
+        return out
+
+    fresh = answers(MetadataRepo.open(tmp_path / "a"))
+    assert fresh == answers(repo)  # the second: from an index already built
+    monkeypatch.setenv("DATOM_PLAIN", "history")
+    assert answers(MetadataRepo.open(tmp_path / "a")) == fresh
+
+
+@pytest.mark.usefixtures("accelerated")
+def test_kept_trees_commits_and_blobs_are_what_the_store_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tree_of``, ``commit_of`` and ``blob_data`` answer from :mod:`_memo` as a read of
+    the store does (``DATOM_PLAIN=trees,commits,blobs``): for each kind of object (None for
+    another kind) and absent ids (the same KeyError), read again once kept."""
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    for i in range(3):
+        repo.commit({"t/m": b"%d" % i, "u/m": b"same"}, f"c{i}", ME)
+    with closing(Repo(str(tmp_path / "a"))) as r:
+        store = r.object_store
+        ids = [bytes(sha) for sha in store] + [b"0" * 40]
+
+        def answers() -> list[object]:
+            out: list[object] = []
+            for sha in ids * 2:
+                for read in (_objects.tree_of, _objects.commit_of, _objects.blob_data):
+                    found: object
+                    try:
+                        found = read(store, sha)
+                    except KeyError:
+                        found = KeyError
+                    out.append(found.as_raw_string() if isinstance(found, ShaFile) else found)
+            return out
+
+        fast = answers()
+        monkeypatch.setenv("DATOM_PLAIN", "trees,commits,blobs")
+        assert answers() == fast
+    assert any(isinstance(a, bytes) and a.startswith(b"tree ") for a in fast)  # commits read

@@ -3,10 +3,12 @@ remote held): one left empty or locked by a crash is read as absent and written 
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from datom_core._errors import GitError
 from datom_core._git import MetadataRepo
 from tests.core.test_git_objects import ME, put
 from tests.gitcli import GIT, git
@@ -33,3 +35,19 @@ def test_an_unreadable_or_locked_tracking_ref_is_repaired_by_the_next_push(
     if GIT is not None:
         assert git(tmp_path / "a", "rev-parse", "origin/main").strip() == second
         git(tmp_path / "a", "fsck", "--strict", "--no-dangling")
+
+
+_NAMES = ["main", "feature/x", "a@b", "ü", "a..b", ".x", "dev/.hidden", "x.lock", "x.", "x/"]
+_NAMES += ["a//b", "-x", "a b", "a\tb", "a@{b", "a~b", "a^b", "a:b", "a?b", "a*b", "a[b", "a\\b"]
+
+
+@pytest.mark.skipif(GIT is None, reason="git judges the names")
+@pytest.mark.parametrize("name", _NAMES)
+def test_a_branch_name_is_refused_exactly_when_git_refuses_it(tmp_path: Path, name: str) -> None:
+    judged = subprocess.run([GIT or "git", "check-ref-format", "--branch", name], check=False)
+    if judged.returncode == 0:
+        MetadataRepo.init(tmp_path / "a", None, branch=name).close()
+    else:
+        with pytest.raises(GitError, match="Invalid branch name"):
+            MetadataRepo.init(tmp_path / "a", None, branch=name)
+        assert not (tmp_path / "a").exists()

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from datom_core._git import _diff, _objects
-from datom_core._git._fast import _tree, _walk
+from datom_core._git._fast import _memo, _tree, _walk
 from datom_core._memory import KeyedMemory
 from datom_core._plain import PLAIN_ENV
 
@@ -101,7 +101,7 @@ def test_fast_and_plain_walks_agree(steps: list[tuple[bool, dict[str, tuple[int,
     differs in the same paths and modes either way, and every stretch of history sends
     what the other side lacks."""
     store = MemoryObjectStore()
-    _objects._TREES, _tree._MADE_FROM = KeyedMemory(64), KeyedMemory(256)
+    _memo._TREES, _tree._MADE_FROM = KeyedMemory(64), KeyedMemory(256)
     heads: list[bytes] = []
     for made_here, drawn in steps:
         parent = heads[-1] if heads else None

@@ -23,7 +23,7 @@ import pytest
 
 import datom_core as dc
 from datom_core._git import _logview, _metadata, _repo
-from datom_core._git._fast import _compact, _history, _index, _packs, _tree
+from datom_core._git._fast import _compact, _history, _index, _memo, _packs, _tree
 from datom_core._git._fast._compact import _pack_loose
 from datom_core._git._fast._packs import merge_packs
 from datom_core._identity import _chr
@@ -143,6 +143,9 @@ def test_under_the_switch_no_accelerator_runs(
         (_compact, "compact_remote"),
         (_packs, "_delta"),
         (_history.PathHistory, "at"),
+        (_memo, "_TREES"),
+        (_memo, "_COMMITS"),
+        (_memo, "_BLOBS"),
         (_logview, "first_parents"),
         (_logview, "recent_change"),
         (_manifest_text, "_form_of"),
@@ -151,7 +154,12 @@ def test_under_the_switch_no_accelerator_runs(
         (_chr, "_compiled_values"),
     ]:
         failing = _fails(f"{getattr(owner, '__name__', owner)}.{name}")
-        if name == "_LAYOUTS":  # a memory: each of its methods fails
+        if name in (
+            "_LAYOUTS",
+            "_TREES",
+            "_COMMITS",
+            "_BLOBS",
+        ):  # a memory: each of its methods fails
             failing = SimpleNamespace(newest=failing, get=failing, put=failing)
         monkeypatch.setattr(owner, name, failing)
     monkeypatch.setattr(_tree._MADE_FROM, "get", _fails("made_from"))

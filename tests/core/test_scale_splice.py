@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from datom_core._errors import IntegrityError
 from datom_core._git import _objects as O
 from datom_core._git._diff import changed_paths
+from datom_core._git._fast import _memo as M
 from datom_core._git._fast import _tree as T
 from datom_core._memory import KeyedMemory
 from datom_core._project import _manifest_text
@@ -323,7 +324,7 @@ def test_the_paths_changed_by_another_writers_commit_are_every_differing_file(
         for obj in c.objects:
             store.add_object(obj)
         made.append(c.id)
-    O._TREES, T._MADE_FROM = KeyedMemory(64), KeyedMemory(256)  # nothing remembered
+    M._TREES, T._MADE_FROM = KeyedMemory(64), KeyedMemory(256)  # nothing remembered
     assert changed_paths(store, made[0], made[1]) == differing_files(store, made[0], made[1])
 
 

@@ -9,8 +9,10 @@ every plain path (see :mod:`datom_core._plain`).
   objects, no delta search).
 * :mod:`._walk`: the paths two commits differ in, from the names a tree was made with
   (plain: dulwich's ``tree_changes``; ``DATOM_PLAIN=walk`` selects it alone).
-* :mod:`._history`: the commits of each path, kept as HEAD moves (plain: dulwich's
-  path-filtered walk).
+* :mod:`._history`: the commits of each path, kept as HEAD moves, and the log along
+  first parents (plain: dulwich's walker; ``DATOM_PLAIN=history``).
+* :mod:`._memo`: parsed trees and commits and blob bytes kept by id (plain: a store read
+  each time; ``DATOM_PLAIN=trees``, ``commits``, ``blobs``).
 * :mod:`._advert`: the last ref advertisement kept a few seconds, a write's tip and its
   push's (plain: a fetch per write, dulwich's ``send_pack`` asking its own;
   ``DATOM_PLAIN=advert`` selects it alone).

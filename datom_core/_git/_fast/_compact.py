@@ -50,8 +50,8 @@ from dulwich.repo import Repo
 from ..._errors import DatomError
 from .._access import LOCK_NAME, RemoteAccess
 from .._groupshare import lock_mode, open_lock
-from .._objects import kept_blob
 from ._held import KEEP, drop_stale_files, drop_stale_keeps, git_held_packs, git_lock
+from ._memo import kept_blob
 from ._packs import TMP_PACK, loose_entry, merge_packs, pack_entries, write_entries
 
 __all__ = ["Budgets", "compact", "compact_remote", "drop_stale_temporaries", "packs_over"]
