@@ -55,7 +55,7 @@ test-fast: lint
 # the string hashes (the C encoder) against R's conformance vectors.
 # (Tests of an accelerator itself take the `accelerated` fixture and run as in the lane.)
 PLAIN_TESTS = tests/core/test_git*.py tests/core/test_project_*.py tests/core/test_plain_mode.py \
-	tests/core/test_group_*.py \
+	tests/core/test_group_*.py tests/core/test_big_table*.py \
 	tests/core/test_history_first_entry.py tests/core/test_read_path.py \
 	tests/core/test_identity_strings.py tests/core/test_conformance.py
 test-plain: $(STAMP)
