@@ -195,7 +195,7 @@ def _wide_writer(clone: str, store: str, worker: int) -> tuple[list[tuple[str, s
     """Ten writes to tables picked at random; the versions, and how many of the other
     writers' roots this process read as edits."""
     edits = 0
-    read_as_edit = O.as_edit
+    read_as_edit = M.as_edit
 
     def counted(sha: bytes, text: bytes, known: Callable[[bytes], Tree | None]) -> Tree | None:
         nonlocal edits
@@ -203,7 +203,7 @@ def _wide_writer(clone: str, store: str, worker: int) -> tuple[list[tuple[str, s
         edits += tree is not None
         return tree
 
-    O.as_edit = counted
+    M.as_edit = counted
     conn = dc.connect(clone, store=dc.LocalStore(store))
     rng, out = random.Random(worker), []
     for i in range(10):
