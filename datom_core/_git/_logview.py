@@ -45,6 +45,11 @@ class HistoryReads:
                 if r.get_shallow():
                     self._remote().deepen(r, gi.branch_ref(r))
 
+    def is_shallow(self) -> bool:
+        """Whether this clone holds only the newest commits (``clone(shallow=True)``, not
+        yet deepened): older commits, and their files, are not here."""
+        return bool(self._open().get_shallow())
+
     def read_at(self, commit: str, relpath: str, deepen: bool = True) -> bytes | None:
         """The bytes of ``relpath`` in ``commit`` (full hex id), or ``None`` if absent there
         (or, with ``deepen`` False, if a shallow clone lacks the commit: no fetch)."""

@@ -25,7 +25,7 @@ from ._fast import _memo
 from ._fast._index import FILE_MODE
 from ._fast._tree import patched, remember_made
 from ._internals import check_relpath
-from ._read import load
+from ._read import has, load
 
 __all__ = [
     "Answer",
@@ -63,11 +63,19 @@ def commit_of(store: BaseObjectStore, sha: bytes) -> Commit | None:
 
 
 def commit_object(r: Repo, commit: str) -> Commit:
-    """The commit of a full hex id; :class:`GitError` naming the id if none."""
+    """The commit of a full hex id held by the clone ``r``; :class:`GitError` naming the id
+    if none."""
     found = None
-    if len(commit) == 40 and all(c in "0123456789abcdef" for c in commit):
+    sha = commit.encode()
+    # The memory answers for any commit this process met, in any clone: a commit another
+    # clone made (or a shallow clone lacks) is not this one's, nor are its files.
+    if (
+        len(commit) == 40
+        and all(c in "0123456789abcdef" for c in commit)
+        and has(r.object_store, sha)
+    ):
         try:
-            found = commit_of(r.object_store, commit.encode())
+            found = commit_of(r.object_store, sha)
         except KeyError:
             pass
     if found is None:

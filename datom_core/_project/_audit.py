@@ -5,7 +5,10 @@
   ``parquet_sha`` (or any other recorded field) was edited still certifies, so it is
   compared with git's document itself. Git's document of a version is found through the
   store history's ``commit_sha`` (one blob read, checked against the version), else by
-  walking the git history of ``metadata.json`` once for the table.
+  walking the git history of ``metadata.json`` once for the table. A shallow clone (an
+  ephemeral worker's) has no history to walk, and walking would fetch it all: a snapshot
+  git's documents there cannot settle is compared with git's history entry of its version
+  (``data_sha`` and ``parquet_sha``, what a swap of data would edit).
 * Data: each pinned parquet exists; with ``verify="bytes"`` its SHA-256 is git's
   ``parquet_sha``; with ``"content"`` its decoded table also hashes to ``data_sha``.
 * Temp objects: a local store's writer publishes through a temp file next to the target
@@ -58,6 +61,7 @@ class RecordedDocuments:
         self._current = (_version(current), current) if current is not None else None
         self._hints: dict[str, str] | None = None
         self._walked: dict[str, list[bytes]] | None = None
+        self.shallow = ctx.require_repo().is_shallow()  # no walk: it would fetch the history
 
     def matches(self, version: str, stored: bytes) -> bool:
         """Whether ``stored`` is (semantically) a document git recorded for ``version``."""
@@ -91,6 +95,8 @@ class RecordedDocuments:
         return raw if raw is not None and _version(raw) == version else None
 
     def _all(self, version: str) -> list[bytes]:
+        if self.shallow:
+            return []
         if self._walked is None:
             self._walked = {}
             repo = self._ctx.require_repo()
@@ -118,7 +124,10 @@ def check_snapshots(
             continue
         genuine = recorded.genuine(entry.version)
         if stored is not None and certifies and genuine is None:
-            continue  # git cannot say; the snapshot certifies itself, which is all there is
+            if recorded.shallow and (edited := _edited_against(stored, entry)):
+                problems.append(_forged_in_shallow(table, key, entry.version, edited))
+            # else git cannot say; the snapshot certifies itself, which is all there is
+            continue
         if stored is None:
             kind, detail = "missing_snapshot", f"snapshot of version {entry.version}"
         elif not certifies:
@@ -137,6 +146,23 @@ def check_snapshots(
             fixed = True
         problems.append(Problem(kind, table, key, detail, fixable=genuine is not None, fixed=fixed))
     return problems
+
+
+def _edited_against(stored: bytes, entry: HistoryEntry) -> list[str]:
+    """The fields of a snapshot that differ from git's history entry of its version."""
+    doc = _json(stored)
+    recorded = {"data_sha": entry.data_sha, "parquet_sha": entry.parquet_sha}
+    return [k for k, v in recorded.items() if v is not None and doc.get(k) != v]
+
+
+def _forged_in_shallow(table: str, key: str, version: str, edited: list[str]) -> Problem:
+    detail = (
+        f"snapshot of version {version} differs from git's history entry of it (keys "
+        f"{', '.join(edited)}): edited outside the version id, e.g. to vouch for swapped "
+        "data; this shallow clone lacks the document to restore it: validate(fix=True) in "
+        "a whole clone (one cloned without shallow=True) restores it"
+    )
+    return Problem("forged_snapshot", table, key, detail, fixable=False)
 
 
 def check_data(

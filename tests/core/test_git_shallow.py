@@ -8,6 +8,7 @@ deepens the clone first. git's ``fsck`` on the server stays clean after its push
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 
 import datom_core as dc
+from datom_core._project import _layout as L
 from tests.gitserver import GitHTTPServer, counted_requests
 
 HISTORY = 1000
@@ -93,6 +95,51 @@ def test_a_fresh_worker_writes_reads_and_validates_without_the_history(
     assert (worker.path / ".git" / "shallow").exists() and worker.validate().ok
     assert _commits_in(other.path) == HISTORY + 6
     subprocess.run(["git", "-C", str(bare), "fsck", "--strict", "--no-progress"], check=True)
+
+
+def test_a_shallow_validate_finds_a_forged_snapshot_without_the_history(
+    long_project: tuple[GitHTTPServer, str, dc.LocalStore, Path], tmp_path: Path
+) -> None:
+    """A snapshot whose ``parquet_sha`` was edited still certifies its version id; a
+    shallow clone, which lacks the commit of that version's document, finds it against
+    git's history entry (and fetches no history to do so); a whole clone restores it."""
+    _, url, store, _ = long_project
+    worker = dc.clone(url, tmp_path / "w", store, shallow=True)
+    first = worker.history("dm")[-1]  # written before the long history
+    assert worker.validate().ok and _commits_in(worker.path) == 1
+    key = L.store_snapshot("dm", first.version)
+    genuine = store.read_bytes(key)
+    forged = json.loads(genuine)
+    forged["parquet_sha"] = "f" * 64
+    store.write_bytes(key, json.dumps(forged).encode())
+    report = worker.validate()
+    assert [(p.kind, p.key, p.fixable) for p in report.problems] == [
+        ("forged_snapshot", key, False)
+    ]
+    assert "parquet_sha" in str(report) and "whole clone" in str(report)
+    assert _commits_in(worker.path) == 1  # judged without the history
+    whole = dc.clone(url, tmp_path / "whole", store)
+    assert whole.validate(fix=True).problems[0].fixed
+    assert json.loads(store.read_bytes(key)) == json.loads(genuine) and worker.validate().ok
+
+
+def test_another_clones_commits_are_not_read_as_this_ones(
+    long_project: tuple[GitHTTPServer, str, dc.LocalStore, Path], tmp_path: Path
+) -> None:
+    """A process holding two clones keeps the commits and trees it met in one memory: a
+    commit the other clone made (or one a shallow clone lacks) is still not this clone's,
+    and reading a file at it says so instead of answering from the other's."""
+    _, url, store, _ = long_project
+    worker = dc.clone(url, tmp_path / "w", store, shallow=True)
+    other = dc.clone(url, tmp_path / "o", store)
+    made = other.write("dm", pa.table({"k": [5]}))
+    commit = other.commit_of("dm", made.version)
+    assert commit is not None and other.repo.read_at(commit, "dm/metadata.json") is not None
+    with pytest.raises(dc.GitError, match="No commit"):
+        worker.repo.tree(commit)
+    oldest = other.repo.log("dm/metadata.json")[-1].id  # older than the shallow tip
+    assert worker.repo.read_at(oldest, "dm/metadata.json", deepen=False) is None
+    assert _commits_in(worker.path) == 1
 
 
 def test_a_walk_of_the_history_deepens_a_shallow_clone_once(
