@@ -196,6 +196,11 @@ def save_etags(folder: Path, etags: Mapping[str, str | None]) -> None:
 def _live_or_done(folder: Path, gid: str) -> bool:
     if gid == LONE:
         return True  # pushed after every turn before it was done (note_lone)
+    return _done(folder, gid, held=True)  # held: its leader's mirror is still to land
+
+
+def _done(folder: Path, gid: str, held: bool = False) -> bool:
+    """Whether the turn ``gid`` is done (``held``: what a turn its leader holds counts as)."""
     try:
         fd = os.open(folder / f"{gid}.turn", os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -204,22 +209,7 @@ def _live_or_done(folder: Path, gid: str) -> bool:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            return True  # its leader holds it: its mirror is still to land
-        return _state(fd).get("state") == "done"
-    finally:
-        os.close(fd)
-
-
-def _done(folder: Path, gid: str) -> bool:
-    try:
-        fd = os.open(folder / f"{gid}.turn", os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return True  # removed once done
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
+            return held
         return _state(fd).get("state") == "done"
     finally:
         os.close(fd)
