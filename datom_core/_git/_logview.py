@@ -46,8 +46,7 @@ class HistoryReads:
                     self._remote().deepen(r, gi.branch_ref(r))
 
     def is_shallow(self) -> bool:
-        """Whether this clone holds only the newest commits (``clone(shallow=True)``, not
-        yet deepened): older commits, and their files, are not here."""
+        """Whether this clone lacks the older commits (``clone(shallow=True)``)."""
         return bool(self._open().get_shallow())
 
     def read_at(self, commit: str, relpath: str, deepen: bool = True) -> bytes | None:

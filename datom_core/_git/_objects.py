@@ -11,8 +11,10 @@ read or built are kept by id by the accelerator :mod:`._fast._memo`.
 
 from __future__ import annotations
 
+import re
 import stat
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 
 from dulwich.object_store import BaseObjectStore, MemoryObjectStore, OverlayObjectStore
@@ -63,21 +65,12 @@ def commit_of(store: BaseObjectStore, sha: bytes) -> Commit | None:
 
 
 def commit_object(r: Repo, commit: str) -> Commit:
-    """The commit of a full hex id held by the clone ``r``; :class:`GitError` naming the id
-    if none."""
-    found = None
-    sha = commit.encode()
-    # The memory answers for any commit this process met, in any clone: a commit another
-    # clone made (or a shallow clone lacks) is not this one's, nor are its files.
-    if (
-        len(commit) == 40
-        and all(c in "0123456789abcdef" for c in commit)
-        and has(r.object_store, sha)
-    ):
-        try:
+    """The commit of a full hex id held by the clone ``r`` (the memory holds any clone's
+    commits it met: asked only then); :class:`GitError` naming the id if none."""
+    sha, found = commit.encode(), None
+    if re.fullmatch("[0-9a-f]{40}", commit) and has(r.object_store, sha):
+        with suppress(KeyError):
             found = commit_of(r.object_store, sha)
-        except KeyError:
-            pass
     if found is None:
         raise GitError(f"No commit {commit!r} in {r.path}: pass a full 40-hex commit id.")
     return found
