@@ -16,6 +16,10 @@ queue folder (``.git/datom-queue/``):
   its own predecessor) is passed over for the one before it, so a turn always begins
   after every earlier group's turn that could still be writing.
 - The leader marks its turn ``done`` once its manifest is put, and lets it go.
+- A turn held past :data:`TURN_WAIT` is taken for a leader that stopped without dying
+  (a frozen process, a store that never answers): the group waiting on it gives up its
+  group mirror (:class:`TurnStalled`) and each of its writers mirrors its own write, as
+  after a leader that failed; nothing waits for ever on another process.
 
 So within a clone a later group's documents never land before an earlier group's, and
 a later group's manifest is never overwritten by an earlier group's (the S3 ``If-Match``
@@ -37,8 +41,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from datom_core._errors import StoreError
+
 __all__ = [
+    "TURN_WAIT",
     "Turn",
+    "TurnStalled",
     "followed_in_order",
     "load_etags",
     "mirroring",
@@ -53,6 +61,13 @@ LONE = "-"  # a write pushed alone, with no group mirror to wait for (note_lone)
 ETAGS = "etags.json"
 _KEEP = 64  # groups the chain remembers (a group's look at the remote passes a few)
 _PACE_POLL = 0.005  # seconds between looks at the turn before (Turn.pace)
+_WAIT_POLL = 0.02  # seconds at most between looks at a turn waited for (wait_released)
+TURN_WAIT = 600.0
+"""Seconds a group waits for the turn before it (the clone's lock waits as long)."""
+
+
+class TurnStalled(StoreError):
+    """A turn was held past :data:`TURN_WAIT`: its leader stopped without dying."""
 
 
 class Turn:
@@ -63,10 +78,11 @@ class Turn:
         self._fd: int | None = fd
 
     def wait(self) -> None:
-        """Block until every earlier group of the clone that could still write is done."""
-        pred = self.pred
+        """Block until every earlier group of the clone that could still write is done
+        (:class:`TurnStalled` past :data:`TURN_WAIT` in all)."""
+        pred, deadline = self.pred, time.monotonic() + TURN_WAIT
         while pred is not None:
-            state = wait_released(self.folder, pred)
+            state = wait_released(self.folder, pred, max(deadline - time.monotonic(), 0.0))
             if state is None or state.get("state") == "done":
                 return  # its turn began after the one before it ended, and so on
             pred = state.get("pred")  # it died or failed, maybe before waiting itself
@@ -147,16 +163,33 @@ def note_lone(folder: Path, base: str, last: str) -> None:
             f.write(f"{LONE} {base} {last}\n")
 
 
-def wait_released(folder: Path, gid: str) -> dict[str, Any] | None:
+def wait_released(folder: Path, gid: str, timeout: float | None = None) -> dict[str, Any] | None:
     """Block until the turn ``gid`` is over; its state, None when it ended ``done`` and
-    was removed."""
+    was removed. :class:`TurnStalled` after ``timeout`` seconds (default
+    :data:`TURN_WAIT`)."""
     try:
         fd = os.open(folder / f"{gid}.turn", os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        return _state(fd)
+        # Looked at, not slept on (a blocking flock has no timeout): first often, as a
+        # mirror ends within milliseconds of the next group's wait, then every 20 ms.
+        limit = TURN_WAIT if timeout is None else timeout
+        deadline, pause = time.monotonic() + limit, 0.001
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                return _state(fd)
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise TurnStalled(
+                        f"A write group's store mirror held its turn ({folder / gid}) for "
+                        f"over {limit:g}s: its process stopped without ending. The writes "
+                        "waiting on it mirror their own documents; stop the stuck process "
+                        "(a datom write of this clone)."
+                    ) from None
+            time.sleep(pause)
+            pause = min(pause * 2, _WAIT_POLL)
     finally:
         os.close(fd)
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from datom_core._project._build import TableUpdate
-from datom_core._project._mirrorturn import wait_released
+from datom_core._project._mirrorturn import TurnStalled, wait_released
 from datom_core._project._parse import parse_metadata
 
 __all__ = ["Answer", "Claimed", "Queue", "Waiting", "decode_update", "encode_update"]
@@ -154,10 +154,14 @@ class Waiting:
     def settled(self, answer: Answer) -> Answer:
         """The final answer of a write recorded while its group's mirror is under way
         (``answer.turn``), once that mirror's turn is over: not ``mirrored`` when its
-        leader stopped without saying (the writer then mirrors its own write)."""
+        leader stopped without saying, or held the turn past ``TURN_WAIT`` (the writer
+        then mirrors its own write)."""
         if answer.turn is None:
             return answer
-        wait_released(self._folder, answer.turn)  # the leader answers before it lets go
+        try:
+            wait_released(self._folder, answer.turn)  # the leader answers before it lets go
+        except TurnStalled:  # a leader stopped mid-mirror: as if it stopped without saying
+            return replace(answer, mirrored=False, turn=None)
         final = self.answered()
         if final is None or final.turn is not None or final.commit != answer.commit:
             return replace(answer, mirrored=False, turn=None)

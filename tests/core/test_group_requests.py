@@ -290,8 +290,11 @@ def test_a_sharers_note_is_taken_by_the_accelerator_only(
     url, creds = server.url_for("proj"), GitCredentials(server.token)
     first = MetadataRepo.clone(url, tmp_path / "a", credentials=creds)
     first.commit_and_push(lambda tree: {"t/x.json": b"0\n"}, "seed", ME)
-    made = first.commit_and_push(lambda tree: {"t/x.json": b"1\n"}, "one", ME)
     monkeypatch.setenv("DATOM_PLAIN", plain)
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(1) as pool:
+        # The other process is started (datom imported) before the note is made: a note
+        # stands for FRESH_FOR seconds, which a loaded machine's spawn may take.
+        pool.apply(_look, (str(tmp_path / "a"), server.token))
+        made = first.commit_and_push(lambda tree: {"t/x.json": b"1\n"}, "one", ME)
         assert pool.apply(_look, (str(tmp_path / "a"), server.token)) == (made, plain == "0")

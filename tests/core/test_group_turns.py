@@ -15,8 +15,10 @@ import pytest
 from dulwich.repo import Repo
 
 import datom_core as dc
+from datom_core._project import _mirrorturn
 from datom_core._project._groupmirror import in_order
-from datom_core._project._mirrorturn import followed_in_order, note_lone, take
+from datom_core._project._mirrorturn import TurnStalled, followed_in_order, note_lone, take
+from datom_core._project._queue import Answer, Queue
 from tests.core.projects import frame, new_project
 from tests.faultproxy import FaultProxy
 from tests.gitserver import GitHTTPServer
@@ -286,3 +288,58 @@ def test_a_look_waits_for_the_clones_push_to_take_its_place(tmp_path: Path) -> N
     assert answer == [True]
     b.end(done=True)
     assert not in_order(conn.repo, folder, "c2", "c7")  # unknown once the lock is free
+
+
+def test_a_turn_held_by_a_stopped_leader_is_waited_for_a_bounded_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A leader that stopped without dying (frozen, its store never answering) keeps its
+    turn: the group after it gives up waiting after ``TURN_WAIT`` (a datom error), and a
+    writer its group recorded reads its answer as not mirrored, to mirror its own write."""
+    monkeypatch.setattr(_mirrorturn, "TURN_WAIT", 0.3)
+    folder = tmp_path / "queue"
+    stuck = take(folder, "c0", "c1")
+    after = take(folder, "c1", "c2")
+    with pytest.raises(TurnStalled) as e:
+        after.wait()
+    assert isinstance(e.value, dc.DatomError)
+    assert stuck.gid in str(e.value) and "stop the stuck process" in str(e.value)
+    waiting = Queue(tmp_path).wait(b"{}")
+    try:
+        pending = Answer("recorded", "c1", "c0", "c1", turn=stuck.gid)
+        settled = waiting.settled(pending)
+    finally:
+        waiting.close()
+    assert (settled.state, settled.commit, settled.mirrored, settled.turn) == (
+        "recorded",
+        "c1",
+        False,
+        None,
+    )
+    stuck.end(done=True)
+    after.end(done=True)
+
+
+@pytest.mark.timeout(120)
+def test_a_write_behind_a_stopped_groups_mirror_still_lands_in_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The clone's last group holds its turn (its leader stopped mid-mirror): a write then
+    joins the turns, gives up waiting after ``TURN_WAIT`` and mirrors its own documents;
+    the store ends as git's tip."""
+    monkeypatch.setattr(_mirrorturn, "TURN_WAIT", 0.5)
+    conn = new_project(tmp_path)
+    conn.write("seed", frame(seed=1))
+    tip = conn.repo.remote_head()
+    assert tip is not None
+    stuck = take(conn.repo.controldir / "datom-queue", tip, tip)
+    try:
+        result = conn.write("later", frame(seed=2))
+    finally:
+        stuck.end(done=False)
+    assert result.commit == conn.repo.remote_head()
+    assert conn.store.read_bytes(MANIFEST) == conn.repo.read_at(
+        result.commit, ".datom/manifest.json"
+    )
+    assert [v.version for v in conn.history("later")] == [result.version]
+    assert conn.validate().ok
