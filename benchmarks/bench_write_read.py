@@ -11,9 +11,8 @@ into those 200 tables (median ms) with the accelerators and with ``DATOM_PLAIN=1
 plain paths), interleaved.
 
 Then, beside the table formats (each measured in this run, all in turn with plain pyarrow):
-  write / pyarrow.parquet.write_table   datom (target <= 1.25), with DATOM_PLAIN=1 and
-                                        with DATOM_PLAIN=encode (the big table's parquet
-                                        encoded after hashing, hashed in line), the floor (hash_table and write_table on two threads),
+  write / pyarrow.parquet.write_table   datom (target <= 1.25), with DATOM_PLAIN=1, the
+                                        floor (hash_table and write_table on two threads),
                                         deltalake, pyiceberg
   read  / pyarrow.parquet.read_table    datom (target <= 1.15), with DATOM_PLAIN=1, the
                                         floor (SHA-256, then read_table of those bytes),
@@ -85,7 +84,7 @@ def beside_peers(tmp: Path, repeat: int = 11) -> None:
     """
     tmp.mkdir(parents=True)
     table = mixed_table()
-    tables = _fresh_tables(table, 3 * repeat + 4)
+    tables = _fresh_tables(table, 2 * repeat + 3)
     plain = tmp / "plain.parquet"
     pq.write_table(table, plain)
 
@@ -101,7 +100,6 @@ def beside_peers(tmp: Path, repeat: int = 11) -> None:
     writers: dict[str, Any] = {
         "datom": lambda: conn.write("t", next(tables)),
         "datom DATOM_PLAIN=1": _plain(lambda: conn.write("t", next(tables))),
-        "datom DATOM_PLAIN=encode": _plain(lambda: conn.write("t", next(tables)), "encode"),
         "floor": lambda: _overlapped(
             lambda: dc.hash_table(table), lambda: pq.write_table(table, tmp / "floor.parquet")
         ),
@@ -109,14 +107,13 @@ def beside_peers(tmp: Path, repeat: int = 11) -> None:
     readers: dict[str, Any] = {
         "datom": lambda: conn.read("t", as_="arrow"),
         "datom DATOM_PLAIN=1": _plain(lambda: conn.read("t", as_="arrow")),
-        "datom DATOM_PLAIN=encode": _plain(lambda: conn.read("t", as_="arrow"), "encode"),
         "floor": lambda: _verify_then_parse(stored),
     }
     for name, make in (("deltalake", _delta), ("pyiceberg", _iceberg)):
         try:
             writers[name], readers[name] = make(tmp / name, table)
         except ImportError:
-            print(f"  {name:24s} not installed")
+            print(f"  {name:20s} not installed")
     for write in writers.values():
         write()  # warm-up: imports, first files
     write_ratios = _interleaved(plain_write, writers, repeat)
@@ -128,7 +125,7 @@ def beside_peers(tmp: Path, repeat: int = 11) -> None:
         r, r_med, r_cpu = read_ratios[name]
         targets = "  (targets <= 1.25, <= 1.15)" if name == "datom" else ""
         print(
-            f"  {name:24s} write / pq.write_table = {w:4.2f} ({w_med:4.2f}, CPU {w_cpu:4.2f})"
+            f"  {name:20s} write / pq.write_table = {w:4.2f} ({w_med:4.2f}, CPU {w_cpu:4.2f})"
             f"   read / pq.read_table = {r:4.2f} ({r_med:4.2f}, CPU {r_cpu:4.2f}){targets}"
         )
 
@@ -172,12 +169,11 @@ def _verify_then_parse(path: Path) -> pa.Table:
     return pq.read_table(pa.BufferReader(raw))
 
 
-def _plain(fn: Any, value: str = "1") -> Any:
-    """``fn`` run with ``DATOM_PLAIN=value``: datom's plain paths (``1``: every
-    accelerator off; a name: that one only)."""
+def _plain(fn: Any) -> Any:
+    """``fn`` run with ``DATOM_PLAIN=1``: datom's plain paths, its accelerators off."""
 
     def run() -> Any:
-        os.environ["DATOM_PLAIN"] = value
+        os.environ["DATOM_PLAIN"] = "1"
         try:
             return fn()
         finally:

@@ -12,11 +12,9 @@ so a process may change it between operations (the benchmarks do).
 ``DATOM_PLAIN`` may instead name some accelerators, comma-separated (``walk``: the git
 layer's tree walks; ``advert``: its kept ref advertisements; ``compact``: its pack
 merges and a local remote's compaction; ``group``: group commit; ``share``: a clone
-reading a local remote's objects in place; ``encode``: a big parquet encoded while the
-table is hashed, its bytes hashed and written beside the encoding; ``history``: ``log``'s
-path index and first parents; ``trees``, ``commits``, ``blobs``: parsed objects and blob
-bytes kept by id; see :data:`NAMED`): only those take their plain path, so a benchmark can
-show what each pays.
+reading a local remote's objects in place; ``history``: ``log``'s path index and first
+parents; ``trees``, ``commits``, ``blobs``: parsed objects and blob bytes kept by id; see
+:data:`NAMED`): only those take their plain path, so a benchmark can show what each pays.
 """
 
 from __future__ import annotations
@@ -36,7 +34,6 @@ NAMED = frozenset(
         "blobs",
         "commits",
         "compact",
-        "encode",
         "group",
         "history",
         "share",

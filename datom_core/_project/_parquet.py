@@ -1,8 +1,8 @@
 """Parquet bytes: serialise a table once, and read stored bytes only after verifying them.
 
 Every parquet datom writes carries the table's cv1 column digests in its footer, key
-:data:`FOOTER_KEY` (FORMAT2.md §3): the digests are known only once hashing ends, so the
-rows are written first and the key is added just before the footer is closed.
+:data:`FOOTER_KEY` (FORMAT2.md §3), added to the footer's key-value metadata once the rows
+are written: in the Arrow schema it would also be stored in ``ARROW:schema``, other bytes.
 """
 
 from __future__ import annotations
@@ -11,10 +11,8 @@ import hashlib
 import json
 import os
 import tempfile
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import wait
-from contextlib import ExitStack, contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -25,13 +23,9 @@ import pyarrow.parquet as pq
 from datom_core._errors import DatomError, IntegrityError, NotFoundError, StoreError
 from datom_core._identity._cv1 import ColumnHash
 from datom_core._labels import with_r_metadata
-from datom_core._plain import plain
-from datom_core._project._encodepipe import PipedSink
 from datom_core._store import LocalStore, Store
-from datom_core._worker import ProcessWorker
 
 __all__ = [
-    "BackgroundParquet",
     "FOOTER_KEY",
     "SerializedParquet",
     "footer_json",
@@ -42,8 +36,6 @@ __all__ = [
 
 #: The parquet key-value metadata key holding the cv1 column digests.
 FOOTER_KEY = "datom.column_hashes"
-
-Digests = Sequence[ColumnHash] | Callable[[], Sequence[ColumnHash] | None] | None
 
 
 def without_footer_key(table: pa.Table) -> pa.Table:
@@ -77,10 +69,13 @@ class SerializedParquet:
 
 @contextmanager
 def serialized(
-    table: pa.Table, digests: Digests = None, store: Store | None = None, folder: str = ""
+    table: pa.Table,
+    digests: Sequence[ColumnHash] | None = None,
+    store: Store | None = None,
+    folder: str = "",
 ) -> Iterator[SerializedParquet]:
     """Encode ``table`` as parquet (in memory, or a temporary file deleted on exit) and
-    hash its bytes. ``digests`` (or a callable giving them once known) go into the footer.
+    hash its bytes. ``digests`` (the table's, known once it is hashed) go into the footer.
     A big table for a local ``store`` is written in its ``folder`` key (the table's), so
     that storing it is a link, not a copy (``LocalStore.open_staging``).
     """
@@ -93,21 +88,13 @@ def serialized(
         return
     # A bigger one is written to the file and hashed as it is written (Arrow hands over
     # one buffered megabyte at a time): no second pass over the file.
-    # The accelerated path hashes and writes on a thread of its own (``_encodepipe``).
     path, fd = _new_file(store, folder)
     try:
         try:
             with os.fdopen(fd, "wb", buffering=0) as file:
-                sink: _HashingSink | PipedSink = _HashingSink(file)
-                if not plain("encode"):
-                    sink = PipedSink(file, durable=isinstance(store, LocalStore))
-                try:
-                    with pa.BufferedOutputStream(pa.PythonFile(sink, mode="w"), _CHUNK) as out:
-                        _encoded(out, table, digests)
-                except BaseException:
-                    sink.abandon()
-                    raise
-                sink.finish()
+                sink = _HashingSink(file)
+                with pa.BufferedOutputStream(pa.PythonFile(sink, mode="w"), _CHUNK) as out:
+                    _encoded(out, table, digests)
         except OSError as e:  # the disk refused the bytes (full, gone, read-only)
             if isinstance(e, DatomError):
                 raise
@@ -163,68 +150,17 @@ class _HashingSink:
     def close(self) -> None:
         self.closed = True
 
-    def finish(self) -> None:
-        pass
 
-    def abandon(self) -> None:
-        pass
-
-
-def _encoded(sink: Any, table: pa.Table, digests: Digests) -> Any:
+def _encoded(sink: Any, table: pa.Table, digests: Sequence[ColumnHash] | None) -> Any:
     """``table`` encoded as parquet into ``sink`` (a path or an Arrow output stream).
 
     Labelled columns (``_labels``) are also described in R arrow's ``r`` schema key.
     """
     with pq.ParquetWriter(sink, with_r_metadata(table.schema)) as writer:
         writer.write_table(table)
-        known = digests() if callable(digests) else digests
-        if known:
-            writer.add_key_value_metadata({FOOTER_KEY: footer_json(known)})
+        if digests:
+            writer.add_key_value_metadata({FOOTER_KEY: footer_json(digests)})
     return sink
-
-
-class BackgroundParquet:
-    """Serialise a table in a worker thread while the caller hashes it (for ``store``'s
-    ``folder``, see :func:`serialized`).
-
-    For writes that almost surely carry new data (a changed extract): the parquet bytes
-    are ready when the hash is. ``close()`` (or leaving the ``with`` block) waits for the
-    worker and deletes the temporary file.
-    """
-
-    def __init__(self, table: pa.Table, store: Store | None = None, folder: str = "") -> None:
-        self._stack = ExitStack()
-        self._digests: Sequence[ColumnHash] | None = None
-        self._known = threading.Event()
-        self._future = _WORKER.executor().submit(
-            self._stack.enter_context, serialized(table, self._wait_for_digests, store, folder)
-        )
-
-    def _wait_for_digests(self) -> Sequence[ColumnHash] | None:
-        self._known.wait()
-        return self._digests
-
-    def provide(self, digests: Sequence[ColumnHash]) -> None:
-        """The column digests, once hashing ends: the worker writes the footer with them."""
-        self._digests = tuple(digests)
-        self._known.set()
-
-    def result(self) -> SerializedParquet:
-        return self._future.result()
-
-    def close(self) -> None:
-        self._known.set()  # never leave the worker waiting (a failed hash discards the file)
-        wait([self._future])
-        self._stack.close()
-
-    def __enter__(self) -> BackgroundParquet:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-_WORKER = ProcessWorker("datom-parquet")
 
 
 def read_verified(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import wait
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -25,12 +24,7 @@ from datom_core._project._context import ProjectContext
 from datom_core._project._history_text import HistoryText
 from datom_core._project._model import TableMetadata
 from datom_core._project._outcome import Put, undo_unpushed
-from datom_core._project._parquet import (
-    BackgroundParquet,
-    SerializedParquet,
-    read_verified,
-    serialized,
-)
+from datom_core._project._parquet import SerializedParquet, read_verified, serialized
 from datom_core._project._parse import parse_metadata
 from datom_core._worker import ProcessWorker
 
@@ -64,7 +58,6 @@ def store_version(
     table: pa.Table,
     th: TableHash,
     history: HistoryText | None,
-    early: BackgroundParquet | None,
     current: TableMetadata | None,
     known: str | None,
     metadata_of: MetadataOf,
@@ -76,9 +69,9 @@ def store_version(
     if current is not None and current.data_sha == th.data_sha:
         parquet = (current.parquet_sha, current.size_bytes, False)
     elif known or (recorded is not None and recorded.parquet_sha) or not store_in_parallel(ctx):
-        parquet = store_parquet(ctx, table_name, table, th, history, early)
+        parquet = store_parquet(ctx, table_name, table, th, history)
     else:
-        with _parquet_of(ctx, table_name, table, th, early) as sp:
+        with serialized(table, th.column_hashes, ctx.store, table_name) as sp:
             return _both(ctx, table_name, table, th, sp, metadata_of)
     return _with_snapshot(ctx, table_name, th, known, metadata_of, *parquet)
 
@@ -152,20 +145,6 @@ def _both(
     return Stored(parquet_sha, size, uploaded, raw, snapshot_put)
 
 
-def _parquet_of(
-    ctx: ProjectContext,
-    table_name: str,
-    table: pa.Table,
-    th: TableHash,
-    early: BackgroundParquet | None,
-) -> AbstractContextManager[SerializedParquet]:
-    """The parquet the early encode made, or the table encoded now (a local store's file
-    staged beside its objects either way, to be linked, not copied)."""
-    if early is not None:
-        return nullcontext(early.result())
-    return serialized(table, th.column_hashes, ctx.store, table_name)
-
-
 def store_in_parallel(ctx: ProjectContext) -> bool:
     """Whether independent PUTs go out at once: a store across a network says so
     (``parallel_puts``), unless ``DATOM_PLAIN`` asks for the plain path."""
@@ -187,14 +166,13 @@ def store_parquet(  # one after the other: the snapshot follows (_with_snapshot)
     table: pa.Table,
     th: TableHash,
     history: HistoryText | None,
-    early: BackgroundParquet | None,
 ) -> tuple[str | None, int | None, bool]:
     """Step 3: (parquet_sha, size_bytes, uploaded) for new data."""
     store, key = ctx.store, L.store_parquet(table_name, th.data_sha)
     recorded = history.recorded_parquet(th.data_sha) if history is not None else None
     if recorded is not None and recorded.parquet_sha:
         return recorded_parquet(ctx, table_name, table, th, recorded.parquet_sha)
-    with _parquet_of(ctx, table_name, table, th, early) as sp:
+    with serialized(table, th.column_hashes, ctx.store, table_name) as sp:
         if store.put_if_absent(key, sp.source):
             return sp.parquet_sha, sp.size_bytes, True
     return (*_existing_parquet(ctx, table_name, table, th), False)

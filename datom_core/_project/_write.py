@@ -31,25 +31,23 @@ import pyarrow as pa
 
 from datom_core._checkpoint import checkpoint
 from datom_core._errors import DatomError, IntegrityError
-from datom_core._git import MetadataRepo
 from datom_core._identity import prepare_table
 from datom_core._identity._cv1 import TableHash, hash_arrow_table
 from datom_core._interrupt import terminate_as_interrupt
 from datom_core._names import check_no_case_twin, validate_table_name
 from datom_core._project import _layout as L
 from datom_core._project._build import MANIFEST_MOVED, TableUpdate
+from datom_core._project._columns import remember_digests
 from datom_core._project._context import HasContext, ProjectContext
 from datom_core._project._custom import check_custom
 from datom_core._project._documents import build_metadata, dump, history_entry, union_lineage
 from datom_core._project._door import check_write_door
-from datom_core._project._early import EarlyParquet
 from datom_core._project._group import record as record_grouped
 from datom_core._project._history_text import HistoryText, history_text
 from datom_core._project._manifest_text import learn_manifest
 from datom_core._project._mirror import PushedMirror, converge_mirror, newest_commit_of
 from datom_core._project._model import ParentRef, SourceRef, TableMetadata
 from datom_core._project._outcome import Put, after_failed_push, undo_unpushed
-from datom_core._project._parquet import BackgroundParquet
 from datom_core._project._parse import parse_metadata
 from datom_core._project._records import Change, WriteResult
 from datom_core._project._stale import refuse_stale_revert
@@ -108,21 +106,10 @@ def _write_table(ctx: ProjectContext, request: WriteRequest, data: Any) -> Write
     repo = ctx.require_repo()
     check_write_door(repo, [request.table], manifest=False)  # the tip's is checked later
     table = prepare_table(data, table=request.table)
-    current = _current_metadata(repo, request.table)
-    with EarlyParquet(table, ctx, request.table, current) as early:
-        table_hash = hash_arrow_table(table, on_column=early.on_column)
-        early.provide(table_hash)
-        checkpoint("hashed")
-        return _record(ctx, request, table, table_hash, early.background)
-
-
-def _current_metadata(repo: MetadataRepo, table: str) -> TableMetadata | None:
-    """The clone's current metadata of ``table``: only a hint (the remote is not asked yet)."""
-    try:
-        raw = repo.read(L.git_metadata(table))
-        return parse_metadata(raw, key=L.git_metadata(table)) if raw is not None else None
-    except DatomError:
-        return None
+    table_hash = hash_arrow_table(table)
+    remember_digests(table_hash)  # a change summary of this version reads no footer
+    checkpoint("hashed")
+    return _record(ctx, request, table, table_hash)
 
 
 def _record(
@@ -130,7 +117,6 @@ def _record(
     req: WriteRequest,
     table: pa.Table,
     th: TableHash,
-    early: BackgroundParquet | None,
     recent: bool = True,
 ) -> WriteResult:
     """Steps 2 to 5: classify on the remote's tip, upload once, commit and push, mirror."""
@@ -153,10 +139,10 @@ def _record(
             refuse_stale_revert(tip, req.table, draft.version, req.file_modified)
     except DatomError:
         if tip.kept:
-            return _record(ctx, req, table, th, early, recent=False)
+            return _record(ctx, req, table, th, recent=False)
         raise
     if unchanged and tip.kept:
-        return _record(ctx, req, table, th, early, recent=False)
+        return _record(ctx, req, table, th, recent=False)
     if current.metadata is not None and current.metadata.version == draft.version:
         repo.catch_up(tip.commit)  # nothing when the clone is there already
         # A recorded version whose parquet a failed write's undo removed (before its
@@ -169,7 +155,7 @@ def _record(
 
     same_data = current.metadata is not None and current.metadata.data_sha == th.data_sha
     stored = store_version(  # a failure there removes what it put
-        ctx, req.table, table, th, current.history, early, current.metadata,
+        ctx, req.table, table, th, current.history, current.metadata,
         draft.version if draft.version in current.versions else None,
         lambda sha, size: dump(_metadata(ctx, req, table, th, sha, size)),
     )  # fmt: skip

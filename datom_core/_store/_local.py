@@ -24,7 +24,7 @@ from datom_core._store._paths import (
     normalise_prefix,
 )
 
-__all__ = ["LocalStore", "start_writeback"]
+__all__ = ["LocalStore"]
 
 # Bytes read and hashed per step by read_verified: a slice this small is still in the CPU's
 # cache when the hash reads it (4 MiB slices cost ~5 ms more on a 19 MB object).
@@ -257,7 +257,7 @@ class _LocalStaged(Staged):
         with self._local._translated("write", key):
             item.fd = _create(item.path)
             _write_all(item.fd, bytes(data))
-            start_writeback(item.fd)
+            _start_writeback(item.fd)
 
     def sync(self) -> None:
         for item in self._temps:
@@ -310,11 +310,10 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def start_writeback(fd: int, offset: int = 0, nbytes: int = 0) -> None:
-    """Start writing out ``nbytes`` of the file from ``offset`` (0: to its end), without
-    waiting (Linux; else nothing): a later ``fsync`` waits for little but the journal."""
+def _start_writeback(fd: int) -> None:
+    """Start writing the file's dirty pages out, without waiting (Linux; a no-op elsewhere)."""
     if _sync_file_range is not None:
-        _sync_file_range(fd, offset, nbytes, _SYNC_FILE_RANGE_WRITE)
+        _sync_file_range(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)
 
 
 def _load_sync_file_range() -> Any:

@@ -100,8 +100,7 @@ def test_serialized_bytes_digest_and_footer_are_one_in_both_modes_and_both_route
         monkeypatch.setattr(_parquet, "_IN_MEMORY", 1 << 40 if in_memory else 0)
         for mode in _MODES:
             _mode(monkeypatch, mode)
-            # digests given late (a callable), as the background encoder gets them
-            with _parquet.serialized(table, lambda: digests) as sp:
+            with _parquet.serialized(table, digests) as sp:
                 assert isinstance(sp.source, bytes) is in_memory
                 raw = sp.source if isinstance(sp.source, bytes) else sp.source.read_bytes()
                 assert sp.parquet_sha == hashlib.sha256(raw).hexdigest()

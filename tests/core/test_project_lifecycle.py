@@ -246,20 +246,17 @@ def test_parquet_key_and_commit_of_a_version(tmp_path) -> None:
         conn.parquet_key("../x", v1.data_sha)
 
 
-def test_parquet_is_serialised_early_only_for_new_data(tmp_path, monkeypatch) -> None:
-    from datom_core._project import _early
-    from datom_core._project._parquet import BackgroundParquet
+def test_parquet_is_serialised_only_for_new_data(tmp_path, monkeypatch) -> None:
+    from datom_core._project import _parquet
 
     started: list[str] = []
+    real = _parquet._encoded
 
-    class Counting(BackgroundParquet):
-        def __init__(self, table, **where):
-            started.append("x")
-            super().__init__(table, **where)
+    def counting(sink, table, digests):
+        started.append("x")
+        return real(sink, table, digests)
 
-    monkeypatch.setattr(_early, "BackgroundParquet", Counting)
-    monkeypatch.setattr(_early, "INLINE_ROWS", 0)  # every table early, however small
-    monkeypatch.delenv("DATOM_PLAIN", raising=False)  # the accelerator's rule, not its plain path
+    monkeypatch.setattr(_parquet, "_encoded", counting)
     conn = new_project(tmp_path)
     conn.write("dm", frame())  # a new table: new data
     assert len(started) == 1

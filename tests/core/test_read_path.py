@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import io
+import threading
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ import pytest
 
 import datom_core as dc
 from datom_core._memory import KeyedMemory
-from datom_core._project import _columns, _early, _parquet
+from datom_core._project import _columns, _parquet
 from datom_core._project import _layout as L
 from tests.core.projects import frame, new_project
 
@@ -160,7 +161,7 @@ def test_a_small_table_encodes_to_the_same_bytes_in_memory_as_through_a_file(
         assert isinstance(small.source, bytes)  # no temporary file
         in_memory = (small.source, small.parquet_sha, small.size_bytes)
     monkeypatch.setattr(_parquet, "_IN_MEMORY", -1)  # every table through Arrow's file output
-    with _parquet.serialized(table, lambda: digests) as large:
+    with _parquet.serialized(table, digests) as large:
         assert isinstance(large.source, Path)
         through_file = (large.source.read_bytes(), large.parquet_sha, large.size_bytes)
     assert in_memory == through_file
@@ -171,29 +172,29 @@ def test_a_small_table_encodes_to_the_same_bytes_in_memory_as_through_a_file(
     assert not large.source.exists()
 
 
-def test_a_small_table_is_encoded_by_the_write_itself_to_the_same_bytes(
+def test_a_small_table_is_encoded_by_the_write_itself_in_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    started: list[int] = []
+    """A small table's parquet is encoded in the writing thread, into memory: no file."""
+    encoded: list[tuple[int, bool, type]] = []
+    real = _parquet._encoded
 
-    class Counting(_parquet.BackgroundParquet):
-        def __init__(self, table: pa.Table, **where: Any) -> None:
-            started.append(table.num_rows)
-            super().__init__(table, **where)
+    def counting(sink: Any, table: pa.Table, digests: Any) -> Any:
+        here = threading.current_thread() is threading.main_thread()
+        encoded.append((table.num_rows, here, type(sink)))
+        return real(sink, table, digests)
 
-    monkeypatch.setattr(_early, "BackgroundParquet", Counting)
-    monkeypatch.delenv("DATOM_PLAIN", raising=False)  # the early route (an accelerator) itself
+    def no_file(*args: Any) -> Any:
+        raise AssertionError("a small table's parquet went through a file")
+
+    monkeypatch.setattr(_parquet, "_encoded", counting)
+    monkeypatch.setattr(_parquet, "_new_file", no_file)
     data = [frame(30, seed=s) for s in range(3)]
-    inline = new_project(tmp_path / "inline")
-    inline_results = [inline.write("dm", d) for d in data]
-    assert started == []  # 30 rows: never handed to the worker
-    monkeypatch.setattr(_early, "INLINE_ROWS", 0)
-    early = new_project(tmp_path / "early")
-    early_results = [early.write("dm", d) for d in data]
-    assert started == [30, 30, 30]
-    for a, b in zip(inline_results, early_results, strict=True):
-        assert (a.change, a.data_sha, a.parquet_sha) == (b.change, b.data_sha, b.parquet_sha)
-        key = L.store_parquet("dm", a.data_sha)
-        assert inline.store.read_bytes(key) == early.store.read_bytes(key)
-    assert [r.change for r in inline_results] == ["full", "full", "full"]
-    pd.testing.assert_frame_equal(inline.read("dm"), data[-1])
+    conn = new_project(tmp_path)
+    results = [conn.write("dm", d) for d in data]
+    assert encoded == [(30, True, pa.BufferOutputStream)] * 3
+    assert [r.change for r in results] == ["full", "full", "full"]
+    for r in results:
+        raw = conn.store.read_bytes(L.store_parquet("dm", r.data_sha))
+        assert hashlib.sha256(raw).hexdigest() == r.parquet_sha
+    pd.testing.assert_frame_equal(conn.read("dm"), data[-1])
