@@ -61,7 +61,7 @@ LONE = "-"  # a write pushed alone, with no group mirror to wait for (note_lone)
 ETAGS = "etags.json"
 _KEEP = 64  # groups the chain remembers (a group's look at the remote passes a few)
 _PACE_POLL = 0.005  # seconds between looks at the turn before (Turn.pace)
-_WAIT_POLL = 0.02  # seconds at most between looks at a turn waited for (wait_released)
+_WAIT_POLL = 0.005  # seconds at most between looks at a turn waited for (wait_released)
 TURN_WAIT = 600.0
 """Seconds a group waits for the turn before it (the clone's lock waits as long)."""
 
@@ -172,8 +172,8 @@ def wait_released(folder: Path, gid: str, timeout: float | None = None) -> dict[
     except FileNotFoundError:
         return None
     try:
-        # Looked at, not slept on (a blocking flock has no timeout): first often, as a
-        # mirror ends within milliseconds of the next group's wait, then every 20 ms.
+        # Looked at, not slept on (a blocking flock has no timeout), every few ms: the
+        # next group's mirror starts at most that much after this one's turn ends.
         limit = TURN_WAIT if timeout is None else timeout
         deadline, pause = time.monotonic() + limit, 0.001
         while True:
