@@ -18,8 +18,8 @@ queue folder (``.git/datom-queue/``):
 - The leader marks its turn ``done`` once its manifest is put, and lets it go.
 - A turn held past :data:`TURN_WAIT` is taken for a leader that stopped without dying
   (a frozen process, a store that never answers): the group waiting on it gives up its
-  group mirror (:class:`TurnStalled`) and each of its writers mirrors its own write, as
-  after a leader that failed; nothing waits for ever on another process.
+  group mirror (a :class:`StoreError` saying so) and each of its writers mirrors its own
+  write, as after a leader that failed; nothing waits for ever on another process.
 
 So within a clone a later group's documents never land before an earlier group's, and
 a later group's manifest is never overwritten by an earlier group's (the S3 ``If-Match``
@@ -46,7 +46,6 @@ from datom_core._errors import StoreError
 __all__ = [
     "TURN_WAIT",
     "Turn",
-    "TurnStalled",
     "followed_in_order",
     "load_etags",
     "mirroring",
@@ -66,10 +65,6 @@ TURN_WAIT = 600.0
 """Seconds a group waits for the turn before it (the clone's lock waits as long)."""
 
 
-class TurnStalled(StoreError):
-    """A turn was held past :data:`TURN_WAIT`: its leader stopped without dying."""
-
-
 class Turn:
     """A group's turn to mirror (see the module docstring), held until :meth:`end`."""
 
@@ -79,7 +74,7 @@ class Turn:
 
     def wait(self) -> None:
         """Block until every earlier group of the clone that could still write is done
-        (:class:`TurnStalled` past :data:`TURN_WAIT` in all)."""
+        (:class:`StoreError` past :data:`TURN_WAIT` in all)."""
         pred, deadline = self.pred, time.monotonic() + TURN_WAIT
         while pred is not None:
             state = wait_released(self.folder, pred, max(deadline - time.monotonic(), 0.0))
@@ -165,8 +160,8 @@ def note_lone(folder: Path, base: str, last: str) -> None:
 
 def wait_released(folder: Path, gid: str, timeout: float | None = None) -> dict[str, Any] | None:
     """Block until the turn ``gid`` is over; its state, None when it ended ``done`` and
-    was removed. :class:`TurnStalled` after ``timeout`` seconds (default
-    :data:`TURN_WAIT`)."""
+    was removed. :class:`StoreError` after ``timeout`` seconds (default
+    :data:`TURN_WAIT`): its leader stopped without dying."""
     try:
         fd = os.open(folder / f"{gid}.turn", os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -182,7 +177,7 @@ def wait_released(folder: Path, gid: str, timeout: float | None = None) -> dict[
                 return _state(fd)
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise TurnStalled(
+                    raise StoreError(
                         f"A write group's store mirror held its turn ({folder / gid}) for "
                         f"over {limit:g}s: its process stopped without ending. The writes "
                         "waiting on it mirror their own documents; stop the stuck process "

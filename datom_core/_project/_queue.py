@@ -29,8 +29,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from datom_core._errors import StoreError
 from datom_core._project._build import TableUpdate
-from datom_core._project._mirrorturn import TurnStalled, wait_released
+from datom_core._project._mirrorturn import wait_released
 from datom_core._project._parse import parse_metadata
 
 __all__ = ["Answer", "Claimed", "Queue", "Waiting", "decode_update", "encode_update"]
@@ -160,7 +161,7 @@ class Waiting:
             return answer
         try:
             wait_released(self._folder, answer.turn)  # the leader answers before it lets go
-        except TurnStalled:  # a leader stopped mid-mirror: as if it stopped without saying
+        except StoreError:  # a leader stopped mid-mirror: as if it stopped without saying
             return replace(answer, mirrored=False, turn=None)
         final = self.answered()
         if final is None or final.turn is not None or final.commit != answer.commit:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import datom_core
-from tests.packaging.venvs import ROOT, clean_env, make_venv, pip_install, run
+from tests.packaging.venvs import ROOT, clean_env, default_signals, make_venv, pip_install, run
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("packaging")]
 
@@ -172,6 +172,7 @@ def test_the_readme_dg_walk_through_works_from_the_wheel(installed: Path, tmp_pa
         dev = subprocess.Popen(
             ["dg", "dev", "--port", str(_free_port())],
             cwd=project, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=default_signals,  # SIGTERM below must reach it
         )  # fmt: skip
         try:
             deadline = time.monotonic() + 240
@@ -181,7 +182,12 @@ def test_the_readme_dg_walk_through_works_from_the_wheel(installed: Path, tmp_pa
                 time.sleep(0.5)
         finally:
             os.killpg(dev.pid, signal.SIGTERM)
-            dev.wait(timeout=60)
+            try:
+                dev.wait(timeout=60)
+            except subprocess.TimeoutExpired:  # no server left running behind the test
+                os.killpg(dev.pid, signal.SIGKILL)
+                dev.wait()
+                raise
     assert "SupersessionWarning" not in log.read_text()
 
 
