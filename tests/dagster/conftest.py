@@ -14,6 +14,7 @@ import pytest
 import datom_core as dc
 from dagster import AssetKey, DagsterInstance, instance_for_test
 from datom_dagster import DatomIOManager, DatomResource, LocalStorage
+from tests.childsignals import default_signals
 
 # Dagster 1.13 resolves a nested resource given by value (DatomIOManager(datom=...) when
 # the DatomResource is not also a top-level resource) through its own deprecated
@@ -133,6 +134,7 @@ def dagster_process(command: Sequence[str], env: Mapping[str, str], log: Path) -
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=default_signals,  # the SIGTERM below stops it cleanly
         )
     try:
         yield

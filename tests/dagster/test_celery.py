@@ -30,6 +30,7 @@ from dulwich.repo import Repo
 import datom_core as dc
 from dagster import DagsterEventType, DagsterInstance, execute_job, reconstructable
 from example_project.generator import DOMAINS, drop_month
+from tests.childsignals import default_signals
 
 from . import defs_celery
 from .conftest import meta
@@ -69,7 +70,12 @@ def _server(command: list[str], env: Mapping[str, str], log: Path) -> Iterator[s
     """A process (in its own session) for the block; then SIGTERM, SIGKILL after 20 s."""
     with log.open("ab") as out:
         process = subprocess.Popen(
-            command, env=dict(env), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            command,
+            env=dict(env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=default_signals,  # the SIGTERM below stops it cleanly
         )
     try:
         yield process

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 import datom_core
-from tests.packaging.venvs import ROOT, clean_env, default_signals, make_venv, pip_install, run
+from tests.childsignals import default_signals
+from tests.packaging.venvs import ROOT, clean_env, make_venv, pip_install, run
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("packaging")]
 

@@ -8,7 +8,6 @@ dropped, and commands run from a folder outside the source tree.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -21,14 +20,6 @@ def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env.update(extra)
     return env
-
-
-def default_signals() -> None:
-    """For ``preexec_fn``: SIGTERM and SIGINT at their defaults in the child, as a shell
-    starts a command (a test runner's worker may pass them on ignored, and an ignored
-    SIGTERM is kept across ``exec``)."""
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, signal.SIG_DFL)
 
 
 def make_venv(path: Path) -> Path:
