@@ -38,6 +38,7 @@ import os
 import time
 import uuid
 from collections.abc import Mapping
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,6 @@ CHAIN = "chain"
 LONE = "-"  # a write pushed alone, with no group mirror to wait for (note_lone)
 ETAGS = "etags.json"
 _KEEP = 64  # groups the chain remembers (a group's look at the remote passes a few)
-_PACE_POLL = 0.005  # seconds between looks at the turn before (Turn.pace)
 _WAIT_POLL = 0.005  # seconds at most between looks at a turn waited for (wait_released)
 TURN_WAIT = 600.0
 """Seconds a group waits for the turn before it (the clone's lock waits as long)."""
@@ -87,20 +87,9 @@ class Turn:
         (called under the clone's lock: the next push waits with it, so that the clone
         pushes and mirrors one group each at a time, the groups as large as the writers
         waiting meanwhile make them; bounded, as the mirror before may need the lock)."""
-        deadline = time.monotonic() + timeout
-        while self.pred is not None and time.monotonic() < deadline:
-            try:
-                fd = os.open(self.folder / f"{self.pred}.turn", os.O_RDONLY | os.O_CLOEXEC)
-            except FileNotFoundError:
-                return
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                return  # over (done, or its leader stopped: wait() sorts that out)
-            except BlockingIOError:
-                pass
-            finally:
-                os.close(fd)
-            time.sleep(_PACE_POLL)
+        if self.pred is not None:
+            with suppress(StoreError):  # not over yet: the push goes on without it
+                wait_released(self.folder, self.pred, timeout)
 
     def end(self, done: bool) -> None:
         """Let the turn go: ``done`` once the group's manifest is put (its file is then
