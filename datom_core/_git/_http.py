@@ -33,6 +33,7 @@ from ._fast import _advert
 from ._fast._advert import RefsMemo
 from ._fast._prime import push_advertisement_alongside
 from ._httpclient import HttpClient, ObjectFormatError
+from ._read import closing_dropped
 from ._refstatus import SAID_MAX, check_ref_status
 from ._remote import (
     USERNAME_ENV,
@@ -229,7 +230,8 @@ class HttpTransport(Transport):
         deadline, backoff = time.monotonic() + FETCH_PATIENCE, Backoff()
         while True:
             try:
-                with self.errors("fetch from"):
+                # (closing_dropped: dulwich names the pack it adds against every pack.)
+                with self.errors("fetch from"), closing_dropped(r.object_store):
                     # Protocol v0: the refs come with the advertisement (v2 asks for
                     # them in a request of their own, one more round trip).
                     result = self._client.fetch(

@@ -19,7 +19,7 @@ import pytest
 from dulwich.repo import Repo
 
 from datom_core._errors import DatomError, GitError
-from datom_core._git import Author, MetadataRepo, TreeReader
+from datom_core._git import Author, MetadataRepo, TreeReader, _diff
 from datom_core._git import _maintenance as maint
 from datom_core._git._fast import _compact
 from tests.gitcli import GIT, git, needs_git
@@ -349,3 +349,84 @@ def test_a_pack_git_deletes_while_the_compaction_lists_packs_is_not_reopened(
         assert strays == [], "a pack opened outside the store's cache: nothing closes it"
     finally:
         store.close()
+
+
+def test_a_pack_git_renames_while_a_push_is_searched_for_is_not_left_open(
+    origin: tuple[MetadataRepo, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dulwich's search for the objects to copy or push probes bitmaps on ``store.packs``:
+    the cached packs, then a look that closes those gone. A pack ``git repack`` was
+    renaming just then (``.tmp-*``: its ``.pack`` moved, its ``.idx`` not yet) was probed
+    closed and its index reopened outside the cache; the garbage collector later warned
+    of an unclosed pack (the plain-mode gc-loop test's rare teardown error)."""
+    repo, bare = origin
+    git(bare, "repack", "-a", "-d", "-q", "--no-write-bitmap-index")  # a bitmap ends the probe
+    packs = bare / "objects" / "pack"
+    source = sorted(packs.glob("pack-*.pack"))[0].with_suffix("")
+    temporary = packs / f".tmp-99999-{source.name}"
+    for suffix in (".pack", ".idx"):
+        temporary.with_suffix(suffix).write_bytes(source.with_suffix(suffix).read_bytes())
+    remote = Repo(str(bare))
+    store = remote.object_store
+    renaming = next(p for p in store.packs if os.path.basename(p._basename).startswith("."))
+    len(renaming)  # its index read, as any lookup does
+    probe = type(store).get_reachability_provider
+
+    def git_renames_now(self: object, *args: object, **kwargs: object) -> object:
+        with contextlib.suppress(FileNotFoundError):
+            temporary.with_suffix(".pack").unlink()  # git renames the .pack first
+        return probe(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(store), "get_reachability_provider", git_renames_now)
+    try:
+        tip = git(bare, "rev-parse", "main").strip().encode()
+        assert _diff.commit_object_ids(store, [tip])
+        assert renaming._idx is None and renaming._data is None, "an index left open"
+    finally:
+        temporary.with_suffix(".idx").unlink()
+        remote.close()
+
+
+def test_a_pack_git_renames_while_dulwich_adds_a_pack_is_not_left_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dulwich names a pack it adds against every pack (``store.packs``, each one's
+    name read from its index): a pack git renamed just then was reopened outside the
+    cache, as in the search above. datom adds a pack so when it copies many objects."""
+    from dulwich.objects import Blob
+
+    from datom_core._git import _copy
+
+    bare = tmp_path / "r.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    tree = git(bare, "hash-object", "-w", "-t", "tree", "/dev/null").strip()  # the empty tree
+    commit = git(
+        bare, "-c", "user.name=C", "-c", "user.email=c@example.org", "commit-tree", tree, "-m", "c"
+    ).strip()  # fmt: skip
+    git(bare, "update-ref", "refs/heads/main", commit)
+    git(bare, "repack", "-a", "-d", "-q")
+    packs = bare / "objects" / "pack"
+    source = sorted(packs.glob("pack-*.pack"))[0].with_suffix("")
+    temporary = packs / f".tmp-99999-{source.name}"
+    for suffix in (".pack", ".idx"):
+        temporary.with_suffix(suffix).write_bytes(source.with_suffix(suffix).read_bytes())
+    r = Repo(str(bare))
+    store = r.object_store
+    renaming = next(p for p in store.packs if os.path.basename(p._basename).startswith("."))
+    len(renaming)
+    name = type(store)._get_pack_basepath
+
+    def git_renames_now(self: object, entries: object) -> str:
+        with contextlib.suppress(FileNotFoundError):
+            temporary.with_suffix(".pack").unlink()
+        return name(self, entries)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(store), "_get_pack_basepath", git_renames_now)
+    try:
+        objects = [Blob.from_string(f"object {i}\n".encode()) for i in range(120)]
+        assert _copy.add_objects(r, objects) == 0  # many: one pack
+        assert all(o.id in store for o in objects)
+        assert renaming._idx is None and renaming._data is None, "an index left open"
+    finally:
+        temporary.with_suffix(".idx").unlink()
+        r.close()
