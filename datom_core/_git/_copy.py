@@ -28,7 +28,7 @@ from ._access import PUSH_KEEP
 from ._diff import commit_object_ids
 from ._fast._packs import write_objects
 from ._objects import commit_of
-from ._read import closing_dropped, load
+from ._read import load
 from ._remoterefs import unstale_remote
 
 __all__ = [
@@ -77,8 +77,7 @@ def add_objects(r: Repo, objects: Sequence[ShaFile]) -> int:
     if len(objects) >= _UNPACK_LIMIT and isinstance(store, DiskObjectStore):
         missing = [(o, None) for o in objects if o.id not in store]
         if missing:
-            with closing_dropped(store):  # dulwich names the new pack against every pack
-                store.add_objects(missing)
+            store.add_objects(missing)
         return 0
     for obj in objects:
         add_object(store, obj)

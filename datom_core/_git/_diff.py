@@ -21,7 +21,6 @@ from dulwich.objects import ObjectID, ShaFile
 from .._plain import plain
 from ._fast import _walk
 from ._objects import commit_of
-from ._read import closing_dropped
 
 __all__ = ["changed_paths", "commit_object_ids", "objects_to_send"]
 
@@ -61,8 +60,7 @@ def changed_paths(
 def objects_to_send(store: BaseObjectStore, head: bytes, base: bytes | None) -> list[ShaFile]:
     """The objects a remote holding ``base`` lacks to hold ``head``."""
     haves = [ObjectID(base)] if base is not None else []
-    with closing_dropped(store):  # dulwich's bitmap probe goes over every pack
-        return [store[sha] for sha, _ in MissingObjectFinder(store, haves, [ObjectID(head)])]
+    return [store[sha] for sha, _ in MissingObjectFinder(store, haves, [ObjectID(head)])]
 
 
 def commit_object_ids(store: BaseObjectStore, commits: Iterable[bytes]) -> list[bytes]:
@@ -73,6 +71,4 @@ def commit_object_ids(store: BaseObjectStore, commits: Iterable[bytes]) -> list[
     parents = {p for c in commits for p in getattr(commit_of(store, c), "parents", [])}
     haves = [ObjectID(p) for p in parents - inside]
     wants = [ObjectID(c) for c in commits]
-    with closing_dropped(store):
-        return [sha for sha, _ in MissingObjectFinder(store, haves, wants)]
-
+    return [sha for sha, _ in MissingObjectFinder(store, haves, wants)]

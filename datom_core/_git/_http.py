@@ -33,8 +33,7 @@ from ._fast import _advert
 from ._fast._advert import RefsMemo
 from ._fast._prime import push_advertisement_alongside
 from ._httpclient import HttpClient, ObjectFormatError
-from ._read import closing_dropped
-from ._refstatus import SAID_MAX, check_ref_status
+from ._refstatus import SAID_MAX, check_ref_status, storage_fault
 from ._remote import (
     USERNAME_ENV,
     GitCredentials,
@@ -51,6 +50,7 @@ HTTP_TIMEOUT = 120.0
 _HEADS = b"refs/heads/"
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 _WHOLE_HISTORY = 0x7FFFFFFF  # git's "infinite" depth (what --unshallow asks for)
+_STORAGE_TRIES = 4  # sends of a push the server failed to store (_refstatus.storage_fault)
 
 
 def open_transport(
@@ -230,8 +230,7 @@ class HttpTransport(Transport):
         deadline, backoff = time.monotonic() + FETCH_PATIENCE, Backoff()
         while True:
             try:
-                # (closing_dropped: dulwich names the pack it adds against every pack.)
-                with self.errors("fetch from"), closing_dropped(r.object_store):
+                with self.errors("fetch from"):
                     # Protocol v0: the refs come with the advertisement (v2 asks for
                     # them in a request of their own, one more round trip).
                     result = self._client.fetch(
@@ -274,20 +273,26 @@ class HttpTransport(Transport):
 
         said: list[bytes] = []  # receive-pack's messages: why a ref was not updated
         memo: RefsMemo = self._client.memo  # type: ignore[attr-defined]
-        if not plain("advert"):
-            memo.arm()  # answered from the last look (_fast/_advert); plain: dulwich asks
-        try:
-            with self.errors("push to"):
-                result = self._client.send_pack(
-                    b"",
-                    update_refs,  # type: ignore[arg-type]
-                    generate,
-                    progress=said.append,
-                )
-        finally:
-            # Refs seen before a push are not the remote's after it, whatever its outcome
-            # (a lost answer is decided by a new look, see _project/_outcome).
-            memo.forget()
+        backoff = Backoff()
+        for tries in range(1, _STORAGE_TRIES + 1):
+            said.clear()
+            if tries == 1 and not plain("advert"):
+                memo.arm()  # answered from the last look (_fast/_advert); plain: dulwich asks
+            try:
+                with self.errors("push to"):
+                    result = self._client.send_pack(
+                        b"",
+                        update_refs,  # type: ignore[arg-type]
+                        generate,
+                        progress=said.append,
+                    )
+            finally:
+                # Refs seen before a push are not the remote's after it, whatever its
+                # outcome (a lost answer is decided by a new look, see _project/_outcome).
+                memo.forget()
+            if tries == _STORAGE_TRIES or not storage_fault(result.ref_status or {}):
+                break
+            time.sleep(backoff.next())  # the ref did not move: the same push, sent again
         token = self.credentials.token if self.credentials else None
         check_ref_status(
             result.ref_status or {},

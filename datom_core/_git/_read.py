@@ -4,19 +4,20 @@
 dulwich looks in a store's packs, then in its loose files: a concurrent ``git gc`` or
 ``git repack -d`` that packs an object and deletes its loose file in between hides it from
 both. It is looked for again, as git does (``reprepare_packed_git``): dulwich then finds
-the new pack.
+the new pack; and a store's list of its packs leaves out those git just took away
+(:func:`rescanning`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import TypeVar
 
-from dulwich.object_store import BaseObjectStore
+from dulwich.object_store import BaseObjectStore, DiskObjectStore
 from dulwich.objects import ObjectID, ShaFile
+from dulwich.pack import Pack, PackFileDisappeared
 
-__all__ = ["closing_dropped", "has", "load", "load_raw"]
+__all__ = ["has", "load", "load_raw", "rescanning"]
 
 T = TypeVar("T")
 _LOOKS = 3  # looks for an object a concurrent repack may be moving into a new pack
@@ -46,19 +47,34 @@ def has(store: BaseObjectStore, sha: bytes) -> bool:
     return ObjectID(sha) in store
 
 
-@contextmanager
-def closing_dropped(store: BaseObjectStore) -> Iterator[None]:
-    """Around a dulwich call that goes over ``store.packs`` (a search probing bitmaps,
-    adding a pack): close the packs of ``store`` and its alternates that left the cache.
-    ``store.packs`` hands out the cached packs, then closes those gone from the folder
-    (one git is renaming): the call reopens such a pack's index, outside the cache."""
-    stores = [store, *getattr(store, "alternates", [])]
-    cached = [(s, list(s._iter_cached_packs())) for s in stores if hasattr(s, "_pack_cache")]
-    try:
-        yield
-    finally:
-        for s, packs in cached:
-            kept = {id(p) for p in s._iter_cached_packs()}
-            for pack in packs:
-                if id(pack) not in kept:
-                    pack.close()
+class _Rescanned(DiskObjectStore):
+    """A store whose ``packs`` hands out only packs it can read.
+
+    dulwich's lists the packs it had cached, then looks at the folder and closes those
+    gone; its callers (a search probing bitmaps, naming a pack it adds) then read each
+    pack's index. A pack git was renaming or deleting just then had its index reopened
+    outside the cache (nothing closed it), or raised ``PackFileDisappeared`` out of a
+    fetch. Here such a pack is left out, and each one handed out has its index read."""
+
+    @property
+    def packs(self) -> list[Pack]:
+        listed = super().packs
+        cached = {id(p) for p in self._iter_cached_packs()}
+        readable = []
+        for pack in listed:
+            if id(pack) not in cached:
+                continue  # closed as gone by the look
+            try:
+                pack.index  # noqa: B018 (read now: a later read may find the file gone)
+            except PackFileDisappeared:
+                self._evict_pack(pack)
+                continue
+            readable.append(pack)
+        return readable
+
+
+def rescanning(store: BaseObjectStore) -> None:
+    """Make a store opened from a folder one whose ``packs`` git's maintenance cannot
+    break (:class:`_Rescanned`); a store of another kind is left as it is."""
+    if type(store) is DiskObjectStore:
+        store.__class__ = _Rescanned

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 
 from .._errors import GitError, PushRejectedError
 
-__all__ = ["SAID_MAX", "check_ref_status"]
+__all__ = ["SAID_MAX", "check_ref_status", "storage_fault"]
 
 # The status a server gives a ref whose compare-and-swap lost to a concurrent push, old and
 # new: git's receive-pack said "failed to lock" / "failed to write" (before 2.2), "failed
@@ -27,6 +27,16 @@ _MAYBE_RACE_STATUSES = ("failed to update ref", "failed to lock", "failed to wri
                         "cannot lock ref", "transaction failed to start", "unknown failure")  # fmt: skip
 _CONTENTION = ("but expected", "file exists", "reference already exists", "incorrect old value")
 SAID_MAX = 2000  # characters of the server's messages kept for an error
+# The server took the push in but failed to store it, and left the ref alone: git's
+# receive-pack moves the pushed objects out of their quarantine before it updates any ref,
+# and a concurrent ``git gc`` removing empty object folders can fail that move. The same
+# push may be stored a moment later.
+_STORAGE_FAULTS = ("unable to migrate objects to permanent storage",)
+
+
+def storage_fault(ref_status: Mapping[bytes, str | None]) -> bool:
+    """Whether the server refused a ref only because it failed to store the push."""
+    return any(s is not None and s.lower().startswith(_STORAGE_FAULTS) for s in ref_status.values())
 
 
 def check_ref_status(

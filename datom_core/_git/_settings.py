@@ -21,6 +21,7 @@ from dulwich.config import Config, ConfigFile
 from dulwich.repo import Repo, UnsupportedExtension
 
 from .._errors import GitError
+from ._read import rescanning
 
 __all__ = [
     "check_object_format",
@@ -50,15 +51,17 @@ def open_repo(path: str | os.PathLike[str], what: str) -> Repo:
     extensions datom can; :class:`GitError` naming any other."""
     try:
         try:
-            return Repo(os.fspath(path))
+            repo = Repo(os.fspath(path))
         except UnsupportedExtension:
-            return _Honouring(os.fspath(path))  # names again one it does not honour
+            repo = _Honouring(os.fspath(path))  # names again one it does not honour
     except UnsupportedExtension as e:
         raise GitError(
             f"{what} uses the git extension {e.extension} (extensions.{e.extension} in its "
             "config), which datom does not support: nothing was changed. Use a repository "
             "without it."
         ) from None
+    rescanning(repo.object_store)  # git may repack it while datom reads
+    return repo
 
 
 def config_stamp(controldir: Path) -> tuple[int, int, int] | None:

@@ -22,6 +22,7 @@ from datom_core._errors import DatomError, GitError
 from datom_core._git import Author, MetadataRepo, TreeReader, _diff
 from datom_core._git import _maintenance as maint
 from datom_core._git._fast import _compact
+from datom_core._git._settings import open_repo
 from tests.gitcli import GIT, git, needs_git
 
 pytestmark = needs_git
@@ -366,7 +367,7 @@ def test_a_pack_git_renames_while_a_push_is_searched_for_is_not_left_open(
     temporary = packs / f".tmp-99999-{source.name}"
     for suffix in (".pack", ".idx"):
         temporary.with_suffix(suffix).write_bytes(source.with_suffix(suffix).read_bytes())
-    remote = Repo(str(bare))
+    remote = open_repo(bare, "the remote")  # as datom opens it
     store = remote.object_store
     renaming = next(p for p in store.packs if os.path.basename(p._basename).startswith("."))
     len(renaming)  # its index read, as any lookup does
@@ -410,7 +411,7 @@ def test_a_pack_git_renames_while_dulwich_adds_a_pack_is_not_left_open(
     temporary = packs / f".tmp-99999-{source.name}"
     for suffix in (".pack", ".idx"):
         temporary.with_suffix(suffix).write_bytes(source.with_suffix(suffix).read_bytes())
-    r = Repo(str(bare))
+    r = open_repo(bare, "the remote")
     store = r.object_store
     renaming = next(p for p in store.packs if os.path.basename(p._basename).startswith("."))
     len(renaming)

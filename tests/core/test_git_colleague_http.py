@@ -1,0 +1,176 @@
+"""A hosted remote git maintains while datom writes to it over git's own smart-HTTP server
+(``git http-backend``): its repository repacked over and over, as git hosts do; and the
+push a server took in but failed to store."""
+
+from __future__ import annotations
+
+import secrets
+import subprocess
+import threading
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from datom_core._errors import GitError
+from datom_core._git import Author, GitCredentials, MetadataRepo, TreeReader
+from datom_core._git import _maintenance as maint
+from tests.gitbackend import GitBackendServer
+from tests.gitcli import GIT, git, needs_git
+from tests.gitserver import serving
+
+pytestmark = needs_git
+
+ME = Author("Ada Lovelace", "ada@example.org")
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, Path, GitCredentials]]:
+    """(URL, bare path, credentials) of an empty repository behind ``git http-backend``."""
+    (tmp_path / "served").mkdir()
+    for server in serving(GitBackendServer(tmp_path / "served", secrets.token_urlsafe(24))):
+        bare = server.create_bare("proj")
+        yield server.url_for("proj"), bare, GitCredentials(server.token)
+
+
+def _loop(repo: Path, args: list[str], stop: threading.Event) -> threading.Thread:
+    def run() -> None:
+        while not stop.is_set():
+            subprocess.run([GIT or "git", "-C", str(repo), *args], capture_output=True)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def _appending(line: str) -> Callable[[TreeReader], dict[str, bytes]]:
+    def build(tree: TreeReader) -> dict[str, bytes]:
+        return {"log.txt": (tree.read("log.txt") or b"") + f"{line}\n".encode()}
+
+    return build
+
+
+# (``git repack -d --write-midx -b`` without ``-a`` in such a loop beside pushes breaks the
+# repository with git alone: its multi-pack-index then names packs it deleted.)
+@pytest.mark.parametrize(
+    "args",
+    [["gc"], ["repack", "-a", "-d"], ["repack", "-a", "-d", "--write-midx", "-b"],
+     ["maintenance", "run", "--task=incremental-repack"]],
+    ids=["gc", "repack-a-d", "repack-midx-bitmap", "maintenance"],
+)  # fmt: skip
+def test_writers_over_http_beside_git_maintaining_the_server_lose_nothing(
+    served: tuple[str, Path, GitCredentials],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+) -> None:
+    """Two clones write 30 times each over ``git http-backend`` while git runs ``args`` on
+    the server's repository over and over (datom compacts the clones): every write lands
+    once, no error escapes, and git accepts the server's repository and both clones
+    afterwards. git's receive-pack now and then fails to move a push out of its
+    quarantine beside a ``git gc`` ("unable to migrate objects to permanent storage"):
+    such a push is sent again."""
+    monkeypatch.setattr(maint, "LOOSE_BUDGET", 4)
+    monkeypatch.setattr(maint, "PACK_BUDGET", 2)
+    monkeypatch.setattr(maint, "CLONE_CHECK_EVERY", 1)
+    url, bare, creds = served
+    clones = [MetadataRepo.clone(url, tmp_path / n, credentials=creds) for n in "ab"]
+    clones[0].commit_and_push(_appending("seed"), "seed", ME)
+    stop = threading.Event()
+    colleague = _loop(bare, args, stop)
+    failed: list[BaseException] = []
+
+    def write(clone: MetadataRepo, name: str) -> None:
+        for i in range(30):
+            try:
+                clone.commit_and_push(_appending(f"{name}{i}"), f"{name} {i}", ME)
+            except BaseException as e:  # a DatomError, or one that escaped
+                failed.append(e)
+
+    writers = [threading.Thread(target=write, args=(c, n)) for c, n in zip(clones, "ab", strict=True)]
+    try:
+        for w in writers:
+            w.start()
+        for w in writers:
+            w.join(300)
+    finally:
+        stop.set()
+        colleague.join(60)
+    assert not failed, "".join(traceback.format_exception(failed[0]))
+    expected = sorted(["seed", *(f"{n}{i}" for n in "ab" for i in range(30))])
+    for clone in clones:
+        clone.fetch_and_reset()
+        assert sorted((clone.read("log.txt") or b"").decode().splitlines()) == expected
+        assert len(clone.log()) == 61
+        clone.close()
+    for repo in (bare, tmp_path / "a", tmp_path / "b"):
+        git(repo, "fsck", "--strict", "--full")
+    git(tmp_path, "clone", "-q", "--no-local", str(bare), str(tmp_path / "check"))
+
+
+# git's receive-pack runs pre-receive with the pushed objects still in quarantine, then
+# moves them into objects/: a file put where a fan-out folder of theirs would go fails the
+# move ("unable to migrate objects to permanent storage"), as a concurrent gc removing
+# the folder does. ``once``: the next push takes the files away first.
+_SPOIL_MIGRATION = """#!/bin/sh
+cat >/dev/null
+spoilt=spoilt-folders
+if [ -e "$spoilt" ] && [ -e spoil-once ]; then
+  xargs rm -f < "$spoilt"; rm -f "$spoilt"; exit 0
+fi
+for folder in "$GIT_QUARANTINE_PATH"/??; do
+  name=objects/$(basename "$folder")
+  if [ ! -e "$name" ]; then : > "$name"; echo "$name" >> "$spoilt"; fi
+done
+exit 0
+"""
+
+
+def _spoil_migration(bare: Path, once: bool) -> None:
+    git(bare, "repack", "-a", "-d", "-q")
+    git(bare, "prune-packed")  # no fan-out folder left: each pushed object needs one
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text(_SPOIL_MIGRATION)
+    hook.chmod(0o755)
+    if once:
+        (bare / "spoil-once").touch()
+
+
+@pytest.fixture
+def seeded(
+    served: tuple[str, Path, GitCredentials], tmp_path: Path
+) -> Iterator[tuple[MetadataRepo, Path]]:
+    url, bare, creds = served
+    clone = MetadataRepo.clone(url, tmp_path / "clone", credentials=creds)
+    clone.commit_and_push(_appending("seed"), "seed", ME)
+    yield clone, bare
+    clone.close()
+
+
+def test_a_push_the_server_failed_to_store_once_is_sent_again(
+    seeded: tuple[MetadataRepo, Path],
+) -> None:
+    """The server refuses the ref because it failed to store the push (the ref left as it
+    was): the same push goes again and is recorded, once."""
+    clone, bare = seeded
+    _spoil_migration(bare, once=True)
+    pushed = clone.commit_and_push(_appending("after"), "after", ME)
+    assert (bare / "spoilt-folders").exists() is False  # spoilt, then put right
+    assert git(bare, "rev-parse", "main").strip() == pushed
+    assert git(bare, "log", "--format=%s", "main").split() == ["after", "seed"]
+    git(bare, "fsck", "--strict", "--full")
+
+
+def test_a_server_that_keeps_failing_to_store_a_push_is_a_git_error_naming_it(
+    seeded: tuple[MetadataRepo, Path],
+) -> None:
+    """A lasting storage fault: a few sends, then a :class:`GitError` with the server's
+    words; nothing is recorded."""
+    clone, bare = seeded
+    before = git(bare, "rev-parse", "main").strip()
+    _spoil_migration(bare, once=False)
+    with pytest.raises(GitError, match="unable to migrate objects to permanent storage"):
+        clone.commit_and_push(_appending("after"), "after", ME)
+    assert (bare / "spoilt-folders").exists()
+    assert git(bare, "rev-parse", "main").strip() == before
