@@ -210,7 +210,7 @@ class MetadataRepo(HistoryReads, RepoCore):
             )
             if new is None:
                 return None
-            self._count_local(r, add_objects(r, new.objects), new.id)
+            loose = add_objects(r, new.objects)
             remember_made(self.controldir, new.id)
             self._worktree.journal(new.changes)
             checkpoint("git:commit:journaled")
@@ -223,6 +223,7 @@ class MetadataRepo(HistoryReads, RepoCore):
                 )
             checkpoint("git:commit:moved")
             self._worktree.sync(r, new.changes, journaled=True)
+            self._count_local(r, loose, new.id)  # once the branch reaches what it packs
             return new.id.decode()
 
     def commit_chain_and_push(

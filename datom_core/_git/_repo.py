@@ -177,7 +177,9 @@ class RepoCore:
     def _count_local(self, r: Repo, loose: int, made: bytes) -> None:
         """Count an operation that added ``loose`` loose objects to the clone (``made``:
         its commit), compacting the clone when it is over budget: checked every
-        ``CLONE_CHECK_EVERY`` operations of this handle and when ``made`` is due."""
+        ``CLONE_CHECK_EVERY`` operations of this handle and when ``made`` is due. Called
+        once the clone's branch points at ``made``: a ``git repack -a -d`` run in the clone
+        drops the packed objects no ref reaches, and the compaction packs loose ones."""
         self._loose += loose
         self._added += 1
         if self._added % maint.CLONE_CHECK_EVERY == 0 or maint.due(made, maint.CLONE_CHECK_EVERY):
@@ -325,10 +327,13 @@ class RepoCore:
         a recorded version): the next operation finishes it (the journal lists the files in
         flight)."""
         try:
-            self._count_local(r, remote.receive(r, branch, tip, new.id, new.objects), new.id)
+            loose = remote.receive(r, branch, tip, new.id, new.objects)
             self._worktree.move_to(r, branch, new.id)
             self._pushed(r, remote, branch, new.id)
-        except (OSError, GitError, PackFileDisappeared) as e:  # the last: a foreign gc
+            self._count_local(r, loose, new.id)  # once the branch reaches what it packs
+        except (OSError, GitError, PackFileDisappeared, KeyError) as e:
+            # The last two: a foreign gc or repack took a pack, or what no ref of the clone
+            # reached yet (a fetched commit: the next fetch brings it again).
             log.warning(_UNFOLLOWED, new.id.decode()[:12], self.path, e)
 
     def remote_tip(self, recent: bool = False) -> TipView:

@@ -88,7 +88,9 @@ def test_writers_over_http_beside_git_maintaining_the_server_lose_nothing(
             except BaseException as e:  # a DatomError, or one that escaped
                 failed.append(e)
 
-    writers = [threading.Thread(target=write, args=(c, n)) for c, n in zip(clones, "ab", strict=True)]
+    writers = [
+        threading.Thread(target=write, args=(c, n)) for c, n in zip(clones, "ab", strict=True)
+    ]
     try:
         for w in writers:
             w.start()
@@ -174,3 +176,36 @@ def test_a_server_that_keeps_failing_to_store_a_push_is_a_git_error_naming_it(
         clone.commit_and_push(_appending("after"), "after", ME)
     assert (bare / "spoilt-folders").exists()
     assert git(bare, "rev-parse", "main").strip() == before
+
+
+def test_a_clone_is_compacted_only_once_it_points_at_its_new_commit(
+    served: tuple[str, Path, GitCredentials],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``git repack -a -d`` in a clone drops the packed objects no ref of the clone
+    reaches. datom compacted the clone after a push but before moving its branch to the
+    pushed commit: the commit's objects, packed, were dropped by a repack just then, and
+    the write that was recorded raised a bare ``KeyError``."""
+    monkeypatch.setattr(maint, "LOOSE_BUDGET", 0)
+    monkeypatch.setattr(maint, "CLONE_CHECK_EVERY", 1)
+    url, bare, creds = served
+    clone = MetadataRepo.clone(url, tmp_path / "clone", credentials=creds)
+    clone.commit_and_push(_appending("seed"), "seed", ME)
+    compact = maint.compact
+    compacted: list[int] = []
+
+    def then_git_repacks(r: object) -> object:
+        done = compact(r)  # type: ignore[arg-type]
+        compacted.append(1)
+        git(tmp_path / "clone", "repack", "-a", "-d", "-q")  # what reaches no ref goes
+        return done
+
+    monkeypatch.setattr(maint, "compact", then_git_repacks)
+    pushed = clone.commit_and_push(_appending("next"), "next", ME)
+    assert compacted
+    assert git(bare, "rev-parse", "main").strip() == pushed
+    assert git(tmp_path / "clone", "rev-parse", "HEAD").strip() == pushed
+    git(tmp_path / "clone", "fsck", "--strict", "--full")
+    assert (clone.read("log.txt") or b"").decode().split() == ["seed", "next"]
+    clone.close()
