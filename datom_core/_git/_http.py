@@ -28,11 +28,13 @@ from dulwich.repo import Repo
 
 from .._errors import DatomError, GitError
 from .._plain import plain
+from . import _internals as gi
 from ._backoff import Backoff
 from ._fast import _advert
 from ._fast._advert import RefsMemo
 from ._fast._prime import push_advertisement_alongside
 from ._httpclient import HttpClient, ObjectFormatError
+from ._read import keeping
 from ._refstatus import SAID_MAX, check_ref_status, storage_fault
 from ._remote import (
     USERNAME_ENV,
@@ -230,7 +232,8 @@ class HttpTransport(Transport):
         deadline, backoff = time.monotonic() + FETCH_PATIENCE, Backoff()
         while True:
             try:
-                with self.errors("fetch from"):
+                # The pack stays kept until the tracking refs reach it (_read.keeping).
+                with self.errors("fetch from"), keeping(r.object_store):
                     # Protocol v0: the refs come with the advertisement (v2 asks for
                     # them in a request of their own, one more round trip).
                     result = self._client.fetch(
@@ -240,6 +243,10 @@ class HttpTransport(Transport):
                         protocol_version=0,
                         depth=depth,
                     )
+                    fetched = all(ObjectID(t) in r.object_store for t in tips.values())
+                    if fetched:  # what origin holds, as git's fetch records it
+                        for name, sha in tips.items():
+                            gi.set_tracking(r, name, sha)
             except GitError as e:
                 # A stateless server re-reads its refs for the pack request: a tip that moved
                 # since the advertisement is "invalid" there (dulwich's server answers 500;
@@ -248,7 +255,7 @@ class HttpTransport(Transport):
                 if not _transient(e.__cause__) or time.monotonic() >= deadline:
                     raise
             else:
-                if all(ObjectID(t) in r.object_store for t in tips.values()):
+                if fetched:
                     named = (result.symrefs or {}).get(Ref(b"HEAD"))
                     return dict(tips), bytes(named) if named else None
                 if time.monotonic() >= deadline:

@@ -1,26 +1,29 @@
-"""Reading one object by id through dulwich, looked for again after a concurrent repack
-(private to the git layer).
+"""Reading a repository git may maintain beside datom (private to the git layer).
 
 dulwich looks in a store's packs, then in its loose files: a concurrent ``git gc`` or
 ``git repack -d`` that packs an object and deletes its loose file in between hides it from
 both. It is looked for again, as git does (``reprepare_packed_git``): dulwich then finds
-the new pack; and a store's list of its packs leaves out those git just took away
-(:func:`rescanning`).
+the new pack. A store datom opens (:func:`beside_git`) also lists only the packs it can
+read, and keeps a fetched pack until a ref reaches it (:func:`keeping`), as git's fetch
+does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
 
 from dulwich.object_store import BaseObjectStore, DiskObjectStore
 from dulwich.objects import ObjectID, ShaFile
 from dulwich.pack import Pack, PackFileDisappeared
 
-__all__ = ["has", "load", "load_raw", "rescanning"]
+__all__ = ["FETCH_KEEP", "has", "keeping", "load", "load_raw", "beside_git"]
 
 T = TypeVar("T")
 _LOOKS = 3  # looks for an object a concurrent repack may be moving into a new pack
+FETCH_KEEP = b"datom fetch\n"  # the .keep of a fetched pack no ref reaches yet
 
 
 def load(store: BaseObjectStore, sha: bytes) -> ShaFile:
@@ -47,14 +50,34 @@ def has(store: BaseObjectStore, sha: bytes) -> bool:
     return ObjectID(sha) in store
 
 
-class _Rescanned(DiskObjectStore):
-    """A store whose ``packs`` hands out only packs it can read.
+class _BesideGit(DiskObjectStore):
+    """A store whose ``packs`` hands out only packs it can read, and whose new packs can
+    be kept (``.keep``) from the moment they appear.
 
     dulwich's lists the packs it had cached, then looks at the folder and closes those
     gone; its callers (a search probing bitmaps, naming a pack it adds) then read each
     pack's index. A pack git was renaming or deleting just then had its index reopened
     outside the cache (nothing closed it), or raised ``PackFileDisappeared`` out of a
-    fetch. Here such a pack is left out, and each one handed out has its index read."""
+    fetch. Here such a pack is left out, and each one handed out has its index read.
+
+    While :attr:`keeps` is a list, each pack added gets a ``.keep`` before it is moved
+    in, its path noted there (:func:`keeping`), as git's fetch keeps its pack until the
+    refs reach it: ``git repack -a -d`` deletes the objects of an unkept pack no ref
+    reaches."""
+
+    keeps: list[Path] | None = None
+
+    def _get_pack_basepath(self, entries: Any) -> str:
+        base = super()._get_pack_basepath(entries)
+        if self.keeps is not None:
+            keep = Path(base + ".keep")
+            try:
+                with open(keep, "xb") as f:  # one already there is not ours to remove
+                    f.write(FETCH_KEEP)
+                self.keeps.append(keep)
+            except FileExistsError:
+                pass
+        return base
 
     @property
     def packs(self) -> list[Pack]:
@@ -73,8 +96,24 @@ class _Rescanned(DiskObjectStore):
         return readable
 
 
-def rescanning(store: BaseObjectStore) -> None:
-    """Make a store opened from a folder one whose ``packs`` git's maintenance cannot
-    break (:class:`_Rescanned`); a store of another kind is left as it is."""
+def beside_git(store: BaseObjectStore) -> None:
+    """Make a store opened from a folder one that git's maintenance beside it cannot
+    break (:class:`_BesideGit`); a store of another kind is left as it is."""
     if type(store) is DiskObjectStore:
-        store.__class__ = _Rescanned
+        store.__class__ = _BesideGit
+
+
+@contextmanager
+def keeping(store: BaseObjectStore) -> Iterator[None]:
+    """Keep (``.keep``) every pack added to ``store`` inside the block from the moment it
+    appears, until the block ends: the caller points a ref at what it fetched first."""
+    if not isinstance(store, _BesideGit) or store.keeps is not None:
+        yield
+        return
+    store.keeps = []
+    try:
+        yield
+    finally:
+        kept, store.keeps = store.keeps, None
+        for keep in kept:
+            keep.unlink(missing_ok=True)

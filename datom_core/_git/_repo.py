@@ -178,8 +178,8 @@ class RepoCore:
         """Count an operation that added ``loose`` loose objects to the clone (``made``:
         its commit), compacting the clone when it is over budget: checked every
         ``CLONE_CHECK_EVERY`` operations of this handle and when ``made`` is due. Called
-        once the clone's branch points at ``made``: a ``git repack -a -d`` run in the clone
-        drops the packed objects no ref reaches, and the compaction packs loose ones."""
+        once the branch reaches ``made`` (``git repack -a -d`` drops packed objects no ref
+        reaches)."""
         self._loose += loose
         self._added += 1
         if self._added % maint.CLONE_CHECK_EVERY == 0 or maint.due(made, maint.CLONE_CHECK_EVERY):
@@ -331,9 +331,8 @@ class RepoCore:
             self._worktree.move_to(r, branch, new.id)
             self._pushed(r, remote, branch, new.id)
             self._count_local(r, loose, new.id)  # once the branch reaches what it packs
-        except (OSError, GitError, PackFileDisappeared, KeyError) as e:
-            # The last two: a foreign gc or repack took a pack, or what no ref of the clone
-            # reached yet (a fetched commit: the next fetch brings it again).
+        except (OSError, GitError, PackFileDisappeared, KeyError) as e:  # the last two: a
+            # foreign repack took a pack, or objects no ref reached (a fetch brings them)
             log.warning(_UNFOLLOWED, new.id.decode()[:12], self.path, e)
 
     def remote_tip(self, recent: bool = False) -> TipView:

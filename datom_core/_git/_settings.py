@@ -21,7 +21,7 @@ from dulwich.config import Config, ConfigFile
 from dulwich.repo import Repo, UnsupportedExtension
 
 from .._errors import GitError
-from ._read import rescanning
+from ._read import beside_git
 
 __all__ = [
     "check_object_format",
@@ -60,7 +60,7 @@ def open_repo(path: str | os.PathLike[str], what: str) -> Repo:
             "config), which datom does not support: nothing was changed. Use a repository "
             "without it."
         ) from None
-    rescanning(repo.object_store)  # git may repack it while datom reads
+    beside_git(repo.object_store)  # git may repack it while datom reads
     return repo
 
 

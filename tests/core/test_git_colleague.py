@@ -12,6 +12,7 @@ import contextlib
 import os
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -431,3 +432,26 @@ def test_a_pack_git_renames_while_dulwich_adds_a_pack_is_not_left_open(
     finally:
         temporary.with_suffix(".idx").unlink()
         r.close()
+
+
+def test_only_datoms_own_stale_keep_files_are_swept(tmp_path: Path) -> None:
+    """A ``.keep`` a killed compaction, push or fetch left an hour ago goes; a fresh one,
+    and one holding anything else (git's, a person's), stay."""
+    from datom_core._git._access import PUSH_KEEP
+    from datom_core._git._fast._held import KEEP, STALE_AFTER, drop_stale_keeps
+    from datom_core._git._read import FETCH_KEEP
+
+    old = time.time() - STALE_AFTER - 60
+    files = {
+        "pack-a.keep": (KEEP, old),
+        "pack-b.keep": (PUSH_KEEP, old),
+        "pack-c.keep": (FETCH_KEEP, old),
+        "pack-d.keep": (FETCH_KEEP, time.time()),
+        "pack-e.keep": (b"kept by hand\n", old),
+        "pack-f.keep": (b"", old),  # git's own: empty
+    }
+    for name, (data, when) in files.items():
+        (tmp_path / name).write_bytes(data)
+        os.utime(tmp_path / name, (when, when))
+    assert drop_stale_keeps(tmp_path) == 3
+    assert sorted(os.listdir(tmp_path)) == ["pack-d.keep", "pack-e.keep", "pack-f.keep"]

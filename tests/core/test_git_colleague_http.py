@@ -1,6 +1,8 @@
-"""A hosted remote git maintains while datom writes to it over git's own smart-HTTP server
-(``git http-backend``): its repository repacked over and over, as git hosts do; and the
-push a server took in but failed to store."""
+"""A hosted remote and the clones writing to it while git maintains both, over git's own
+smart-HTTP server (``git http-backend``): the server's repository repacked over and over,
+as git hosts do, and a writer's own clone repacked by its user (``git maintenance``, or by
+hand), between and during datom's writes; and the push a server took in but failed to
+store."""
 
 from __future__ import annotations
 
@@ -59,18 +61,18 @@ def _appending(line: str) -> Callable[[TreeReader], dict[str, bytes]]:
      ["maintenance", "run", "--task=incremental-repack"]],
     ids=["gc", "repack-a-d", "repack-midx-bitmap", "maintenance"],
 )  # fmt: skip
-def test_writers_over_http_beside_git_maintaining_the_server_lose_nothing(
+def test_writers_over_http_beside_git_maintaining_server_and_clone_lose_nothing(
     served: tuple[str, Path, GitCredentials],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     args: list[str],
 ) -> None:
     """Two clones write 30 times each over ``git http-backend`` while git runs ``args`` on
-    the server's repository over and over (datom compacts the clones): every write lands
-    once, no error escapes, and git accepts the server's repository and both clones
-    afterwards. git's receive-pack now and then fails to move a push out of its
-    quarantine beside a ``git gc`` ("unable to migrate objects to permanent storage"):
-    such a push is sent again."""
+    the server's repository and in the first clone, over and over (datom compacts the
+    clones too): every write lands once, no error escapes, and git accepts the server's
+    repository and both clones afterwards. git's receive-pack now and then fails to move
+    a push out of its quarantine beside a ``git gc`` ("unable to migrate objects to
+    permanent storage"): such a push is sent again."""
     monkeypatch.setattr(maint, "LOOSE_BUDGET", 4)
     monkeypatch.setattr(maint, "PACK_BUDGET", 2)
     monkeypatch.setattr(maint, "CLONE_CHECK_EVERY", 1)
@@ -78,7 +80,7 @@ def test_writers_over_http_beside_git_maintaining_the_server_lose_nothing(
     clones = [MetadataRepo.clone(url, tmp_path / n, credentials=creds) for n in "ab"]
     clones[0].commit_and_push(_appending("seed"), "seed", ME)
     stop = threading.Event()
-    colleague = _loop(bare, args, stop)
+    colleagues = [_loop(bare, args, stop), _loop(tmp_path / "a", args, stop)]
     failed: list[BaseException] = []
 
     def write(clone: MetadataRepo, name: str) -> None:
@@ -98,7 +100,8 @@ def test_writers_over_http_beside_git_maintaining_the_server_lose_nothing(
             w.join(300)
     finally:
         stop.set()
-        colleague.join(60)
+        for colleague in colleagues:
+            colleague.join(60)
     assert not failed, "".join(traceback.format_exception(failed[0]))
     expected = sorted(["seed", *(f"{n}{i}" for n in "ab" for i in range(30))])
     for clone in clones:
@@ -209,3 +212,42 @@ def test_a_clone_is_compacted_only_once_it_points_at_its_new_commit(
     git(tmp_path / "clone", "fsck", "--strict", "--full")
     assert (clone.read("log.txt") or b"").decode().split() == ["seed", "next"]
     clone.close()
+
+
+def test_a_fetched_pack_is_kept_until_a_ref_reaches_it(
+    served: tuple[str, Path, GitCredentials],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``git repack -a -d`` in a clone just as a fetch's pack lands (no ref reaches it yet)
+    deleted the colleague's commits the clone was about to move to: git's fetch keeps its
+    pack until its refs are updated, and so does datom's."""
+    from datom_core._git._httpclient import HttpClient
+
+    url, bare, creds = served
+    mine = MetadataRepo.clone(url, tmp_path / "mine", credentials=creds)
+    theirs = MetadataRepo.clone(url, tmp_path / "theirs", credentials=creds)
+    mine.commit_and_push(_appending("seed"), "seed", ME)
+    theirs.fetch_and_reset()
+    for i in range(3):
+        theirs.commit_and_push(_appending(f"theirs {i}"), f"theirs {i}", ME)
+    fetch = HttpClient.fetch
+    repacked: list[str] = []
+
+    def then_git_repacks(self: HttpClient, *args: object, **kwargs: object) -> object:
+        result = fetch(self, *args, **kwargs)  # type: ignore[arg-type]
+        git(tmp_path / "mine", "repack", "-a", "-d", "-q")
+        repacked.append(git(tmp_path / "mine", "count-objects", "-v"))
+        return result
+
+    monkeypatch.setattr(HttpClient, "fetch", then_git_repacks)
+    mine.fetch_and_reset()
+    monkeypatch.undo()
+    assert repacked
+    lines = (mine.read("log.txt") or b"").decode().splitlines()
+    assert lines == ["seed", "theirs 0", "theirs 1", "theirs 2"]
+    assert [c.message.strip() for c in mine.log()][:2] == ["theirs 2", "theirs 1"]
+    git(tmp_path / "mine", "fsck", "--strict", "--full")
+    assert not list((tmp_path / "mine" / ".git" / "objects" / "pack").glob("*.keep"))
+    for clone in (mine, theirs):
+        clone.close()

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dulwich.midx import load_midx
 
 from .._access import PUSH_KEEP
+from .._read import FETCH_KEEP
 
 __all__ = [
     "KEEP",
@@ -78,15 +79,15 @@ def git_held_packs(pack_dir: str | os.PathLike[str]) -> frozenset[str] | None:
 
 
 def drop_stale_keeps(pack_dir: str | os.PathLike[str]) -> int:
-    """Remove the ``.keep`` files a killed compaction or push left on its packs an hour
-    ago or more (only datom's own: a ``.keep`` holding anything else is someone's wish)."""
+    """Remove the ``.keep`` files a killed compaction, push or fetch left on its packs an
+    hour ago or more (only datom's own: a ``.keep`` holding anything else is someone's wish)."""
     cutoff, removed = time.time() - STALE_AFTER, 0
     for name in os.listdir(pack_dir) if os.path.isdir(pack_dir) else []:
         path = os.path.join(pack_dir, name)
         try:
             if name.endswith(".keep") and os.stat(path).st_mtime < cutoff:
                 with open(path, "rb") as f:
-                    if f.read(len(KEEP) + 1) in (KEEP, PUSH_KEEP):
+                    if f.read(len(KEEP) + 1) in (KEEP, PUSH_KEEP, FETCH_KEEP):
                         os.unlink(path)
                         removed += 1
         except OSError:
