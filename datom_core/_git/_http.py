@@ -232,7 +232,7 @@ class HttpTransport(Transport):
         deadline, backoff = time.monotonic() + FETCH_PATIENCE, Backoff()
         while True:
             try:
-                # The pack stays kept until the tracking refs reach it (_read.keeping).
+                # The pack stays kept until a ref reaches it (_read.keeping, gi.set_fetched).
                 with self.errors("fetch from"), keeping(r.object_store):
                     # Protocol v0: the refs come with the advertisement (v2 asks for
                     # them in a request of their own, one more round trip).
@@ -244,9 +244,9 @@ class HttpTransport(Transport):
                         depth=depth,
                     )
                     fetched = all(ObjectID(t) in r.object_store for t in tips.values())
-                    if fetched:  # what origin holds, as git's fetch records it
+                    if fetched:
                         for name, sha in tips.items():
-                            gi.set_tracking(r, name, sha)
+                            gi.set_fetched(r, name, sha)
             except GitError as e:
                 # A stateless server re-reads its refs for the pack request: a tip that moved
                 # since the advertisement is "invalid" there (dulwich's server answers 500;

@@ -33,6 +33,7 @@ T = TypeVar("T")
 
 HEADS = b"refs/heads/"
 TRACKING = b"refs/remotes/origin/"
+FETCHED = b"refs/datom/fetched/"  # what the last fetch brought: see set_fetched
 FILE_MODE = 0o100644
 
 
@@ -226,9 +227,19 @@ def set_tracking(r: Repo, branch: bytes, sha: bytes) -> None:
     the remote held (a stale or, after a power cut on a filesystem that allows it,
     unreadable one is read as absent by :func:`tracking`, and the next fetch or push
     writes it again)."""
-    if tracking(r, branch) == sha:
-        return
-    path = Path(r.controldir()) / os.fsdecode(tracking_ref(branch))
+    if tracking(r, branch) != sha:
+        _write_unsynced(r, tracking_ref(branch), sha)
+
+
+def set_fetched(r: Repo, branch: bytes, sha: bytes) -> None:
+    """Point ``refs/datom/fetched/<branch>`` at the tip a fetch of ``branch`` brought (under
+    the clone lock), as :func:`set_tracking` writes: git's repack and gc keep what a ref
+    reaches, so the fetched objects stay until the clone's own refs reach them."""
+    _write_unsynced(r, FETCHED + branch[len(HEADS) :], sha)
+
+
+def _write_unsynced(r: Repo, name: bytes, sha: bytes) -> None:
+    path = Path(r.controldir()) / os.fsdecode(name)
     path.parent.mkdir(parents=True, exist_ok=True)
 
     def write() -> None:
