@@ -5,11 +5,18 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-__all__ = ["GIT", "git", "needs_git"]
+from datom_core._git import Author
+
+__all__ = ["GIT", "appending", "git", "needs_git", "write_beside_git"]
+
+WRITER = Author("Ada Lovelace", "ada@example.org")
 
 GIT = shutil.which("git")
 needs_git = pytest.mark.skipif(GIT is None, reason="the git command line is not installed")
@@ -23,3 +30,47 @@ def git(repo: Path, *args: str) -> str:
     )
     assert done.returncode == 0, done.stderr + done.stdout
     return done.stdout
+
+
+def write_beside_git(
+    clones: dict[str, Any], writes: int, loops: list[tuple[Path, list[str]]]
+) -> list[BaseException]:
+    """Each clone (by name) writes ``writes`` lines to ``log.txt`` in a thread of its own
+    while git runs each ``(repository, args)`` of ``loops`` over and over; every error
+    raised, of any kind."""
+    stop = threading.Event()
+
+    def loop(repo: Path, args: list[str]) -> None:
+        while not stop.is_set():
+            subprocess.run([GIT or "git", "-C", str(repo), *args], capture_output=True)
+
+    failed: list[BaseException] = []
+
+    def write(clone: Any, name: str) -> None:
+        for i in range(writes):
+            try:
+                clone.commit_and_push(appending(f"{name}{i}"), f"{name} {i}", WRITER)
+            except BaseException as e:  # a DatomError, or one that escaped
+                failed.append(e)
+
+    colleagues = [threading.Thread(target=loop, args=a, daemon=True) for a in loops]
+    writers = [threading.Thread(target=write, args=(c, n)) for n, c in clones.items()]
+    try:
+        for t in colleagues + writers:
+            t.start()
+        for w in writers:
+            w.join(300)
+    finally:
+        stop.set()
+        for c in colleagues:
+            c.join(60)
+    return failed
+
+
+def appending(line: str) -> Callable[[Any], dict[str, bytes]]:
+    """A ``commit_and_push`` build adding ``line`` to ``log.txt``."""
+
+    def build(tree: Any) -> dict[str, bytes]:
+        return {"log.txt": (tree.read("log.txt") or b"") + f"{line}\n".encode()}
+
+    return build

@@ -24,7 +24,7 @@ from datom_core._git import Author, MetadataRepo, TreeReader, _diff
 from datom_core._git import _maintenance as maint
 from datom_core._git._fast import _compact
 from datom_core._git._settings import open_repo
-from tests.gitcli import GIT, git, needs_git
+from tests.gitcli import GIT, appending, git, needs_git, write_beside_git
 
 pytestmark = needs_git
 
@@ -209,7 +209,7 @@ def test_writes_go_on_while_git_removes_empty_object_folders(tmp_path: Path) -> 
     try:
         for i in range(150):
             try:
-                repo.commit_and_push(_appending(f"{i}"), f"c{i}", ME)
+                repo.commit_and_push(appending(f"{i}"), f"c{i}", ME)
             except DatomError as e:
                 failed.append(str(e))
     finally:
@@ -218,16 +218,6 @@ def test_writes_go_on_while_git_removes_empty_object_folders(tmp_path: Path) -> 
     assert failed == []
     assert len(repo.log()) == 150
     repo.close()
-
-
-def _colleague_loop(bare: Path, args: list[str], stop: threading.Event) -> threading.Thread:
-    def run() -> None:
-        while not stop.is_set():
-            subprocess.run([GIT or "git", "-C", str(bare), *args], capture_output=True, check=False)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread
 
 
 @pytest.mark.parametrize(
@@ -242,39 +232,15 @@ def test_two_writers_beside_a_git_gc_loop_lose_nothing(
     accepts the remote afterwards."""
     repo, bare = origin
     other = MetadataRepo.clone(repo.remote_url, tmp_path / "other")
-    stop = threading.Event()
-    colleague = _colleague_loop(bare, args, stop)
-    failed: list[str] = []
-
-    def write(clone: MetadataRepo, name: str) -> None:
-        for i in range(40):
-            try:
-                clone.commit_and_push(_appending(f"{name}{i}"), f"{name} {i}", ME)
-            except DatomError as e:
-                failed.append(str(e))
-
-    writers = [threading.Thread(target=write, args=(c, n)) for c, n in ((repo, "a"), (other, "b"))]
     try:
-        for w in writers:
-            w.start()
-        for w in writers:
-            w.join(300)
+        failed = write_beside_git({"a": repo, "b": other}, 40, [(bare, args)])
     finally:
-        stop.set()
-        colleague.join(60)
         other.close()
     assert failed == []
     repo.fetch_and_reset()
     lines = (repo.read("log.txt") or b"").decode().splitlines()
     assert sorted(lines[6:]) == sorted(f"{n}{i}" for n in "ab" for i in range(40))
     assert_git_accepts(bare, tmp_path, writes=86)
-
-
-def _appending(line: str) -> Callable[[TreeReader], dict[str, bytes]]:
-    def build(tree: TreeReader) -> dict[str, bytes]:
-        return {"log.txt": (tree.read("log.txt") or b"") + f"{line}\n".encode()}
-
-    return build
 
 
 def test_a_branch_whose_objects_git_pruned_is_a_datom_error_naming_the_remedy(
@@ -292,7 +258,7 @@ def test_a_branch_whose_objects_git_pruned_is_a_datom_error_naming_the_remedy(
     git(bare, "update-ref", "refs/heads/main", lost)
     (bare / "objects" / lost[:2] / lost[2:]).unlink()  # what the prune took
     with pytest.raises(GitError, match=f"lacks the git object {lost}.*git fsck") as failed:
-        repo.commit_and_push(_appending("after"), "after", ME)
+        repo.commit_and_push(appending("after"), "after", ME)
     assert "prune" in str(failed.value) and "update-ref" in str(failed.value)
     assert git(bare, "rev-parse", "main").strip() == lost  # nothing changed
 

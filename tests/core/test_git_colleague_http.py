@@ -7,19 +7,17 @@ store."""
 from __future__ import annotations
 
 import secrets
-import subprocess
-import threading
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from datom_core._errors import GitError
-from datom_core._git import Author, GitCredentials, MetadataRepo, TreeReader
+from datom_core._git import Author, GitCredentials, MetadataRepo
 from datom_core._git import _maintenance as maint
 from tests.gitbackend import GitBackendServer
-from tests.gitcli import GIT, git, needs_git
+from tests.gitcli import appending, git, needs_git, write_beside_git
 from tests.gitserver import serving
 
 pytestmark = needs_git
@@ -34,23 +32,6 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path, GitCredentials]]:
     for server in serving(GitBackendServer(tmp_path / "served", secrets.token_urlsafe(24))):
         bare = server.create_bare("proj")
         yield server.url_for("proj"), bare, GitCredentials(server.token)
-
-
-def _loop(repo: Path, args: list[str], stop: threading.Event) -> threading.Thread:
-    def run() -> None:
-        while not stop.is_set():
-            subprocess.run([GIT or "git", "-C", str(repo), *args], capture_output=True)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread
-
-
-def _appending(line: str) -> Callable[[TreeReader], dict[str, bytes]]:
-    def build(tree: TreeReader) -> dict[str, bytes]:
-        return {"log.txt": (tree.read("log.txt") or b"") + f"{line}\n".encode()}
-
-    return build
 
 
 # (``git repack -d --write-midx -b`` without ``-a`` in such a loop beside pushes breaks the
@@ -78,30 +59,9 @@ def test_writers_over_http_beside_git_maintaining_server_and_clone_lose_nothing(
     monkeypatch.setattr(maint, "CLONE_CHECK_EVERY", 1)
     url, bare, creds = served
     clones = [MetadataRepo.clone(url, tmp_path / n, credentials=creds) for n in "ab"]
-    clones[0].commit_and_push(_appending("seed"), "seed", ME)
-    stop = threading.Event()
-    colleagues = [_loop(bare, args, stop), _loop(tmp_path / "a", args, stop)]
-    failed: list[BaseException] = []
-
-    def write(clone: MetadataRepo, name: str) -> None:
-        for i in range(30):
-            try:
-                clone.commit_and_push(_appending(f"{name}{i}"), f"{name} {i}", ME)
-            except BaseException as e:  # a DatomError, or one that escaped
-                failed.append(e)
-
-    writers = [
-        threading.Thread(target=write, args=(c, n)) for c, n in zip(clones, "ab", strict=True)
-    ]
-    try:
-        for w in writers:
-            w.start()
-        for w in writers:
-            w.join(300)
-    finally:
-        stop.set()
-        for colleague in colleagues:
-            colleague.join(60)
+    clones[0].commit_and_push(appending("seed"), "seed", ME)
+    loops = [(bare, args), (tmp_path / "a", args)]
+    failed = write_beside_git(dict(zip("ab", clones, strict=True)), 30, loops)
     assert not failed, "".join(traceback.format_exception(failed[0]))
     expected = sorted(["seed", *(f"{n}{i}" for n in "ab" for i in range(30))])
     for clone in clones:
@@ -148,7 +108,7 @@ def seeded(
 ) -> Iterator[tuple[MetadataRepo, Path]]:
     url, bare, creds = served
     clone = MetadataRepo.clone(url, tmp_path / "clone", credentials=creds)
-    clone.commit_and_push(_appending("seed"), "seed", ME)
+    clone.commit_and_push(appending("seed"), "seed", ME)
     yield clone, bare
     clone.close()
 
@@ -160,7 +120,7 @@ def test_a_push_the_server_failed_to_store_once_is_sent_again(
     was): the same push goes again and is recorded, once."""
     clone, bare = seeded
     _spoil_migration(bare, once=True)
-    pushed = clone.commit_and_push(_appending("after"), "after", ME)
+    pushed = clone.commit_and_push(appending("after"), "after", ME)
     assert (bare / "spoilt-folders").exists() is False  # spoilt, then put right
     assert git(bare, "rev-parse", "main").strip() == pushed
     assert git(bare, "log", "--format=%s", "main").split() == ["after", "seed"]
@@ -176,7 +136,7 @@ def test_a_server_that_keeps_failing_to_store_a_push_is_a_git_error_naming_it(
     before = git(bare, "rev-parse", "main").strip()
     _spoil_migration(bare, once=False)
     with pytest.raises(GitError, match="unable to migrate objects to permanent storage"):
-        clone.commit_and_push(_appending("after"), "after", ME)
+        clone.commit_and_push(appending("after"), "after", ME)
     assert (bare / "spoilt-folders").exists()
     assert git(bare, "rev-parse", "main").strip() == before
 
@@ -194,7 +154,7 @@ def test_a_clone_is_compacted_only_once_it_points_at_its_new_commit(
     monkeypatch.setattr(maint, "CLONE_CHECK_EVERY", 1)
     url, bare, creds = served
     clone = MetadataRepo.clone(url, tmp_path / "clone", credentials=creds)
-    clone.commit_and_push(_appending("seed"), "seed", ME)
+    clone.commit_and_push(appending("seed"), "seed", ME)
     compact = maint.compact
     compacted: list[int] = []
 
@@ -205,7 +165,7 @@ def test_a_clone_is_compacted_only_once_it_points_at_its_new_commit(
         return done
 
     monkeypatch.setattr(maint, "compact", then_git_repacks)
-    pushed = clone.commit_and_push(_appending("next"), "next", ME)
+    pushed = clone.commit_and_push(appending("next"), "next", ME)
     assert compacted
     assert git(bare, "rev-parse", "main").strip() == pushed
     assert git(tmp_path / "clone", "rev-parse", "HEAD").strip() == pushed
@@ -227,10 +187,10 @@ def test_a_fetched_pack_is_kept_until_a_ref_reaches_it(
     url, bare, creds = served
     mine = MetadataRepo.clone(url, tmp_path / "mine", credentials=creds)
     theirs = MetadataRepo.clone(url, tmp_path / "theirs", credentials=creds)
-    mine.commit_and_push(_appending("seed"), "seed", ME)
+    mine.commit_and_push(appending("seed"), "seed", ME)
     theirs.fetch_and_reset()
     for i in range(3):
-        theirs.commit_and_push(_appending(f"theirs {i}"), f"theirs {i}", ME)
+        theirs.commit_and_push(appending(f"theirs {i}"), f"theirs {i}", ME)
     fetch = HttpClient.fetch
     repacked: list[str] = []
 
