@@ -1,8 +1,8 @@
 """Storing objects, and copying them between two repositories on this machine (private to
 the git layer): a write's new objects, a push into a local remote, a local remote's
 commits a clone lacks. dulwich writes them (``add_object``, ``add_objects``); what is
-here is when to ask it for a pack rather than loose files, and what to do about a lock
-file a killed writer left.
+here is when to ask it for a pack rather than loose files, what to do about a lock file
+a killed writer left, and keeping a pack a clone gains until a ref reaches it.
 
 dulwich writes a loose object through ``<object>.lock`` (``O_EXCL``): a writer killed
 mid-write leaves that file behind, and every later write of the same object would fail
@@ -14,7 +14,7 @@ ones: a lock older than :data:`LOCK_STALE` seconds is removed (see
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,8 +27,9 @@ from .._errors import GitError
 from ._access import PUSH_KEEP
 from ._diff import commit_object_ids
 from ._fast._packs import write_objects
+from ._internals import set_fetched
 from ._objects import commit_of
-from ._read import load
+from ._read import keeping, load
 from ._remoterefs import unstale_remote
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "add_object",
     "add_objects",
     "copy_commits",
+    "kept_till_fetched",
     "receive_objects",
 ]
 
@@ -82,6 +84,19 @@ def add_objects(r: Repo, objects: Sequence[ShaFile]) -> int:
     for obj in objects:
         add_object(store, obj)
     return len(objects)
+
+
+def kept_till_fetched(r: Repo, branch: bytes, tip: bytes | None, bring: Callable[[], int]) -> int:
+    """``bring()``, which stores the objects of ``tip`` (a commit of ``branch``) in the
+    clone ``r``, with each pack it adds kept (``.keep``) until ``refs/datom/fetched/<branch>``
+    reaches ``tip``: the clone's own refs move later, and a ``git repack -a -d`` meanwhile
+    deletes the objects of an unkept pack no ref reaches (loose objects it leaves). Returns
+    what ``bring`` does."""
+    with keeping(r.object_store) as kept:
+        stored = bring()
+        if kept and tip is not None:
+            set_fetched(r, branch, tip)
+    return stored
 
 
 @contextmanager

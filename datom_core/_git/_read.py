@@ -19,7 +19,7 @@ from dulwich.object_store import BaseObjectStore, DiskObjectStore
 from dulwich.objects import ObjectID, ShaFile
 from dulwich.pack import Pack, PackFileDisappeared
 
-__all__ = ["FETCH_KEEP", "has", "keeping", "load", "load_raw", "beside_git"]
+__all__ = ["FETCH_KEEP", "beside_git", "has", "keeping", "load", "load_raw"]
 
 T = TypeVar("T")
 _LOOKS = 3  # looks for an object a concurrent repack may be moving into a new pack
@@ -104,15 +104,16 @@ def beside_git(store: BaseObjectStore) -> None:
 
 
 @contextmanager
-def keeping(store: BaseObjectStore) -> Iterator[None]:
+def keeping(store: BaseObjectStore) -> Iterator[list[Path]]:
     """Keep (``.keep``) every pack added to ``store`` inside the block from the moment it
-    appears, until the block ends: the caller points a ref at what it fetched first."""
+    appears, until the block ends: the caller points a ref at what it fetched first.
+    Yields the ``.keep`` files made (an outer block, or a store of another kind: none)."""
     if not isinstance(store, _BesideGit) or store.keeps is not None:
-        yield
+        yield []
         return
     store.keeps = []
     try:
-        yield
+        yield store.keeps
     finally:
         kept, store.keeps = store.keeps, None
         for keep in kept:

@@ -27,7 +27,7 @@ from dulwich.repo import Repo
 from .._checkpoint import checkpoint
 from .._errors import GitError, PushRejectedError
 from . import _maintenance as maint
-from ._copy import add_objects, copy_commits, receive_objects
+from ._copy import add_objects, copy_commits, kept_till_fetched, receive_objects
 from ._fast._share import share_objects
 from ._groupshare import LOCK_FILES, lock_mode, ref_paths, shared_perm, widen
 from ._lock import RepoLock
@@ -140,7 +140,7 @@ class Transport:
         clone; returns how many loose files the clone gained."""
         if tip is not None:
             self.fetch_commit(r, tip, branch)
-        return add_objects(r, objects)
+        return kept_till_fetched(r, branch, new, lambda: add_objects(r, objects))
 
     def push(
         self, r: Repo, branch: bytes, old: bytes | None, new: bytes, objects: Sequence[ShaFile]
@@ -257,7 +257,7 @@ class LocalTransport(Transport):
 
     def fetch_commit(self, r: Repo, sha: bytes, branch: bytes) -> None:
         with self._using("fetch from") as remote:
-            copy_commits(remote, r, sha)
+            kept_till_fetched(r, branch, sha, lambda: copy_commits(remote, r, sha))
 
     def receive(
         self, r: Repo, branch: bytes, tip: bytes | None, new: bytes, objects: Sequence[ShaFile]
@@ -269,14 +269,16 @@ class LocalTransport(Transport):
             return 0
         with self._using("fetch from") as remote:
             missing = [o for o in objects if o.id not in r.object_store]
-            return copy_commits(remote, r, tip) + add_objects(r, missing)
+            return kept_till_fetched(
+                r, branch, new, lambda: copy_commits(remote, r, tip) + add_objects(r, missing)
+            )
 
     def fetch_branch(self, r: Repo, branch: bytes, depth: int | None = None) -> bytes | None:
         """Whole history (``depth`` ignored): a clone of a local remote reads its objects
         in place where sharing is on, and copies them cheaply where it is not."""
         with self._using("fetch from") as remote:
             tip = self._read_ref(branch)
-            copy_commits(remote, r, tip)
+            kept_till_fetched(r, branch, tip, lambda: copy_commits(remote, r, tip))
         return tip
 
     def push(

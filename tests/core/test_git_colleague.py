@@ -421,3 +421,63 @@ def test_only_datoms_own_stale_keep_files_are_swept(tmp_path: Path) -> None:
         os.utime(tmp_path / name, (when, when))
     assert drop_stale_keeps(tmp_path) == 3
     assert sorted(os.listdir(tmp_path)) == ["pack-d.keep", "pack-e.keep", "pack-f.keep"]
+
+
+def _many(tag: str, count: int = 120) -> Callable[[TreeReader], dict[str, bytes]]:
+    """A build adding ``count`` files: more objects than arrive loose (a pack)."""
+
+    def build(tree: TreeReader) -> dict[str, bytes]:
+        files = {f"{tag}/f{i:03d}.json": f'{{"{tag}": {i}}}'.encode() for i in range(count)}
+        return files | appending(tag)(tree)
+
+    return build
+
+
+@pytest.mark.parametrize("step", ["fetch", "follow-theirs", "follow-mine"])
+def test_a_pack_an_unshared_clone_gains_is_kept_until_a_ref_reaches_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    """A clone keeping objects of its own gains a colleague's many objects (a fetch, or
+    catching up after its push) or its own (after its push) as one pack, and moves its
+    refs later: a ``git repack -a -d`` in the clone just then deleted them (the clone
+    then lacked history, or raised a bare ``KeyError``). The pack is kept until a ref
+    reaches it, as a fetch over HTTP keeps its own."""
+    from datom_core._git import _transport
+
+    monkeypatch.setenv("DATOM_SHARE_OBJECTS", "0")
+    mine = MetadataRepo.init(tmp_path / "mine", None)
+    bare = MetadataRepo.embedded_remote_path(tmp_path / "mine")
+    mine.commit_and_push(appending("seed"), "seed", ME)
+    theirs = MetadataRepo.clone(bare, tmp_path / "theirs")
+    if step != "follow-mine":
+        theirs.commit_and_push(_many("theirs"), "theirs", ME)
+    name = "add_objects" if step == "follow-mine" else "copy_commits"
+    copy = getattr(_transport, name)
+    repacked: list[int] = []
+
+    def then_git_repacks(*args: object) -> int:
+        stored = copy(*args)
+        if os.listdir(tmp_path / "mine" / ".git" / "objects" / "pack"):
+            git(tmp_path / "mine", "repack", "-a", "-d", "-q")  # what reaches no ref goes
+            repacked.append(stored)
+        return int(stored)
+
+    monkeypatch.setattr(_transport, name, then_git_repacks)
+    if step == "fetch":
+        mine.fetch_and_reset()
+    else:
+        mine.commit_and_push(
+            _many("mine") if step == "follow-mine" else appending("mine"), "mine", ME
+        )
+    monkeypatch.undo()
+    assert repacked
+    head = git(tmp_path / "mine", "rev-parse", "HEAD").strip()
+    assert head == git(bare, "rev-parse", "main").strip()
+    git(tmp_path / "mine", "fsck", "--strict", "--full")
+    lines = (mine.read("log.txt") or b"").decode().split()
+    assert lines == {"fetch": ["seed", "theirs"], "follow-theirs": ["seed", "theirs", "mine"],
+                     "follow-mine": ["seed", "mine"]}[step]  # fmt: skip
+    assert len(mine.log()) == len(lines)
+    assert not list((tmp_path / "mine" / ".git" / "objects" / "pack").glob("*.keep"))
+    for clone in (mine, theirs):
+        clone.close()

@@ -211,3 +211,39 @@ def test_a_fetched_pack_is_kept_until_a_ref_reaches_it(
     assert not list((tmp_path / "mine" / ".git" / "objects" / "pack").glob("*.keep"))
     for clone in (mine, theirs):
         clone.close()
+
+
+def test_a_big_push_kept_in_the_clone_until_a_ref_reaches_it(
+    served: tuple[str, Path, GitCredentials],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After a push of many objects the clone stores them as one pack, and moves its
+    branch later: a ``git repack -a -d`` in the clone just then deleted them (a recorded
+    write raised a bare ``KeyError``). The pack is kept until a ref reaches it."""
+    from datom_core._git import _transport
+
+    url, bare, creds = served
+    clone = MetadataRepo.clone(url, tmp_path / "clone", credentials=creds)
+    clone.commit_and_push(appending("seed"), "seed", ME)
+    add_objects = _transport.add_objects
+    repacked: list[int] = []
+
+    def then_git_repacks(*args: object) -> int:
+        stored = add_objects(*args)  # type: ignore[arg-type]
+        git(tmp_path / "clone", "repack", "-a", "-d", "-q")  # what reaches no ref goes
+        repacked.append(stored)
+        return stored
+
+    def many(tree: object) -> dict[str, bytes]:
+        return {f"t/f{i:03d}": b"%d\n" % i for i in range(120)} | appending("many")(tree)
+
+    monkeypatch.setattr(_transport, "add_objects", then_git_repacks)
+    pushed = clone.commit_and_push(many, "many", ME)
+    monkeypatch.undo()
+    assert repacked == [0]  # one pack
+    assert git(tmp_path / "clone", "rev-parse", "HEAD").strip() == pushed
+    git(tmp_path / "clone", "fsck", "--strict", "--full")
+    assert (clone.read("t/f119") or b"") == b"119\n"
+    assert not list((tmp_path / "clone" / ".git" / "objects" / "pack").glob("*.keep"))
+    clone.close()
