@@ -40,6 +40,7 @@ from ._fast._share import share_objects, sharing_wanted
 from ._localwork import refuse_local_work, remember_made
 from ._logview import HistoryReads
 from ._objects import Answer, ChainItem, build_commit
+from ._read import keeping
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, normalize_remote
 from ._repo import _PUSH_DEADLINE, RepoCore, _now, hex_or_none
 from ._types import Author, config_stack
@@ -210,11 +211,12 @@ class MetadataRepo(HistoryReads, RepoCore):
             )
             if new is None:
                 return None
-            loose = add_objects(r, new.objects)
-            remember_made(self.controldir, new.id)
-            self._worktree.journal(new.changes)
-            checkpoint("git:commit:journaled")
-            moved = gi.swap_ref(r, branch, parent, new.id)
+            with keeping(r.object_store):  # a pack of them, until the branch reaches it
+                loose = add_objects(r, new.objects)
+                remember_made(self.controldir, new.id)
+                self._worktree.journal(new.changes)
+                checkpoint("git:commit:journaled")
+                moved = gi.swap_ref(r, branch, parent, new.id)
             if not moved:
                 self._ready(r)
                 raise GitError(

@@ -433,26 +433,27 @@ def _many(tag: str, count: int = 120) -> Callable[[TreeReader], dict[str, bytes]
     return build
 
 
-@pytest.mark.parametrize("step", ["fetch", "follow-theirs", "follow-mine"])
+@pytest.mark.parametrize("step", ["fetch", "follow-theirs", "follow-mine", "commit"])
 def test_a_pack_an_unshared_clone_gains_is_kept_until_a_ref_reaches_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
 ) -> None:
     """A clone keeping objects of its own gains a colleague's many objects (a fetch, or
-    catching up after its push) or its own (after its push) as one pack, and moves its
-    refs later: a ``git repack -a -d`` in the clone just then deleted them (the clone
+    catching up after its push) or its own (after its push, or a commit) as one pack, and
+    moves its refs later: a ``git repack -a -d`` in the clone just then deleted them (the clone
     then lacked history, or raised a bare ``KeyError``). The pack is kept until a ref
     reaches it, as a fetch over HTTP keeps its own."""
-    from datom_core._git import _transport
+    from datom_core._git import _metadata, _transport
 
     monkeypatch.setenv("DATOM_SHARE_OBJECTS", "0")
     mine = MetadataRepo.init(tmp_path / "mine", None)
     bare = MetadataRepo.embedded_remote_path(tmp_path / "mine")
     mine.commit_and_push(appending("seed"), "seed", ME)
     theirs = MetadataRepo.clone(bare, tmp_path / "theirs")
-    if step != "follow-mine":
+    if step in ("fetch", "follow-theirs"):
         theirs.commit_and_push(_many("theirs"), "theirs", ME)
-    name = "add_objects" if step == "follow-mine" else "copy_commits"
-    copy = getattr(_transport, name)
+    module = _metadata if step == "commit" else _transport
+    name = "copy_commits" if step in ("fetch", "follow-theirs") else "add_objects"
+    copy = getattr(module, name)
     repacked: list[int] = []
 
     def then_git_repacks(*args: object) -> int:
@@ -462,9 +463,12 @@ def test_a_pack_an_unshared_clone_gains_is_kept_until_a_ref_reaches_it(
             repacked.append(stored)
         return int(stored)
 
-    monkeypatch.setattr(_transport, name, then_git_repacks)
+    monkeypatch.setattr(module, name, then_git_repacks)
     if step == "fetch":
         mine.fetch_and_reset()
+    elif step == "commit":
+        mine.commit(_many("mine")(mine.tree()), "mine", ME)
+        mine.push()
     else:
         mine.commit_and_push(
             _many("mine") if step == "follow-mine" else appending("mine"), "mine", ME
@@ -476,7 +480,7 @@ def test_a_pack_an_unshared_clone_gains_is_kept_until_a_ref_reaches_it(
     git(tmp_path / "mine", "fsck", "--strict", "--full")
     lines = (mine.read("log.txt") or b"").decode().split()
     assert lines == {"fetch": ["seed", "theirs"], "follow-theirs": ["seed", "theirs", "mine"],
-                     "follow-mine": ["seed", "mine"]}[step]  # fmt: skip
+                     "follow-mine": ["seed", "mine"], "commit": ["seed", "mine"]}[step]  # fmt: skip
     assert len(mine.log()) == len(lines)
     assert not list((tmp_path / "mine" / ".git" / "objects" / "pack").glob("*.keep"))
     for clone in (mine, theirs):
