@@ -23,6 +23,8 @@ import pyarrow.parquet as pq
 from datom_core._errors import DatomError, IntegrityError, NotFoundError, StoreError
 from datom_core._identity._cv1 import ColumnHash
 from datom_core._labels import with_r_metadata
+from datom_core._plain import plain
+from datom_core._project._parquet_ahead import ahead
 from datom_core._store import LocalStore, Store
 
 __all__ = [
@@ -91,9 +93,9 @@ def serialized(
     path, fd = _new_file(store, folder)
     try:
         try:
-            with os.fdopen(fd, "wb", buffering=0) as file:
-                sink = _HashingSink(file)
-                with pa.BufferedOutputStream(pa.PythonFile(sink, mode="w"), _CHUNK) as out:
+            with os.fdopen(fd, "wb", buffering=0) as file, _sinks(file, store) as sinks:
+                into, sink = sinks
+                with pa.BufferedOutputStream(pa.PythonFile(into, mode="w"), _CHUNK) as out:
                     _encoded(out, table, digests)
         except OSError as e:  # the disk refused the bytes (full, gone, read-only)
             if isinstance(e, DatomError):
@@ -122,6 +124,19 @@ def _new_file(store: Store | None, folder: str) -> tuple[Path, int]:
         return store.open_staging(folder)
     fd, name = tempfile.mkstemp(prefix="datom-", suffix=".parquet")
     return Path(name), fd
+
+
+@contextmanager
+def _sinks(file: BinaryIO, store: Store | None) -> Iterator[tuple[Any, _HashingSink]]:
+    """What pyarrow writes into, and the sink that hashes the bytes into ``file``: one and
+    the same in the encoding thread (the plain path), or a second thread's
+    (``_parquet_ahead``, which also syncs a file staged in a local store as it goes)."""
+    if plain():
+        sink = _HashingSink(file)
+        yield sink, sink
+        return
+    with ahead(file, _HashingSink, sync=isinstance(store, LocalStore)) as into:
+        yield into, into.sink
 
 
 class _HashingSink:
