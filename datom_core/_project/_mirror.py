@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from typing import Any
@@ -95,12 +95,21 @@ class PushedMirror:
     write puts it before its push; a ``validate`` finds it if it went missing since).
     """
 
-    def __init__(self, ctx: ProjectContext, table: str, metadata: bytes, version: str) -> None:
+    def __init__(
+        self,
+        ctx: ProjectContext,
+        table: str,
+        metadata: bytes,
+        version: str,
+        looks: Sequence[Future[None]] = (),
+    ) -> None:
         self._ctx, self._table, self._metadata, self._version = ctx, table, metadata, version
         self._job: tuple[TableDocuments, str] | None = None
-        # The copies this store wrote last, as they were before the push (of commits the
-        # remote had then): a write of this store meanwhile (another thread's mirror,
-        # maybe of a newer commit) makes them another's, and a PUT on them is refused.
+        # The copies this store wrote or looked at last (``looks``: learn_copies), as they
+        # were before the push (of commits the remote had then): a write of this store
+        # meanwhile (another thread's mirror, maybe of a newer commit) makes them
+        # another's, and a PUT on them is refused.
+        wait(looks)  # a look that failed leaves its copy unseen
         self._seen = seen_copies(ctx, table)
         self._early: tuple[bytes, Future[bool]] | None = None
         self._by_group = False  # written and settled by its group's leader (_groupmirror)

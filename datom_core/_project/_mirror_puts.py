@@ -8,7 +8,7 @@ other.
 
 from __future__ import annotations
 
-from concurrent.futures import wait
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 
 from datom_core._checkpoint import checkpoint
@@ -17,15 +17,25 @@ from datom_core._project import _layout as L
 from datom_core._project._commits import parsed_history
 from datom_core._project._context import ProjectContext
 from datom_core._project._history_text import first_entry
+from datom_core._project._mirrorturn import load_etags
 from datom_core._project._parse import parse_metadata
+from datom_core._project._queue import Queue
 from datom_core._project._upload import store_in_parallel
 from datom_core._store import Document
 from datom_core._worker import ProcessWorker
 
-__all__ = ["TableDocuments", "listed_before", "replaced_in_step", "seen_copies", "write_mirror"]
+__all__ = [
+    "TableDocuments",
+    "learn_copies",
+    "listed_before",
+    "replaced_in_step",
+    "seen_copies",
+    "write_mirror",
+]
 
 _MIRROR_STEPS = ("mirror:snapshot", "mirror:history", "mirror:metadata")  # then the manifest
 _WORKER = ProcessWorker("datom-mirror-puts")
+_LOOKS = ProcessWorker("datom-mirror-looks", threads=3)  # a table's three documents at once
 
 
 @dataclass(frozen=True)
@@ -67,6 +77,26 @@ def write_mirror(
     _checkpoint_mirror(1)
     _checkpoint_mirror(2)
     ctx.store.write_bytes(*documents[3][:2])
+
+
+def learn_copies(ctx: ProjectContext, table: str) -> list[Future[None]]:
+    """Look (at once, one HEAD each) at those of ``table``'s documents whose copy this
+    store has not seen, while the write uploads; :func:`seen_copies` is read once they are
+    answered, before the push. A first write of a process then puts its mirror as every
+    later one does, each PUT conditional on the copy seen (:func:`replaced_in_step`),
+    where it would look at each document before its PUT, then settle. A copy found before
+    the push is of a commit the remote had then (mirrors are put after their push), as
+    one this store wrote is. None where the store has no conditional replacement or it is
+    not used, or where the clone's groups of writes carry the copies' ETags (their leader
+    mirrors, ``_groupmirror``); a look that fails leaves its document unseen (the mirror
+    then looks, writes and settles)."""
+    look = getattr(ctx.store, "look_unseen", None)
+    if look is None or not store_in_parallel(ctx):
+        return []
+    if ctx.repo is not None and load_etags(Queue(ctx.repo.controldir).folder):
+        return []
+    keys = (L.store_history(table), L.store_metadata(table), L.STORE_MANIFEST)
+    return [_LOOKS.executor().submit(look, key) for key in keys]
 
 
 def seen_copies(ctx: ProjectContext, table: str) -> dict[str, str | None] | None:

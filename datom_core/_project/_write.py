@@ -46,6 +46,7 @@ from datom_core._project._group import record as record_grouped
 from datom_core._project._history_text import HistoryText, history_text
 from datom_core._project._manifest_text import learn_manifest
 from datom_core._project._mirror import PushedMirror, converge_mirror, newest_commit_of
+from datom_core._project._mirror_puts import learn_copies
 from datom_core._project._model import ParentRef, SourceRef, TableMetadata
 from datom_core._project._outcome import Put, after_failed_push, undo_unpushed
 from datom_core._project._parse import parse_metadata
@@ -154,6 +155,7 @@ def _record(
         return _unchanged(ctx, req.table, th, current.metadata)
 
     same_data = current.metadata is not None and current.metadata.data_sha == th.data_sha
+    looks = learn_copies(ctx, req.table)  # while the parquet goes up (PushedMirror waits)
     stored = store_version(  # a failure there removes what it put
         ctx, req.table, table, th, current.history, current.metadata,
         draft.version if draft.version in current.versions else None,
@@ -175,7 +177,7 @@ def _record(
     except BaseException as e:
         undo_unpushed(ctx, req.table, Put(th.data_sha if uploaded else None, None), e)
         raise
-    mirror = PushedMirror(ctx, req.table, metadata_bytes, metadata.version)
+    mirror = PushedMirror(ctx, req.table, metadata_bytes, metadata.version, looks)
     try:
         commit = record_grouped(  # with the writes waiting on this clone (_group)
             repo, update, req.message, author, mirror

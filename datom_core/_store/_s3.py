@@ -87,8 +87,8 @@ class S3Store(Store):
         self._token = token
         self._anon = anon
         self._options = s3fs_options
-        # The ETag each document had when this store last saw it (write_bytes), and those
-        # another process of the clone put since (note_etags: conditions only, not seen()).
+        # The ETag each document had when this store last saw it (write_bytes, look_unseen),
+        # and those another process of the clone put since (note_etags: conditions only).
         self._etags: dict[str, str | None] = {}
         self._noted: dict[str, str] = {}
         root = f"{self.bucket}/{self.prefix}/datom" if self.prefix else f"{self.bucket}/datom"
@@ -101,13 +101,8 @@ class S3Store(Store):
 
     def describe(self) -> dict[str, Any]:
         """``{"type": "s3", "bucket", "prefix", "endpoint_url", "region"}``; no credentials."""
-        return {
-            "type": "s3",
-            "bucket": self.bucket,
-            "prefix": self.prefix,
-            "endpoint_url": self.endpoint_url,
-            "region": self.region,
-        }
+        return {"type": "s3", "bucket": self.bucket, "prefix": self.prefix,
+                "endpoint_url": self.endpoint_url, "region": self.region}  # fmt: skip
 
     def _make_fs(self) -> Any:
         import s3fs
@@ -246,8 +241,15 @@ class S3Store(Store):
         raise StoreContendedError(f"could not write {key!r} in store {self.url}: other writers kept replacing it {tries}", key)  # fmt: skip
 
     def seen(self, key: str) -> str | None:
-        """The ETag of the object this store last wrote at ``key`` (None: none written)."""
+        """The ETag of the object at ``key`` this store last wrote or looked at (None: none)."""
         return self._etags.get(key)
+
+    def look_unseen(self, key: str) -> None:
+        """Note the ETag at ``key`` (:meth:`seen`) unless this store knows one: one HEAD."""
+        if key not in self._etags and key not in self._noted:
+            bucket, name, _ = self._fs.split_path(self._path(key))
+            with self._translated("inspect", key):
+                self._etags.setdefault(key, self._etag(bucket, name))
 
     def note_etags(self, etags: dict[str, str]) -> None:
         """The ETags another writer sharing this store put (``key``: ETag), for the next
@@ -278,8 +280,7 @@ class S3Store(Store):
             head = self._fs.call_s3("head_object", Bucket=bucket, Key=name)
         except FileNotFoundError:
             return None
-        etag = head.get("ETag")
-        return str(etag) if etag else None
+        return str(head["ETag"]) if head.get("ETag") else None
 
     def put_if_absent(self, key: str, data: bytes | str | os.PathLike[str]) -> bool:
         """Store ``data`` (bytes or a local file path) at ``key`` unless an object is there.
