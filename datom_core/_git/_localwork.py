@@ -26,6 +26,7 @@ from dulwich.repo import Repo
 
 from .._errors import GitError
 from . import _internals as gi
+from ._objects import commit_of
 
 __all__ = ["forget_made", "refuse_local_work", "remember_made"]
 
@@ -84,7 +85,26 @@ def local_commits(
         if commit.id in made or held(commit.id):
             continue
         found.append(commit)
-    return found
+    return _unreached(r, exclude, found) if found else found
+
+
+def _unreached(r: Repo, tips: list[ObjectID], commits: list[Commit]) -> list[Commit]:
+    """Those of ``commits`` no commit of ``tips`` reaches. dulwich's walk, as git's, goes
+    by commit dates and stops a few commits past the last one it could name: a colleague's
+    commits dated before the clone's own (a clock behind) between the tips and the branch
+    made it name the clone's pushed commits as local work. Asked only before a refusal,
+    the tips' history is walked whole (as far as the clone holds it)."""
+    left = {c.id for c in commits}
+    stack, seen = list(tips), set()
+    while stack and left:
+        sha = stack.pop()
+        if sha in seen or sha not in r.object_store:  # (past a shallow clone's edge)
+            continue
+        seen.add(sha)
+        left.discard(sha)
+        commit = commit_of(r.object_store, sha)
+        stack.extend(commit.parents if commit is not None else ())
+    return [c for c in commits if c.id in left]
 
 
 def refuse_local_work(

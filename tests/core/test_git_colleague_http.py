@@ -247,3 +247,45 @@ def test_a_big_push_kept_in_the_clone_until_a_ref_reaches_it(
     assert (clone.read("t/f119") or b"") == b"119\n"
     assert not list((tmp_path / "clone" / ".git" / "objects" / "pack").glob("*.keep"))
     clone.close()
+
+
+def test_a_clone_behind_a_git_fetch_with_older_commit_dates_names_no_local_work(
+    served: tuple[str, Path, GitCredentials],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A ``git fetch`` in a clone moves its tracking ref past its branch; a colleague's
+    commits there carry dates older than the clone's own (a clock behind): the walk that
+    looks for unpushed work, ordered by dates as git's is, met the clone's commits before
+    the colleague's, and named them as work made with git (the write refused)."""
+    from datom_core._git import _repo
+
+    url, bare, creds = served
+    mine = MetadataRepo.clone(url, tmp_path / "mine", credentials=creds)
+    theirs = MetadataRepo.clone(url, tmp_path / "theirs", credentials=creds)
+    for i in range(3):
+        mine.commit_and_push(appending(f"mine {i}"), f"mine {i}", ME)
+    now = _repo._now()
+    monkeypatch.setattr(_repo, "_now", lambda: now - 86_400)  # a day behind
+    theirs.fetch_and_reset()
+    for i in range(12):  # more than the walk's slop past its last new commit
+        theirs.commit_and_push(appending(f"theirs {i}"), f"theirs {i}", ME)
+    monkeypatch.undo()
+    tip = mine.remote_tip().commit  # their commits in the clone's store, as git's fetch
+    assert tip is not None
+    git(tmp_path / "mine", "update-ref", "refs/remotes/origin/main", tip)
+    (tmp_path / "mine" / "notes.txt").write_text("mine\n")  # work made with git: named alone
+    git(tmp_path / "mine", "add", "notes.txt")
+    git(tmp_path / "mine", "-c", "user.name=A", "-c", "user.email=a@b.c", "commit", "-qm", "notes")
+    made = git(tmp_path / "mine", "rev-parse", "HEAD").strip()
+    with pytest.raises(GitError, match=r"holds 1 commit\(s\) made with git") as refused:
+        mine.commit_and_push(appending("mine again"), "mine again", ME)
+    assert made[:12] in str(refused.value)
+    git(tmp_path / "mine", "reset", "-q", "--hard", "HEAD~1")
+    pushed = mine.commit_and_push(appending("mine again"), "mine again", ME)
+    assert git(bare, "rev-parse", "main").strip() == pushed
+    lines = (mine.read("log.txt") or b"").decode().splitlines()
+    assert lines == [*(f"mine {i}" for i in range(3)), *(f"theirs {i}" for i in range(12)),
+                     "mine again"]  # fmt: skip
+    for clone in (mine, theirs):
+        clone.close()
