@@ -32,6 +32,8 @@ def test_demo_then_cli(tmp_path: Path) -> None:
     assert "proof: no onboarding run requested" in out and "ok: repo and store agree" in out
     assert "dg dev" in out and "dagster dev" not in out  # the example is a dg project
     assert "lock check: passed (7 locked versions resolve and verify)" in out
+    # The refusal the story shows is told once, in its words: no stack trace of it.
+    assert "Traceback" not in run.stdout + run.stderr and "STEP_FAILURE" not in run.stderr
 
     clone = demo / "datom" / "STUDY_001" / "repo"
     listing = _datom("--repo", str(clone), "--json", "list")
