@@ -90,13 +90,13 @@ def learn_copies(ctx: ProjectContext, table: str) -> list[Future[None]]:
     not used, or where the clone's groups of writes carry the copies' ETags (their leader
     mirrors, ``_groupmirror``); a look that fails leaves its document unseen (the mirror
     then looks, writes and settles)."""
-    look = getattr(ctx.store, "look_unseen", None)
-    if look is None or not store_in_parallel(ctx):
+    look, seen = getattr(ctx.store, "look_unseen", None), getattr(ctx.store, "seen", None)
+    if look is None or seen is None or not store_in_parallel(ctx):
         return []
-    if ctx.repo is not None and load_etags(Queue(ctx.repo.controldir).folder):
+    unseen = [key for key in _keys(table) if seen(key) is None]  # a warm write: none
+    if not unseen or (ctx.repo is not None and load_etags(Queue(ctx.repo.controldir).folder)):
         return []
-    keys = (L.store_history(table), L.store_metadata(table), L.STORE_MANIFEST)
-    return [_LOOKS.executor().submit(look, key) for key in keys]
+    return [_LOOKS.executor().submit(look, key) for key in unseen]
 
 
 def seen_copies(ctx: ProjectContext, table: str) -> dict[str, str | None] | None:
@@ -106,8 +106,12 @@ def seen_copies(ctx: ProjectContext, table: str) -> dict[str, str | None] | None
     seen = getattr(ctx.store, "seen", None)
     if seen is None or not store_in_parallel(ctx):
         return None
-    keys = (L.store_history(table), L.store_metadata(table), L.STORE_MANIFEST)
-    return {key: seen(key) for key in keys}
+    return {key: seen(key) for key in _keys(table)}
+
+
+def _keys(table: str) -> tuple[str, str, str]:
+    """The store keys of the documents a write of ``table`` replaces."""
+    return L.store_history(table), L.store_metadata(table), L.STORE_MANIFEST
 
 
 def replaced_in_step(
