@@ -33,6 +33,7 @@ from ._backoff import Backoff
 from ._fast import _advert
 from ._fast._advert import RefsMemo
 from ._fast._prime import push_advertisement_alongside
+from ._fast._tipnote import adopt_note
 from ._httpclient import HttpClient, ObjectFormatError
 from ._read import keeping
 from ._refstatus import SAID_MAX, check_ref_status, storage_fault
@@ -195,6 +196,8 @@ class HttpTransport(Transport):
         refused by the server, and the retry looks again): with :mod:`._fast._advert` the
         last advertisement's when fresh; plain: a new fetch."""
         if not plain("advert"):
+            if recent:  # a sharer of the clone may have pushed since this process looked
+                adopt_note(r, self._client.memo, branch)  # type: ignore[attr-defined]
             return _advert.tip(self, r, branch, recent)
         self.kept = False
         return self.fetch_branch(r, branch)

@@ -22,6 +22,7 @@ from datom_core._git import Author, GitCredentials, MetadataRepo
 from datom_core._git._fast._tipnote import note_tip
 from tests.core.projects import frame
 from tests.faultproxy import FaultProxy
+from tests.gitbackend import GitBackendServer
 from tests.gitserver import GitHTTPServer, counted_requests
 
 pytestmark = pytest.mark.timeout(300)
@@ -249,6 +250,41 @@ def test_a_sharers_newer_push_is_the_tip_classified_on_without_a_request(
     view = other.remote_tip(recent=True)
     assert (before, view.commit, view.kept, seen) == (before, made, True, [])
     assert view.read("t/x.json") == b"1\n"
+
+
+@pytest.mark.parametrize("plain", ["0", "group"])
+def test_a_sharers_newer_push_is_the_tip_a_write_pushes_from(
+    any_git_http_server: GitHTTPServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    plain: str,
+) -> None:
+    """A handle whose own kept look is older than a sharer's push (the next group's
+    leader, after another process's group) builds on the sharer's tip and pushes in one
+    request; its own look would have the push refused, then a new look and a second
+    push. On the plain path (``DATOM_PLAIN=group``) that refusal is taken: the same
+    commits, more requests."""
+    monkeypatch.setenv("DATOM_PLAIN", plain)
+    server = any_git_http_server
+    server.create_bare("proj")
+    url, creds = server.url_for("proj"), GitCredentials(server.token)
+    first = MetadataRepo.clone(url, tmp_path / "a", credentials=creds)
+    first.commit_and_push(lambda tree: {"t/x.json": b"0\n"}, "seed", ME)
+    other = MetadataRepo.open(tmp_path / "a", credentials=creds)
+    other.remote_head()  # its own look, kept
+    theirs = first.commit_and_push(lambda tree: {"t/x.json": b"1\n"}, "one", ME)
+    seen = _count(server)
+    mine = other.commit_and_push(lambda tree: {"t/y.json": b"2\n"}, "two", ME)
+    seen = list(seen)
+    assert mine is not None and other.remote_head() == mine
+    assert [p.id.decode() for p in _chain(tmp_path / "a", mine, 2)] == [mine, theirs]
+    looked = (
+        [] if isinstance(server, GitBackendServer) else ["GET info/refs?service=git-upload-pack"]
+    )
+    if plain == "0":
+        assert seen == [_PUSH] + looked, seen
+    else:
+        assert seen.count(_PUSH) == 2, seen
 
 
 def test_a_note_older_than_the_own_look_is_never_taken(

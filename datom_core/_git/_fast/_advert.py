@@ -72,6 +72,17 @@ class RefsMemo:
         sha = seen[1].get(branch)
         return True, bytes(sha) if sha is not None else None
 
+    def adopt(self, branch: bytes, sha: bytes, age: float) -> None:
+        """Take ``sha``, seen ``age`` seconds ago by a sharer of the clone, as ``branch``'s
+        advertised tip (a newer one than this memo's: see ``_tipnote.adopt_note``)."""
+        seen = self._seen
+        refs = dict(seen[1]) if seen is not None else {}
+        refs[branch] = sha
+        when = time.monotonic() - max(age, 0.0)
+        if seen is not None and seen[0] > when:
+            when = seen[0]  # a look of this process's own, newer than the note
+        self._seen = (when, refs, seen[2] if seen else {}, seen[3] if seen else {})
+
     def can_push(self) -> bool:
         """Whether the server's push capabilities are known (a push advertisement seen)."""
         return self._push is not None
