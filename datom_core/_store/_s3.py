@@ -32,6 +32,9 @@ logger = logging.getLogger("datom_core.store")
 _CONNECT_TIMEOUT_S = 3
 _BOTOCORE_ATTEMPTS = 3
 _S3FS_RETRIES = 2
+# Requests in flight at once: a group's mirror puts each table's documents together (32
+# threads); botocore's 10 sent 24 in three waves (1.1 s against 0.55 s at 200 ms RTT).
+_CONNECTIONS = 32
 # Streaming reads fetch this much per request: bounded memory, few round trips.
 _READ_BLOCK = 8 << 20
 # How long put_if_absent waits for a concurrent conditional write of the same key.
@@ -111,6 +114,7 @@ class S3Store(Store):
         config = {
             "connect_timeout": _CONNECT_TIMEOUT_S,
             "retries": {"total_max_attempts": _BOTOCORE_ATTEMPTS, "mode": "standard"},
+            "max_pool_connections": _CONNECTIONS,
         }
         config.update(options.pop("config_kwargs", None) or {})
         client = dict(options.pop("client_kwargs", None) or {})

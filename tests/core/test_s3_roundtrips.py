@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -56,6 +57,24 @@ def test_a_small_parquet_is_put_without_a_look_first(
     parquet = [r for r in seen if PARQUET.search(r)]
     assert [r.split()[0] for r in parquet] == ["PUT"]
     assert conn.validate().ok
+
+
+def test_independent_puts_are_all_in_flight_at_once(s3_bucket: str, s3_proxy: FaultProxy) -> None:
+    """A group's store mirror puts its tables' documents together (``_groupmirror``): 24
+    PUTs handed to the store at once are all sent before any is answered, not in waves
+    of botocore's default pool (10 connections)."""
+    store = dc.S3Store(s3_bucket, prefix="many", endpoint_url=s3_proxy.url)
+    store.write_bytes("warm", b"{}")
+    stalled = s3_proxy.inject("stall", method="PUT", path=r"/doc-\d+$", times=24, delay=2.0)
+    with ThreadPoolExecutor(24) as pool:
+        puts = [pool.submit(store.write_bytes, f"doc-{i}", b"{}") for i in range(24)]
+        while stalled.fired < 24 and not any(p.done() for p in puts):
+            time.sleep(0.01)
+        in_flight = stalled.fired
+        answered = sum(p.done() for p in puts)
+        for p in puts:
+            p.result()
+    assert (in_flight, answered) == (24, 0)
 
 
 def test_a_parquet_already_there_is_kept_and_not_replaced(
