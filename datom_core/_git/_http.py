@@ -12,11 +12,7 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
-from dulwich.client import (
-    GitClient,
-    HTTPProxyUnauthorized,
-    HTTPUnauthorized,
-)
+from dulwich.client import GitClient, HTTPProxyUnauthorized, HTTPUnauthorized
 from dulwich.config import Config
 from dulwich.errors import GitProtocolError, NotGitRepository
 from dulwich.file import FileLocked
