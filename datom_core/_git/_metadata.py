@@ -171,12 +171,13 @@ class MetadataRepo(HistoryReads, RepoCore):
         return hex_or_none(gi.head(self._open()))
 
     def read(self, relpath: str) -> bytes | None:
-        """The bytes of a working-tree file, or ``None`` if it does not exist."""
+        """The bytes of a working-tree file; one it lacks (a sparse checkout, a deletion) is
+        read from HEAD, which the working tree mirrors (``None``: HEAD lacks it too)."""
         gi.check_relpath(relpath)
         try:
             return (self.path / relpath).read_bytes()
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            return None
+            return self.tree().read(relpath)
 
     def has_unpushed_commits(self) -> bool:
         """Whether HEAD holds commits ``origin`` lacked at the last fetch or push (offline)."""

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from datom_core import Connection, Store, connect, store_from_url
+from datom_core import Connection, DatomError, Store, connect, store_from_url
 
 __all__ = ["ConnectionOptions", "find_clone", "make_store", "open_connection"]
 
@@ -29,12 +29,24 @@ class ConnectionOptions:
 
 
 def find_clone(start: Path) -> Path | None:
-    """The nearest directory at or above ``start`` holding ``.datom/project.yaml``."""
+    """The nearest directory at or above ``start`` holding ``.datom/project.yaml``, in its
+    working tree or, where that lacks it (a sparse checkout leaves ``.datom/`` out), in the
+    HEAD of the git repository there."""
     start = start.absolute()
     for directory in (start, *start.parents):
         if (directory / _PROJECT_YAML).is_file():
             return directory
+        if (directory / ".git").exists() and _records_project(directory):
+            return directory
     return None
+
+
+def _records_project(directory: Path) -> bool:
+    try:
+        connect(directory)
+    except DatomError:  # not a datom clone (or not one datom can open: said if named)
+        return False
+    return True
 
 
 def make_store(url: str, options: ConnectionOptions, *, existing: bool = False) -> Store:

@@ -16,6 +16,7 @@ from datom_core._git import MetadataRepo
 from datom_core._git import _maintenance as maint
 from datom_core._git._objects import TreeReader
 from datom_core._git._types import Author
+from tests.core.cli_helpers import run_json
 from tests.core.projects import fingerprint, frame, new_project
 from tests.core.test_gitcli_localwork import git_accepts
 from tests.gitcli import git, needs_git
@@ -190,3 +191,38 @@ def test_a_non_bare_remotes_checked_out_branch_is_refused(tmp_path: Path) -> Non
     pushed = repo.commit_and_push(put({"x": b"1"}), "x", ME)
     assert git(remote, "rev-parse", "main").strip() == pushed
     git_accepts(remote / ".git", tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["plain", "shallow", "reference", "sparse"])
+def test_a_clone_git_made_is_a_datom_clone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """A colleague's clone made by git: plain, shallow (``--depth 1``), reading another
+    clone's objects (``--reference``), or a cone-mode sparse checkout of one table's folder
+    (``.datom/`` left out of the working tree: datom reads what the working tree lacks
+    from HEAD, which it mirrors). The API and the command line open it, write, read and
+    validate; git sees the clone clean and accepts the remote."""
+    conn = new_project(tmp_path)
+    conn.write("dm", frame())
+    conn.write("ae", frame(3))
+    theirs = tmp_path / kind
+    options = {"shallow": ["--depth", "1"], "reference": ["--reference", str(conn.repo.path)]}
+    url = f"file://{conn.repo.remote_url}" if kind == "shallow" else conn.repo.remote_url
+    git(tmp_path, "clone", "-q", *options.get(kind, []), url, str(theirs))
+    if kind == "sparse":
+        git(theirs, "sparse-checkout", "set", "ae")
+        assert not (theirs / ".datom").exists() and not (theirs / "dm").exists()
+    mine = dc.connect(theirs)
+    assert mine.project_name == conn.project_name
+    assert len(mine.read("dm")) == 5
+    made = mine.write("dm", frame(7, seed=1))
+    assert (made.change, len(conn.read("dm"))) == ("full", 7)
+    assert mine.validate().ok and conn.validate().ok
+    assert git(theirs, "status", "--porcelain") == ""
+    monkeypatch.chdir(theirs / "ae")
+    listed = run_json("list")
+    assert {t["name"]: t["current_version"] for t in listed} == {
+        "ae": conn.history("ae")[0].version,
+        "dm": made.version,
+    }
+    git_accepts(conn.repo.remote_url, tmp_path)
