@@ -171,13 +171,11 @@ class MetadataRepo(HistoryReads, RepoCore):
         return hex_or_none(gi.head(self._open()))
 
     def read(self, relpath: str) -> bytes | None:
-        """The bytes of a working-tree file; one it lacks (a sparse checkout, a deletion) is
-        read from HEAD, which the working tree mirrors (``None``: HEAD lacks it too)."""
+        """The bytes of ``relpath`` at HEAD (``None``: absent), git's own: not the working
+        tree's copy, which a checkout may convert (``.gitattributes``' ``eol``,
+        ``core.autocrlf``) or leave out (a sparse checkout)."""
         gi.check_relpath(relpath)
-        try:
-            return (self.path / relpath).read_bytes()
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            return self.tree().read(relpath)
+        return self.tree().read(relpath)
 
     def has_unpushed_commits(self) -> bool:
         """Whether HEAD holds commits ``origin`` lacked at the last fetch or push (offline)."""

@@ -93,8 +93,8 @@ class TreeReader:
     def __init__(self, store: BaseObjectStore, commit: bytes | None) -> None:
         self._store = store
         self.commit: str | None = commit.decode() if commit is not None else None
-        root = load(store, commit) if commit is not None else None
-        self._root: bytes | None = root.tree if isinstance(root, Commit) else None
+        root = commit_of(store, commit) if commit is not None else None
+        self._root: bytes | None = root.tree if root is not None else None
 
     def entry(self, path: str | bytes) -> _Entry | None:
         """``(mode, id)`` of ``path`` (a file or a directory), or None if it is absent."""
@@ -110,6 +110,15 @@ class TreeReader:
     def read(self, path: str) -> bytes | None:
         found = self.entry(path)
         return blob_data(self._store, found[1]) if found is not None else None
+
+    def directories(self) -> list[str]:
+        """The names of the top-level directories (the tables, the sets, ``.datom``...)."""
+        tree = tree_of(self._store, self._root) if self._root is not None else None
+        if tree is None:
+            return []
+        return [
+            n.decode("utf-8", "surrogateescape") for n, m, _ in tree.iteritems() if stat.S_ISDIR(m)
+        ]
 
 
 @dataclass

@@ -7,13 +7,12 @@ sharers share their newest look (the accelerator :mod:`._fast._tipnote`).
 
 from __future__ import annotations
 
-import stat
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 
 from dulwich.object_store import BaseObjectStore
 
-from ._objects import TreeReader, commit_of, tree_of
+from ._objects import TreeReader, commit_of
 
 __all__ = ["TipView"]
 
@@ -50,15 +49,5 @@ class TipView(TreeReader):
             return super().read(path)
 
     def directories(self) -> list[str]:
-        """The names of the top-level directories of the tip (the tables, ``.datom``...)."""
-        if self._root is None:
-            return []
         with self._guard():
-            tree = tree_of(self._store, self._root)
-            if tree is None:
-                return []
-            return [
-                name.decode("utf-8", "surrogateescape")
-                for name, mode, _ in tree.iteritems()
-                if stat.S_ISDIR(mode)
-            ]
+            return super().directories()

@@ -87,12 +87,8 @@ _READ_ONLY = (False, "compared with the clone as it is: it is read-only, so it w
 def _unjudged(ctx: ProjectContext, docs: _Docs) -> set[str]:
     """Names git holds whose store objects the orphan check must not judge: sets, and
     tables whose documents are damaged."""
-    repo = ctx.require_repo()
-    return {
-        child.name
-        for child in repo.path.iterdir()
-        if child.is_dir() and not child.name.startswith(".") and child.name not in docs
-    }
+    names = ctx.require_repo().tree().directories()
+    return {name for name in names if not name.startswith(".") and name not in docs}
 
 
 def _catch_up(ctx: ProjectContext, fix: bool) -> tuple[bool, str]:
@@ -111,19 +107,18 @@ def _catch_up(ctx: ProjectContext, fix: bool) -> tuple[bool, str]:
 
 
 def _table_docs(ctx: ProjectContext, problems: list[Problem], fix: bool) -> _Docs:
-    repo = ctx.require_repo()
+    head = ctx.require_repo().tree()  # git's, whatever the working tree holds (sparse)
     docs = {}
-    for child in sorted(repo.path.iterdir()):
+    for name in sorted(head.directories()):
         if (
-            not child.is_dir()
-            or child.name.startswith(".")
-            or not (child / "metadata.json").exists()
-            or (child / L.SET_PAYLOAD).exists()  # a set: _sets._validate checks it
+            name.startswith(".")
+            or head.entry(L.git_metadata(name)) is None
+            or head.entry(f"{name}/{L.SET_PAYLOAD}") is not None  # a set: _sets._validate
         ):
             continue
-        found = _documents(ctx, child.name, problems, fix)
+        found = _documents(ctx, name, problems, fix)
         if found is not None:
-            docs[child.name] = found
+            docs[name] = found
     return docs
 
 

@@ -47,13 +47,13 @@ def validate_sets(ctx: ProjectContext, *, fix: bool) -> list[Problem]:
 
 
 def _set_names(repo: MetadataRepo) -> list[str]:
+    head = repo.tree()  # git's, whatever the working tree holds (sparse)
     return sorted(
-        child.name
-        for child in repo.path.iterdir()
-        if child.is_dir()
-        and not child.name.startswith(".")
-        and (child / L.SET_PAYLOAD).is_file()
-        and (child / "metadata.json").is_file()
+        name
+        for name in head.directories()
+        if not name.startswith(".")
+        and head.entry(f"{name}/{L.SET_PAYLOAD}") is not None
+        and head.entry(f"{name}/metadata.json") is not None
     )
 
 

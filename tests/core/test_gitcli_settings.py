@@ -16,6 +16,7 @@ from datom_core._git import MetadataRepo
 from datom_core._git import _maintenance as maint
 from datom_core._git._objects import TreeReader
 from datom_core._git._types import Author
+from datom_core._project import _layout as L
 from tests.core.cli_helpers import run_json
 from tests.core.projects import fingerprint, frame, new_project
 from tests.core.test_gitcli_localwork import git_accepts
@@ -205,6 +206,7 @@ def test_a_clone_git_made_is_a_datom_clone(
     conn = new_project(tmp_path)
     conn.write("dm", frame())
     conn.write("ae", frame(3))
+    conn.write("ex", frame(2))
     theirs = tmp_path / kind
     options = {"shallow": ["--depth", "1"], "reference": ["--reference", str(conn.repo.path)]}
     url = f"file://{conn.repo.remote_url}" if kind == "shallow" else conn.repo.remote_url
@@ -218,11 +220,49 @@ def test_a_clone_git_made_is_a_datom_clone(
     made = mine.write("dm", frame(7, seed=1))
     assert (made.change, len(conn.read("dm"))) == ("full", 7)
     assert mine.validate().ok and conn.validate().ok
+    conn.store.write_bytes(L.store_metadata("ex"), b"{}\n")  # a table outside a sparse one
+    assert [p.table for p in mine.validate().problems] == ["ex"]
+    assert [p.fixed for p in mine.validate(fix=True).problems] == [True]
     assert git(theirs, "status", "--porcelain") == ""
     monkeypatch.chdir(theirs / "ae")
     listed = run_json("list")
     assert {t["name"]: t["current_version"] for t in listed} == {
         "ae": conn.history("ae")[0].version,
         "dm": made.version,
+        "ex": conn.history("ex")[0].version,
     }
+    git_accepts(conn.repo.remote_url, tmp_path)
+
+
+@pytest.mark.parametrize("convert", ["gitattributes", "autocrlf"])
+def test_a_checkout_converting_line_endings_is_not_taken_for_gits_bytes(
+    tmp_path: Path, convert: str
+) -> None:
+    """A colleague's clone whose checkout writes CRLF line endings (a committed
+    ``.gitattributes`` with ``eol=crlf``, or ``core.autocrlf=true`` as on Windows): datom
+    reads git's bytes, not the working tree's. ``validate`` finds the store in step (it
+    took every CRLF copy for a stale mirror) and ``validate(fix=True)`` puts no CRLF
+    copy in the store; writes there mirror git's bytes."""
+    conn = new_project(tmp_path)
+    conn.write("dm", frame())
+    conn.write("ae", frame(3))
+    theirs = tmp_path / "theirs"
+    config = ["-c", "core.autocrlf=true"] if convert == "autocrlf" else []
+    git(tmp_path, "clone", "-q", *config, conn.repo.remote_url, str(theirs))
+    if convert == "gitattributes":
+        (theirs / ".gitattributes").write_text("* text eol=crlf\n")
+        git(theirs, "add", ".gitattributes")
+        git(theirs, *WHO, "commit", "-q", "-m", "line endings")
+        git(theirs, "push", "-q")
+        git(theirs, "rm", "-q", "--cached", "-r", ".")
+        git(theirs, "reset", "-q", "--hard")  # the checkout rewritten with CRLF
+    assert b"\r\n" in (theirs / "ae" / "metadata.json").read_bytes()
+    mine = dc.connect(theirs)
+    assert mine.validate().ok
+    assert mine.validate(fix=True).problems == ()
+    mine.write("dm", frame(7, seed=1))
+    assert mine.validate().ok and conn.validate().ok
+    for key in (L.store_metadata("ae"), L.store_history("ae"), L.STORE_MANIFEST):
+        assert b"\r" not in conn.store.read_bytes(key), key
+    assert git(theirs, "status", "--porcelain") == ""
     git_accepts(conn.repo.remote_url, tmp_path)

@@ -133,8 +133,8 @@ def test_min_writer_version_stops_writes_not_reads(tmp_path, minimum) -> None:
 def test_a_newer_project_yaml_is_refused_even_to_open(tmp_path) -> None:
     conn = new_project(tmp_path)
     config = yaml.safe_load((conn.path / L.PROJECT_YAML).read_text())
-    config["schema_version"] = 2
-    (conn.path / L.PROJECT_YAML).write_text(yaml.safe_dump(config))
+    config["schema_version"] = 2  # committed by a newer datom, and pulled
+    conn.repo.commit({L.PROJECT_YAML: yaml.safe_dump(config).encode()}, "newer")
     with pytest.raises(dc.FormatError, match="schema_version"):
         dc.connect(conn.path)
 

@@ -119,7 +119,9 @@ def test_a_set_damaged_in_git_is_reported_and_its_store_copy_left_alone(product)
     conn, result = product
     good = _stored_copies(conn, result)
     payload = conn.path / NAME / "set.json"
-    payload.write_bytes(payload.read_bytes().replace(b"input", b"output"))
+    damaged = payload.read_bytes().replace(b"input", b"output")
+    conn.repo.commit({f"{NAME}/set.json": damaged}, "damage")  # git holds the damage
+    conn.repo.push()
     for fix in (False, True):
         report = conn.validate(fix=fix)
         problems = [(p.kind, p.key, p.fixable, p.fixed) for p in report.problems]

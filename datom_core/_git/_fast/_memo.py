@@ -33,7 +33,9 @@ from ._tree import as_edit
 
 __all__ = ["blob_data", "commit_of", "keep_blob", "keep_tree", "kept_blob", "tree_of"]
 
-_TREES: KeyedMemory[bytes, Tree] = KeyedMemory(64)  # never mutated
+# Never mutated; bounded by entries (~40 bytes each raw): a few dozen 3,000-table root trees
+# beside thousands of tables' own small trees, which a count alone would let evict them.
+_TREES: KeyedMemory[bytes, Tree] = KeyedMemory(8192, 64 * 3000 * 40)
 _BLOBS: KeyedMemory[bytes, bytes] = KeyedMemory(256, 64 << 20)  # blob id -> its bytes
 _COMMITS: KeyedMemory[bytes, Commit] = KeyedMemory(256)  # never mutated
 
@@ -50,14 +52,14 @@ def tree_of(store: BaseObjectStore, sha: bytes) -> Tree | None:
                 parsed = ShaFile.from_raw_string(raw[0], raw[1], ObjectID(sha))
                 tree = parsed if isinstance(parsed, Tree) else None
         if tree is not None:
-            _TREES.put(sha, tree)
+            _TREES.put(sha, tree, 40 * len(tree))
     return tree
 
 
 def keep_tree(tree: Tree) -> None:
     """Keep a tree this process made (the next write's parent tree)."""
     if not plain("trees"):
-        _TREES.put(tree.id, tree)
+        _TREES.put(tree.id, tree, 40 * len(tree))
 
 
 def commit_of(store: BaseObjectStore, sha: bytes) -> Commit | None:
