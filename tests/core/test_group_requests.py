@@ -231,6 +231,15 @@ def test_a_group_mirrors_the_store_once_with_one_manifest_put(
 ME = Author("Ada Lovelace", "ada@example.org")
 
 
+def _two_handles(server: GitHTTPServer, tmp_path: Path) -> tuple[MetadataRepo, MetadataRepo]:
+    """Two handles on one clone of a seeded remote (two processes sharing the clone)."""
+    server.create_bare("proj")
+    url, creds = server.url_for("proj"), GitCredentials(server.token)
+    first = MetadataRepo.clone(url, tmp_path / "a", credentials=creds)
+    first.commit_and_push(lambda tree: {"t/x.json": b"0\n"}, "seed", ME)
+    return first, MetadataRepo.open(tmp_path / "a", credentials=creds)
+
+
 @pytest.mark.usefixtures("accelerated")
 def test_a_sharers_newer_push_is_the_tip_classified_on_without_a_request(
     any_git_http_server: GitHTTPServer, tmp_path: Path
@@ -239,11 +248,7 @@ def test_a_sharers_newer_push_is_the_tip_classified_on_without_a_request(
     the other classifies on, taken from the clone with no request, though its own look
     of a moment ago saw the tip before that push."""
     server = any_git_http_server
-    server.create_bare("proj")
-    url, creds = server.url_for("proj"), GitCredentials(server.token)
-    first = MetadataRepo.clone(url, tmp_path / "a", credentials=creds)
-    first.commit_and_push(lambda tree: {"t/x.json": b"0\n"}, "seed", ME)
-    other = MetadataRepo.open(tmp_path / "a", credentials=creds)
+    first, other = _two_handles(server, tmp_path)
     before = other.remote_head()  # its own fresh look
     made = first.commit_and_push(lambda tree: {"t/x.json": b"1\n"}, "one", ME)
     seen = _count(server)
@@ -266,11 +271,7 @@ def test_a_sharers_newer_push_is_the_tip_a_write_pushes_from(
     commits, more requests."""
     monkeypatch.setenv("DATOM_PLAIN", plain)
     server = any_git_http_server
-    server.create_bare("proj")
-    url, creds = server.url_for("proj"), GitCredentials(server.token)
-    first = MetadataRepo.clone(url, tmp_path / "a", credentials=creds)
-    first.commit_and_push(lambda tree: {"t/x.json": b"0\n"}, "seed", ME)
-    other = MetadataRepo.open(tmp_path / "a", credentials=creds)
+    first, other = _two_handles(server, tmp_path)
     other.remote_head()  # its own look, kept
     theirs = first.commit_and_push(lambda tree: {"t/x.json": b"1\n"}, "one", ME)
     seen = _count(server)
