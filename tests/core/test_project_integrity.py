@@ -147,3 +147,21 @@ def test_manifest_drift_is_rebuilt_from_table_documents(project) -> None:
     assert fixed["artifacts"]["dm"]["version_count"] == 2
     assert fixed["artifacts"]["dm"]["current_version"] == v2.version
     assert conn.validate().ok
+
+
+def test_a_table_folder_deleted_by_hand_loses_nothing_to_a_fix(project) -> None:
+    """git records the table, not the working tree: a folder someone deleted from the
+    clone is neither drift nor damage, and ``validate(fix=True)`` (the remedy it names for
+    problems) keeps the table in the manifest, in git and in the store."""
+    conn, _, v2 = project
+    conn.write("ae", frame(seed=2))
+    for name in ("metadata.json", "version_history.json"):
+        (conn.path / "dm" / name).unlink()
+    (conn.path / "dm").rmdir()
+    before = fingerprint(conn)
+    assert conn.validate().ok
+    assert conn.validate(fix=True).problems == ()
+    assert fingerprint(conn) == before
+    manifest = json.loads(conn.repo.read(L.MANIFEST) or b"{}")
+    assert manifest["artifacts"]["dm"]["current_version"] == v2.version
+    assert json.loads(conn.store.read_bytes(L.STORE_MANIFEST)) == manifest
