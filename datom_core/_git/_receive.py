@@ -6,8 +6,10 @@ repository itself (private to the git layer).
   ref moves, in the repository, with ``GIT_DIR`` set; either one exiting non-zero refuses
   the push (its output is in the error). ``post-receive`` (same input as ``pre-receive``)
   and ``post-update`` (the ref as argument) run after; their failure is logged, the push
-  stands, as git has it. Objects are in the repository before ``pre-receive`` runs (git
-  quarantines them; here a refused push leaves them unreferenced, as a killed one does).
+  stands, as git has it. They are found where receive-pack looks: ``core.hooksPath``
+  (shared hooks a team points its repositories at), else ``hooks/``. Objects are in the
+  repository before ``pre-receive`` runs (git quarantines them; here a refused push
+  leaves them unreferenced, as a killed one does).
 * **A non-bare repository's checked-out branch** is refused as git refuses it
   (``receive.denyCurrentBranch``, default ``refuse``; ``warn``/``ignore``/``false`` let
   it through; ``updateInstead`` is refused too: datom does not update another working
@@ -26,7 +28,7 @@ from dulwich.repo import Repo
 
 from .._errors import GitError
 
-__all__ = ["check_current_branch", "post_receive", "pre_receive"]
+__all__ = ["check_current_branch", "hooks_of", "post_receive", "pre_receive"]
 
 log = logging.getLogger("datom_core.git")
 
@@ -35,18 +37,30 @@ _HOOK_TIMEOUT = 600.0
 _ALLOWED = {b"warn", b"ignore", b"false", b"no", b"off", b"0"}
 
 
+def hooks_of(remote: Repo) -> tuple[Path, Path]:
+    """``remote``'s git folder, where a push's hooks run, and where receive-pack finds
+    them: ``core.hooksPath`` (its configuration, the user's or the system's; a relative
+    one from that folder), else ``hooks/`` there."""
+    gitdir = Path(remote.controldir())
+    try:
+        value = remote.get_config_stack().get((b"core",), b"hooksPath")
+    except KeyError:
+        return gitdir, gitdir / "hooks"
+    return gitdir, gitdir / os.path.expanduser(os.fsdecode(value))
+
+
 def _failed(
-    gitdir: Path, ref: bytes, old: bytes | None, new: bytes, stage: str
+    where: tuple[Path, Path], ref: bytes, old: bytes | None, new: bytes, stage: str
 ) -> Iterator[tuple[str, str]]:
     """Run the hooks of ``stage`` (``pre``: ``pre-receive`` and ``update``; ``post``:
-    ``post-receive`` and ``post-update``) in order; yield each failed one's name and what
-    it said (its exit status and output)."""
-    was, name = old or _ZERO, os.fsdecode(ref)
+    ``post-receive`` and ``post-update``) in order (``where``: :func:`hooks_of`); yield
+    each failed one's name and what it said (its exit status and output)."""
+    (gitdir, hooks), was, name = where, old or _ZERO, os.fsdecode(ref)
     second = (
         ["update", name, was.decode(), new.decode()] if stage == "pre" else ["post-update", name]
     )
     for hook, *args in ([f"{stage}-receive"], second):
-        path = gitdir / "hooks" / hook
+        path = hooks / hook
         if not (os.access(path, os.X_OK) and path.is_file()):
             continue
         stdin = b"" if args else b"%s %s %s\n" % (was, new, ref)
@@ -62,9 +76,11 @@ def _failed(
             yield hook, f"exited with {status} ({text})"
 
 
-def pre_receive(gitdir: Path, url: str, ref: bytes, old: bytes | None, new: bytes) -> None:
+def pre_receive(
+    where: tuple[Path, Path], url: str, ref: bytes, old: bytes | None, new: bytes
+) -> None:
     """Run ``pre-receive`` and ``update``; :class:`GitError` if either refuses."""
-    for name, said in _failed(gitdir, ref, old, new, "pre"):
+    for name, said in _failed(where, ref, old, new, "pre"):
         raise GitError(
             f"The remote {url} refused the push of {os.fsdecode(ref)}: its {name} hook "
             f"{said}. Nothing was recorded; do what the hook asks, or ask the repository's "
@@ -72,10 +88,10 @@ def pre_receive(gitdir: Path, url: str, ref: bytes, old: bytes | None, new: byte
         )
 
 
-def post_receive(gitdir: Path, ref: bytes, old: bytes | None, new: bytes) -> None:
+def post_receive(where: tuple[Path, Path], ref: bytes, old: bytes | None, new: bytes) -> None:
     """Run ``post-receive`` and ``post-update``; a failure is logged, the push stands."""
-    for name, said in _failed(gitdir, ref, old, new, "post"):
-        log.warning("the %s hook of %s %s: the push stands", name, gitdir, said)
+    for name, said in _failed(where, ref, old, new, "post"):
+        log.warning("the %s hook of %s %s: the push stands", name, where[0], said)
 
 
 def check_current_branch(remote: Repo, url: str, ref: bytes) -> None:

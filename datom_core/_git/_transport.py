@@ -32,7 +32,7 @@ from ._fast._share import share_objects
 from ._groupshare import LOCK_FILES, lock_mode, ref_paths, shared_perm, widen
 from ._lock import RepoLock
 from ._read import has
-from ._receive import check_current_branch, post_receive, pre_receive
+from ._receive import check_current_branch, hooks_of, post_receive, pre_receive
 from ._remote import GitCredentials
 from ._remoterefs import read_branch, read_branches, unstale_remote
 from ._settings import check_object_format, open_repo, precious
@@ -292,16 +292,16 @@ class LocalTransport(Transport):
                 raise rejected(self.url, branch, "the remote moved")
             if self._checked_out:
                 check_current_branch(remote, self.url, branch)
-            perm = shared_perm(remote)
+            perm, hooks = shared_perm(remote), hooks_of(remote)
             with receive_objects(remote, objects) as loose:  # a pack kept till the swap
                 self._loose += loose
                 checkpoint("git:push:objects")
-                pre_receive(self.path, self.url, branch, old, new)
+                pre_receive(hooks, self.url, branch, old, new)
                 if not self._swap(remote, branch, old, new):
                     raise rejected(self.url, branch, "the remote moved")
             widen(ref_paths(self.path, branch), perm)
             self._pushes += 1
-        post_receive(self.path, branch, old, new)  # the push stands whatever they do
+        post_receive(hooks, branch, old, new)  # the push stands whatever they do
 
     def _swap(self, remote: Repo, branch: bytes, old: bytes | None, new: bytes) -> bool:
         """Compare-and-swap the branch (the caller holds the writers' turn)."""

@@ -6,6 +6,7 @@ and ``receive.denyCurrentBranch``."""
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -266,3 +267,37 @@ def test_a_checkout_converting_line_endings_is_not_taken_for_gits_bytes(
         assert b"\r" not in conn.store.read_bytes(key), key
     assert git(theirs, "status", "--porcelain") == ""
     git_accepts(conn.repo.remote_url, tmp_path)
+
+
+@pytest.mark.parametrize("where", ["relative", "absolute"])
+def test_a_local_remotes_hooks_path_is_where_its_hooks_are_run_from(
+    tmp_path: Path, where: str
+) -> None:
+    """``core.hooksPath`` in the remote's configuration (a team's shared hooks) is where
+    receive-pack looks for them: a refusing ``pre-receive`` there refuses datom's push as
+    it refuses git's, and nothing in ``hooks/`` runs instead."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    shared = remote / "policy" if where == "relative" else tmp_path / "team-hooks"
+    shared.mkdir()
+    git(remote, "config", "core.hooksPath", "policy" if where == "relative" else str(shared))
+    _hook(remote, "pre-receive", f"echo ran >> {tmp_path / 'default.log'}\n")
+    repo = MetadataRepo.init(tmp_path / "a", remote)
+    first = repo.commit_and_push(put({"x": b"1"}), "first", ME)
+    (shared / "pre-receive").write_text(
+        "#!/bin/sh\necho 'main is frozen for the audit' >&2\nexit 1\n"
+    )
+    os.chmod(shared / "pre-receive", 0o755)
+    with pytest.raises(dc.GitError, match="main is frozen for the audit"):
+        repo.commit_and_push(put({"x": b"2"}), "second", ME)
+    assert git(remote, "rev-parse", "main").strip() == first
+    colleague = tmp_path / "colleague"
+    git(tmp_path, "clone", "-q", str(remote), str(colleague))
+    (colleague / "y").write_text("y\n")
+    git(colleague, "add", "y")
+    git(colleague, *WHO, "commit", "-qm", "theirs")
+    refused = subprocess.run(
+        ["git", "-C", str(colleague), "push", "-q"], capture_output=True, text=True
+    )
+    assert refused.returncode != 0 and "main is frozen for the audit" in refused.stderr
+    assert not (tmp_path / "default.log").exists()
