@@ -189,7 +189,8 @@ def test_commit_stages_exactly_the_given_files(tmp_path: Path) -> None:
     assert repo.read_at(second, "b.json") == b"b1"  # carried over, not the edit
     assert repo.read_at(second, "stray.txt") is None
     assert repo.read_at(first, "a.json") == b"a1"  # history untouched
-    assert repo.read("stray.txt") == b"not for git"
+    assert repo.read("stray.txt") is None  # git's copy: none
+    assert (tmp_path / "a" / "stray.txt").read_bytes() == b"not for git"  # left in place
 
 
 def test_log_is_newest_first_filtered_and_utc(tmp_path: Path) -> None:
@@ -360,7 +361,8 @@ def test_fetch_and_reset_on_an_empty_remote_empties_the_clone(tmp_path: Path) ->
     assert repo.fetch_and_reset() is None
     assert repo.head() is None and repo.log() == []
     assert repo.read("dm/metadata.json") is None
-    assert repo.read("input_files/dm.csv") == b"a,b\n"  # untracked files survive
+    assert not (tmp_path / "a" / "dm" / "metadata.json").exists()
+    assert (tmp_path / "a" / "input_files" / "dm.csv").read_bytes() == b"a,b\n"  # untracked
     assert repo.commit({"dm/metadata.json": b"2"}, "again", ME) is not None
     repo.push()
 
