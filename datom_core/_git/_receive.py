@@ -27,6 +27,8 @@ from pathlib import Path
 from dulwich.repo import Repo
 
 from .._errors import GitError
+from ._settings import config_stamp
+from ._types import config_stack
 
 __all__ = ["check_current_branch", "hooks_of", "post_receive", "pre_receive"]
 
@@ -35,18 +37,23 @@ log = logging.getLogger("datom_core.git")
 _ZERO = b"0" * 40
 _HOOK_TIMEOUT = 600.0
 _ALLOWED = {b"warn", b"ignore", b"false", b"no", b"off", b"0"}
+_SEEN: dict[Path, tuple[object, Path]] = {}  # a remote's git folder -> (config stamp, hooks)
 
 
 def hooks_of(remote: Repo) -> tuple[Path, Path]:
     """``remote``'s git folder, where a push's hooks run, and where receive-pack finds
-    them: ``core.hooksPath`` (its configuration, the user's or the system's; a relative
-    one from that folder), else ``hooks/`` there."""
+    them: ``core.hooksPath`` (its configuration, the user's or the system's, unreadable
+    ones skipped as git skips them; a relative one from that folder), else ``hooks/``.
+    Read again when the remote's configuration changes."""
     gitdir = Path(remote.controldir())
-    try:
-        value = remote.get_config_stack().get((b"core",), b"hooksPath")
-    except KeyError:
-        return gitdir, gitdir / "hooks"
-    return gitdir, gitdir / os.path.expanduser(os.fsdecode(value))
+    stamp, seen = config_stamp(gitdir), _SEEN.get(gitdir)
+    if seen is None or seen[0] != stamp:
+        try:
+            value = config_stack(remote).get((b"core",), b"hooksPath")
+            seen = _SEEN[gitdir] = (stamp, gitdir / os.path.expanduser(os.fsdecode(value)))
+        except KeyError:
+            seen = _SEEN[gitdir] = (stamp, gitdir / "hooks")
+    return gitdir, seen[1]
 
 
 def _failed(

@@ -275,15 +275,18 @@ def test_a_local_remotes_hooks_path_is_where_its_hooks_are_run_from(
 ) -> None:
     """``core.hooksPath`` in the remote's configuration (a team's shared hooks) is where
     receive-pack looks for them: a refusing ``pre-receive`` there refuses datom's push as
-    it refuses git's, and nothing in ``hooks/`` runs instead."""
+    it refuses git's, and nothing in ``hooks/`` runs instead, from the first push after
+    the setting on (a handle open since before it included)."""
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
     shared = remote / "policy" if where == "relative" else tmp_path / "team-hooks"
     shared.mkdir()
-    git(remote, "config", "core.hooksPath", "policy" if where == "relative" else str(shared))
-    _hook(remote, "pre-receive", f"echo ran >> {tmp_path / 'default.log'}\n")
+    default = tmp_path / "default.log"
+    _hook(remote, "pre-receive", f"echo ran >> {default}\n")
     repo = MetadataRepo.init(tmp_path / "a", remote)
     first = repo.commit_and_push(put({"x": b"1"}), "first", ME)
+    assert default.read_text() == "ran\n"  # no hooksPath yet: hooks/
+    git(remote, "config", "core.hooksPath", "policy" if where == "relative" else str(shared))
     (shared / "pre-receive").write_text(
         "#!/bin/sh\necho 'main is frozen for the audit' >&2\nexit 1\n"
     )
@@ -300,4 +303,4 @@ def test_a_local_remotes_hooks_path_is_where_its_hooks_are_run_from(
         ["git", "-C", str(colleague), "push", "-q"], capture_output=True, text=True
     )
     assert refused.returncode != 0 and "main is frozen for the audit" in refused.stderr
-    assert not (tmp_path / "default.log").exists()
+    assert default.read_text() == "ran\n"
