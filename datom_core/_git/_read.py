@@ -46,8 +46,8 @@ def _looked_for(look: Callable[[], T]) -> T:
 
 
 def has(store: BaseObjectStore, sha: bytes) -> bool:
-    """Whether ``store`` (or an alternate) holds ``sha``."""
-    return ObjectID(sha) in store
+    """Whether ``store`` (or an alternate) holds ``sha``, looked for as :func:`load` looks."""
+    return any(ObjectID(sha) in store for _ in range(_LOOKS))
 
 
 class _BesideGit(DiskObjectStore):

@@ -191,6 +191,34 @@ def test_an_object_is_found_where_dulwich_finds_it_loose_packed_or_through_the_a
         assert not has(store, b"0" * 40)
 
 
+@pytest.mark.usefixtures("accelerated")  # a clone reading through its alternate
+def test_an_object_a_compaction_moves_into_a_pack_mid_look_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local remote's compaction packs a loose object and deletes its file between
+    dulwich's look in the packs and its look in the loose files of a clone reading the
+    remote in place: the object is still found (a clone's write reading its own pushed
+    commit during another writer's compaction raised "No commit")."""
+    pushed(tmp_path, 2, lambda i: {f"t{i}/m.json": b'{"i": %d}' % i})
+    remote = MetadataRepo.embedded_remote_path(tmp_path / "a")
+    sha = ObjectID(sorted(_loose_of(remote / "objects"))[0].encode())
+    with closing(Repo(str(tmp_path / "a"))) as r:
+        alternate = r.object_store.alternates[0]
+        look_loose = alternate.contains_loose
+        moved: list[bool] = []
+
+        def moving(wanted: ObjectID) -> bool:
+            if not moved:  # the compaction, between the two looks
+                moved.append(True)
+                with closing(Repo(str(remote))) as other:
+                    other.object_store.add_objects([(other.object_store[sha], None)])
+                    other.object_store.delete_loose_object(sha)
+            return look_loose(wanted)
+
+        monkeypatch.setattr(alternate, "contains_loose", moving)
+        assert has(r.object_store, sha) and moved
+
+
 def _outcome(read: Callable[[], ShaFile]) -> tuple[str, bytes]:
     """What a read gave: the object's type and bytes, or the error's type."""
     try:
