@@ -35,7 +35,8 @@ __all__ = ["blob_data", "commit_of", "keep_blob", "keep_tree", "kept_blob", "tre
 
 # Never mutated; bounded by entries (~40 bytes each raw): a few dozen 3,000-table root trees
 # beside thousands of tables' own small trees, which a count alone would let evict them.
-_TREES: KeyedMemory[bytes, Tree] = KeyedMemory(8192, 64 * 3000 * 40)
+_ENTRY = 40
+_TREES: KeyedMemory[bytes, Tree] = KeyedMemory(8192, 64 * 3000 * _ENTRY)
 _BLOBS: KeyedMemory[bytes, bytes] = KeyedMemory(256, 64 << 20)  # blob id -> its bytes
 _COMMITS: KeyedMemory[bytes, Commit] = KeyedMemory(256)  # never mutated
 
@@ -52,14 +53,14 @@ def tree_of(store: BaseObjectStore, sha: bytes) -> Tree | None:
                 parsed = ShaFile.from_raw_string(raw[0], raw[1], ObjectID(sha))
                 tree = parsed if isinstance(parsed, Tree) else None
         if tree is not None:
-            _TREES.put(sha, tree, 40 * len(tree))
+            _TREES.put(sha, tree, _ENTRY * len(tree))
     return tree
 
 
 def keep_tree(tree: Tree) -> None:
     """Keep a tree this process made (the next write's parent tree)."""
     if not plain("trees"):
-        _TREES.put(tree.id, tree, 40 * len(tree))
+        _TREES.put(tree.id, tree, _ENTRY * len(tree))
 
 
 def commit_of(store: BaseObjectStore, sha: bytes) -> Commit | None:
