@@ -193,7 +193,7 @@ def test_modules_stay_small(path: Path) -> None:
 # went back to dulwich; since then reused ref advertisements, shallow clones, group
 # commit and the SHA-256 and kept-pack rules were added): lowered as code goes back to
 # dulwich, and raised only with new behaviour, never for speed.
-GIT_LAYER_MAX = 4280  # +19: a local remote's hooks found through core.hooksPath, as receive-pack finds them, read once per change of its configuration (_receive); +117: git's maintenance beside datom (a pack list it cannot break, fetched packs kept till a ref reaches them: _read, _internals; a push the server failed to store sent again: _http); +20: packs a clone gains from a local remote, after its push or in a commit kept the same way (_copy, _metadata); +20: local work named only where no tip reaches it whatever the commit dates (_localwork)
+GIT_LAYER_MAX = 4370  # +90: a sparse checkout kept to, a sparse or damaged index refused before anything changes, config.worktree read (_settings, _worktree, _internals, _types); +19: a local remote's hooks found through core.hooksPath, as receive-pack finds them, read once per change of its configuration (_receive); +117: git's maintenance beside datom (a pack list it cannot break, fetched packs kept till a ref reaches them: _read, _internals; a push the server failed to store sent again: _http); +20: packs a clone gains from a local remote, after its push or in a commit kept the same way (_copy, _metadata); +20: local work named only where no tip reaches it whatever the commit dates (_localwork)
 GIT_LAYER_TARGET = 3000
 
 

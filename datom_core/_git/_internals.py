@@ -9,17 +9,19 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-from collections.abc import Callable, Mapping
+import struct
+from collections.abc import Callable, Collection, Mapping
 from contextlib import closing
 from pathlib import Path
 from typing import Any, TypeVar
 
 from dulwich import porcelain
 from dulwich.config import ConfigFile
-from dulwich.errors import NotGitRepository
+from dulwich.errors import ChecksumMismatch, NotGitRepository
 from dulwich.file import FileLocked, GitFile
 from dulwich.graph import can_fast_forward
-from dulwich.index import index_entry_from_stat, validate_path
+from dulwich.index import EXTENDED_FLAG_SKIP_WORKTREE as SKIP
+from dulwich.index import IndexEntry, index_entry_from_stat, validate_path
 from dulwich.objects import ObjectID
 from dulwich.refs import Ref, check_ref_format
 from dulwich.repo import Repo
@@ -278,6 +280,10 @@ def set_head(r: Repo, branch: bytes) -> None:
     unstale(lambda: refs.set_symbolic_ref(b"HEAD", branch))
 
 
+def hex_or_none(sha: bytes | None) -> str | None:
+    return sha.decode() if sha is not None else None
+
+
 def get_ref(r: Repo, name: bytes) -> bytes | None:
     """The sha a ref points at, or ``None``."""
     try:
@@ -309,22 +315,39 @@ def update_index(
     root: Path,
     changes: Mapping[bytes, bytes | None],
     modes: Mapping[bytes, int] | None = None,
+    left_out: Collection[bytes] = (),
 ) -> None:
     """Make the clone's index hold ``path -> blob`` (None: no entry) for the files just
-    written under ``root`` (``modes``: those not plain files): patched by the accelerator
-    :class:`FastIndex`; dulwich's way (the plain path) for an index git wrote in a form it
-    does not patch, and under ``DATOM_PLAIN=1``."""
+    written under ``root`` (``modes``: those not plain files; ``left_out``: paths a sparse
+    checkout keeps out of the working tree, marked skip-worktree): patched by the
+    accelerator :class:`FastIndex`; dulwich's way (the plain path) for an index git wrote
+    in a form it does not patch, and under ``DATOM_PLAIN=1``."""
     modes = modes or {}
     try:
-        if plain():
+        if plain() or left_out:
             raise UnsupportedIndex("the plain path")
         fast.update(root, changes, modes)
     except UnsupportedIndex:
-        index = r.open_index()
+        try:
+            index = r.open_index()
+        except (
+            ChecksumMismatch,
+            ValueError,
+            struct.error,
+            AssertionError,
+        ) as e:  # dulwich's checks
+            raise GitError(
+                f"The index of {root} cannot be read ({e}): what git records is not "
+                f"affected. Rebuild it from HEAD (git -C {root} reset -q), then run any "
+                "datom command on this clone: it finishes the update."
+            ) from None
         for path, sha in changes.items():
             if sha is None:
                 if path in index:
                     del index[path]
+            elif path in left_out:
+                mode = modes.get(path, FILE_MODE)
+                index[path] = IndexEntry(0, 0, 0, 0, mode, 0, 0, 0, ObjectID(sha), 0, SKIP)
             else:
                 st = os.lstat(root / os.fsdecode(path))
                 index[path] = index_entry_from_stat(st, sha, mode=modes.get(path, FILE_MODE))

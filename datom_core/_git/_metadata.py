@@ -42,7 +42,7 @@ from ._logview import HistoryReads
 from ._objects import Answer, ChainItem, build_commit
 from ._read import keeping
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, normalize_remote
-from ._repo import _PUSH_DEADLINE, RepoCore, _now, hex_or_none
+from ._repo import _PUSH_DEADLINE, RepoCore, _now
 from ._types import Author, config_stack
 
 __all__ = ["MetadataRepo"]
@@ -168,7 +168,7 @@ class MetadataRepo(HistoryReads, RepoCore):
 
     def head(self) -> str | None:
         """The commit id (hex) of HEAD, or ``None`` before the first commit."""
-        return hex_or_none(gi.head(self._open()))
+        return gi.hex_or_none(gi.head(self._open()))
 
     def read(self, relpath: str) -> bytes | None:
         """The bytes of ``relpath`` at HEAD (``None``: absent), git's own: not the working
@@ -237,7 +237,7 @@ class MetadataRepo(HistoryReads, RepoCore):
         lock is released."""
         with self.lock():
             answers, tip, last = self._record(items, deadline)
-        return answers, hex_or_none(tip), hex_or_none(last)
+        return answers, gi.hex_or_none(tip), gi.hex_or_none(last)
 
     def maintain_remote(self, made: str) -> None:
         """Compact the remote now and then (a local one), after pushing ``made``: what
@@ -297,7 +297,7 @@ class MetadataRepo(HistoryReads, RepoCore):
             if target is not None:
                 gi.set_tracking(r, branch, target)
             self._worktree.move_to(r, branch, target)
-            return hex_or_none(target)
+            return gi.hex_or_none(target)
 
     def pull(self) -> None:
         """Fetch ``origin`` and fast-forward to it.

@@ -41,7 +41,7 @@ from ._localwork import forget_made, local_commits, refuse_local_work
 from ._lock import RepoLock
 from ._objects import Answer, Build, ChainItem, NewCommit, TreeReader, build_chain, commit_object
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, is_http_url, resolve_credentials
-from ._settings import check_split_index, config_stamp, open_repo, precious
+from ._settings import check_index, config_stamp, open_repo, precious, sparse_filter
 from ._shared import missing_object
 from ._tipview import TipView
 from ._transport import Transport
@@ -72,7 +72,7 @@ class RepoCore:
         self._transport: Transport | None = None
         self._url: str | None = None
         self._config: StackedConfig | None = None
-        self._config_stamp: tuple[int, int, int] | None = None
+        self._config_stamp: tuple[object, ...] | None = None
         self._added, self._loose = 0, 0  # _loose: objects written since it last compacted
         r = self._open()
         if r.bare:
@@ -131,7 +131,10 @@ class RepoCore:
         """Before an operation that may move the branch: refuse a clone whose settings
         datom cannot honour (``_settings``), and finish an interrupted update."""
         self._url_of()  # the configuration as it is now
-        check_split_index(r, self.path, self._config_stack())
+        config = self._config_stack()
+        check_index(r, self.path, config)
+        self._worktree.check_index()
+        self._worktree.sparse = sparse_filter(self.controldir, config)
         self._worktree.recover(r)
 
     def _remote(self) -> Transport:
@@ -171,7 +174,7 @@ class RepoCore:
         call it before reading the working tree to judge what a crashed writer left."""
         with self.lock():
             pending = self._worktree.pending()
-            self._worktree.recover(self._open())
+            self._ready(self._open())
             return pending
 
     def _count_local(self, r: Repo, loose: int, made: bytes) -> None:
@@ -364,7 +367,7 @@ class RepoCore:
                 self._remote()
         sha = self._remote().branch_tip(gi.branch_ref(r))
         note_tip(self.controldir, gi.branch_ref(r), sha)
-        return hex_or_none(sha)
+        return gi.hex_or_none(sha)
 
     def catch_up(self, commit: str | None) -> None:
         """Move the branch, index and working tree to ``commit``, a commit ``origin`` has
@@ -390,10 +393,6 @@ class RepoCore:
             return TreeReader(r.object_store, sha)
         except KeyError as e:
             raise missing_object(self.path, r.object_store, e) from e
-
-
-def hex_or_none(sha: bytes | None) -> str | None:
-    return sha.decode() if sha is not None else None
 
 
 def _now() -> int:

@@ -7,28 +7,37 @@ to the git layer).
   objects and packs it merged). Any other unknown extension is refused by name.
 * ``extensions.objectFormat``: only SHA-1 repositories are supported; a SHA-256 one is
   refused by name (writing SHA-1 objects into it would corrupt it).
-* ``core.splitIndex`` in a clone: datom patches ``.git/index`` in place and cannot patch a
-  split one, so a clone using it is refused before a write, naming the commands that
-  turn it off (an index version 4 is fine: dulwich rewrites it).
+* ``core.splitIndex`` or ``index.sparse`` in a clone: datom patches ``.git/index`` in
+  place and cannot patch a split or a sparse one (dulwich cannot read either), so a clone
+  using one is refused before a write, naming the command that turns it off (an index
+  version 4 is fine: dulwich rewrites it).
+* A sparse checkout (``core.sparseCheckout``): a path datom writes outside its patterns
+  is left out of the working tree and marked skip-worktree in the index, as git's own
+  checkout does (:func:`sparse_filter`).
+* A clone's ``config.worktree`` (``extensions.worktreeConfig``, where ``git
+  sparse-checkout`` keeps its settings) is read with its ``config`` (``_types.config_stack``).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from dulwich.config import Config, ConfigFile
 from dulwich.repo import Repo, UnsupportedExtension
+from dulwich.sparse_patterns import sparse_path_matcher
 
 from .._errors import GitError
 from ._read import beside_git
 
 __all__ = [
     "check_object_format",
-    "check_split_index",
+    "check_index",
     "config_stamp",
     "open_repo",
     "precious",
+    "sparse_filter",
 ]
 
 _HONOURED = {b"preciousobjects", b"noop"}  # extensions datom honours on top of dulwich's
@@ -64,10 +73,14 @@ def open_repo(path: str | os.PathLike[str], what: str) -> Repo:
     return repo
 
 
-def config_stamp(controldir: Path) -> tuple[int, int, int] | None:
-    """What tells that ``<controldir>/config`` changed (None: it is not there)."""
+def config_stamp(controldir: Path) -> tuple[object, ...]:
+    """What tells that ``<controldir>/config`` or its ``config.worktree`` changed."""
+    return tuple(_stamp(controldir / name) for name in ("config", "config.worktree"))
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
     try:
-        st = os.stat(controldir / "config")
+        st = os.stat(path)
     except OSError:
         return None
     return (st.st_mtime_ns, st.st_size, st.st_ino)
@@ -97,22 +110,43 @@ def check_object_format(r: Repo, what: str) -> None:
         )
 
 
-def check_split_index(r: Repo, clone: Path, config: Config) -> None:
-    """:class:`GitError` when the clone's index is, or git would make it, split
+def check_index(r: Repo, clone: Path, config: Config) -> None:
+    """:class:`GitError` when the clone's index is, or git would make it, split or sparse
     (``config``: the clone's configuration). One listing of ``.git`` when it is not."""
-    try:
-        split = config.get_boolean((b"core",), b"splitIndex", False)
-    except (KeyError, ValueError):
-        split = False
-    if not split:
-        split = _links_shared(Path(r.controldir()))
-    if split:
+    if _flag(config, b"core", b"splitIndex") or _links_shared(Path(r.controldir())):
         raise GitError(
             f"The clone {clone} uses a split index (core.splitIndex), which datom does not "
             f"update: nothing was changed. Turn it off (git -C {clone} config "
             f"core.splitIndex false && git -C {clone} update-index --no-split-index), "
             "then retry."
         )
+    if _flag(config, b"index", b"sparse"):
+        raise GitError(
+            f"The clone {clone} uses a sparse index (index.sparse), which datom does not "
+            "update: nothing was changed. Keep the sparse checkout with a full index (git "
+            f"-C {clone} sparse-checkout reapply --no-sparse-index), then retry."
+        )
+
+
+def sparse_filter(controldir: Path, config: Config) -> Callable[[bytes], bool] | None:
+    """Whether a path is in the clone's sparse checkout (``core.sparseCheckout``, the
+    patterns of ``info/sparse-checkout``), as git matches them; None: no sparse checkout.
+    Cone-mode patterns are a kind of full patterns, and matched as such (git's rule)."""
+    if not _flag(config, b"core", b"sparseCheckout"):
+        return None
+    try:
+        lines = (controldir / "info" / "sparse-checkout").read_text("utf-8").splitlines()
+    except (OSError, ValueError):
+        return None  # git, too, then checks everything out
+    matches = sparse_path_matcher(lines, cone=False)
+    return lambda path: matches(path.decode("utf-8", "replace"))
+
+
+def _flag(config: Config, section: bytes, name: bytes) -> bool:
+    try:
+        return config.get_boolean((section,), name, False) is True
+    except (KeyError, ValueError):
+        return False
 
 
 def _links_shared(controldir: Path) -> bool:

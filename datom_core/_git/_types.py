@@ -6,6 +6,7 @@ import getpass
 import logging
 import os
 import socket
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -50,9 +51,15 @@ def user_config() -> StackedConfig:
 
 
 def config_stack(r: Repo) -> StackedConfig:
-    """``r.get_config_stack()`` with :func:`user_config`'s tolerance of unreadable files."""
+    """``r.get_config_stack()`` with :func:`user_config`'s tolerance of unreadable files,
+    and ``config.worktree`` (``extensions.worktreeConfig``: where ``git sparse-checkout``
+    and ``git config --worktree`` write) ahead of the repository's file, as git reads it."""
     own = r.get_config()
-    return StackedConfig([own, *user_config().backends], writable=own)
+    backends = [own, *user_config().backends]
+    if own.get_boolean((b"extensions",), b"worktreeConfig", False):
+        with suppress(OSError, ValueError):
+            backends.insert(0, r.get_worktree_config())
+    return StackedConfig(backends, writable=own)
 
 
 @dataclass(frozen=True)

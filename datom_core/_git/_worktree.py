@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from dulwich.repo import Repo
@@ -21,7 +21,7 @@ from .._checkpoint import checkpoint
 from .._errors import GitError
 from . import _internals as gi
 from ._diff import changed_paths
-from ._fast._index import FastIndex
+from ._fast._index import FastIndex, UnsupportedIndex
 from ._objects import TreeReader, blob_data
 
 __all__ = ["WorkTree"]
@@ -38,6 +38,24 @@ class WorkTree:
         self.root = root
         self.journal_path = controldir / _JOURNAL
         self.index = FastIndex(controldir / "index")
+        # Whether a path is in the clone's sparse checkout (None: none), as of the
+        # operation's start (``_settings.sparse_filter``).
+        self.sparse: Callable[[bytes], bool] | None = None
+
+    def check_index(self) -> None:
+        """:class:`GitError` if the index is no index git reads (truncated, overwritten: a
+        disk that filled, a power cut), before anything changes. Parsed once per change
+        of the file; a form the accelerator leaves to dulwich is dulwich's to judge."""
+        try:
+            self.index.entries()
+        except UnsupportedIndex:
+            pass
+        except (ValueError, OSError) as e:
+            raise GitError(
+                f"The index of the clone {self.root} is damaged ({e}; git fsck says so too): "
+                f"nothing was changed. Rebuild it from HEAD (rm {self.index.path} && "
+                f"git -C {self.root} reset -q), then retry."
+            ) from None
 
     def pending(self) -> bool:
         """Whether an update was left half done (one ``stat``)."""
@@ -83,17 +101,26 @@ class WorkTree:
         """Make the working tree and index hold ``path -> blob`` (None: no file);
         ``journaled``: the caller already listed these paths in the journal; ``modes``:
         git's mode of paths that are not plain files, or were (an executable, a symbolic
-        link: written as such, so a later ``git commit`` in the clone keeps them)."""
+        link: written as such, so a later ``git commit`` in the clone keeps them). A path
+        outside the clone's sparse checkout, and not in its working tree, stays out of it
+        (skip-worktree in the index); one there is written, as git writes it."""
         modes = modes or {}
         if not journaled:
             self.journal(changes)
-        doing = "the index"
+        doing, left_out = "the index", set()
         try:
             for path, sha in changes.items():
                 doing = os.fsdecode(path)
                 target = self.root / doing
                 if sha is None:
                     gi.remove_worktree_file(target, self.root)
+                    continue
+                if (
+                    self.sparse is not None
+                    and not self.sparse(path)
+                    and not os.path.lexists(target)
+                ):
+                    left_out.add(path)  # outside the sparse checkout: git leaves it out too
                     continue
                 data = blob_data(r.object_store, sha)  # the write's own bytes: in memory
                 if data is None:
@@ -105,7 +132,7 @@ class WorkTree:
                     _write_with_mode(target, data, mode)
             doing = "the index"
             if changes:
-                gi.update_index(self.index, r, self.root, changes, modes)
+                gi.update_index(self.index, r, self.root, changes, modes, left_out)
             self.journal_path.unlink(missing_ok=True)
         except OSError as e:
             raise gi.worktree_error(self.root, e, doing) from e

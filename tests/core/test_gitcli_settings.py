@@ -1,6 +1,6 @@
 """Repository settings real git users set are honoured, or refused by name before anything
-changes (``_git/_settings``, ``_git/_receive``, ``_git/_repo``): split and version 4
-indexes, SHA-256 remotes, ``extensions.*``, ``git remote set-url``, a local remote's hooks
+changes (``_git/_settings``, ``_git/_receive``, ``_git/_repo``): split, version 4 and
+damaged indexes, SHA-256 remotes, ``extensions.*``, ``git remote set-url``, a local remote's hooks
 and ``receive.denyCurrentBranch``."""
 
 from __future__ import annotations
@@ -63,6 +63,32 @@ def test_a_version_4_index_is_updated(tmp_path: Path) -> None:
     assert (
         git(clone, "ls-files").split() == git(clone, "ls-tree", "-r", "--name-only", "HEAD").split()
     )
+    git_accepts(conn.repo.remote_url, tmp_path)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "overwritten", "emptied"])
+def test_a_damaged_index_is_refused_before_anything_changes(tmp_path: Path, damage: str) -> None:
+    """An index git cannot read either (a disk that filled, a power cut): a write is
+    refused, naming git's remedy, before anything is recorded; reads go on; the remedy
+    makes the clone work again."""
+    conn = new_project(tmp_path)
+    conn.write("dm", frame())
+    clone, index = conn.repo.path, conn.repo.path / ".git" / "index"
+    data = index.read_bytes()
+    damaged = {"truncated": data[: len(data) // 2], "overwritten": b"\0" * 64, "emptied": b""}
+    index.write_bytes(damaged[damage])
+    fsck = subprocess.run(["git", "-C", str(clone), "fsck"], capture_output=True, text=True)
+    assert fsck.returncode != 0 and "index" in fsck.stderr  # git's judgement
+    before = fingerprint(conn)
+    with pytest.raises(dc.GitError, match="index of the clone .* is damaged") as refused:
+        conn.write("dm", frame(8))
+    assert fingerprint(conn) == before and index.read_bytes() == damaged[damage]
+    assert len(conn.read("dm")) == 5
+    index.unlink()  # as the message says
+    git(clone, "reset", "-q")
+    conn.write("dm", frame(8))
+    assert f"rm {index} && git -C {clone} reset -q" in str(refused.value)
+    assert git(clone, "status", "--porcelain") == ""
     git_accepts(conn.repo.remote_url, tmp_path)
 
 

@@ -17,7 +17,9 @@ Only version 2/3 indexes without extended entries are handled; extensions (the c
 untracked cache, ...) are dropped on write, which git accepts (it rebuilds them). A version
 4 index raises :class:`UnsupportedIndex`, and the caller falls back to dulwich; so does a
 split one (``link``), though a clone using one is refused before any write
-(``_settings.check_split_index``: dulwich cannot read it either).
+(``_settings.check_index``: dulwich cannot read it either). Bytes that are no index
+(truncated, overwritten) raise :class:`ValueError`: the clone is then refused by
+``WorkTree.check_index`` before anything changes.
 """
 
 from __future__ import annotations
@@ -161,11 +163,16 @@ class FastIndex:
 
 
 def _parse(data: bytes) -> dict[bytes, bytes]:
-    if len(data) < _HEADER.size + 20:
-        raise UnsupportedIndex("truncated index")
-    signature, version, count = _HEADER.unpack_from(data)
-    if signature != b"DIRC" or version not in (2, 3):
-        raise UnsupportedIndex(f"index version {version}")
+    """The entries of an index; :class:`ValueError` for bytes git does not read as one
+    either (truncated, not an index), :class:`UnsupportedIndex` for a form left to dulwich."""
+    end = len(data) - 20  # the checksum
+    if end < _HEADER.size or data[:4] != b"DIRC":
+        raise ValueError("not an index, or truncated")
+    _, version, count = _HEADER.unpack_from(data)
+    if version == 4:
+        raise UnsupportedIndex("index version 4")
+    if version not in (2, 3):
+        raise ValueError(f"index version {version}")
     entries: dict[bytes, bytes] = {}
     pos = _HEADER.size
     for _ in range(count):
@@ -173,12 +180,13 @@ def _parse(data: bytes) -> dict[bytes, bytes]:
         if flags & _EXTENDED or flags & 0x3000:
             raise UnsupportedIndex("extended or conflicted entries")
         name_start = pos + _FIXED
-        name_end = data.index(b"\0", name_start)
+        name_end = data.find(b"\0", name_start, end)
+        if name_end < 0:
+            raise ValueError("truncated")
         path = data[name_start:name_end]
         size = _FIXED + len(path) + (8 - (_FIXED + len(path)) % 8)
         entries[path] = data[pos : pos + size]
         pos += size
-    end = len(data) - 20
     while pos + 8 <= end:  # extensions: refuse the one that changes the meaning (split index)
         signature = data[pos : pos + 4]
         size = int.from_bytes(data[pos + 4 : pos + 8], "big")
