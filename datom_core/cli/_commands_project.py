@@ -6,7 +6,14 @@ from pathlib import Path
 
 import click
 
-from datom_core import Connection, ProjectStatus, ValidationReport, clone, init_repo
+from datom_core import (
+    Connection,
+    InvalidNameError,
+    ProjectStatus,
+    ValidationReport,
+    clone,
+    init_repo,
+)
 from datom_core.cli._app import AppState, json_option, pass_state
 from datom_core.cli._connect import make_store
 from datom_core.cli._exit import EXIT_FINDING
@@ -30,7 +37,9 @@ def default_store_path(clone_path: Path) -> Path:
 
 @click.command("init")
 @click.argument("path", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--project", "project_name", required=True, metavar="NAME", help="Project name.")
+@click.option(
+    "--project", "project_name", metavar="NAME", help="Project name. Default: PATH's folder name."
+)
 @click.option(
     "--store",
     "store_url",
@@ -53,7 +62,7 @@ def default_store_path(clone_path: Path) -> Path:
 def init_command(
     state: AppState,
     path: Path,
-    project_name: str,
+    project_name: str | None,
     store_url: str | None,
     remote: str | None,
     mode: str | None,
@@ -65,9 +74,17 @@ def init_command(
     --store the data goes to a local store at PATH.store. Both sit next to PATH.
     --mode product --set NAME makes a product repo that holds the set NAME.
     """
+    name = project_name or path.absolute().name
     store = make_store(_one_store(store_url, state) or str(default_store_path(path)), state.options)
-    conn = init_repo(path, project_name, store, remote, mode=mode, set=set_name)
-    _print_status(state, conn.status(), conn, f"Initialised project {project_name} in {path}")
+    try:
+        conn = init_repo(path, name, store, remote, mode=mode, set=set_name)
+    except InvalidNameError as e:
+        if project_name is not None:
+            raise
+        raise click.UsageError(
+            f"{e}; the folder name {name!r} is not one: pass --project NAME"
+        ) from None
+    _print_status(state, conn.status(), conn, f"Initialised project {name} in {path}")
 
 
 @click.command("clone")

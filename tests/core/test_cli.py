@@ -62,6 +62,21 @@ def test_init_puts_store_and_remote_next_to_the_clone(tmp_path: Path) -> None:
     assert conn.store.url == status["store"] == (tmp_path / "study.store" / "datom").as_uri()
 
 
+def test_init_names_the_project_after_its_folder_unless_told(tmp_path: Path) -> None:
+    """``datom init PATH`` as ``git init PATH``: the folder names the project; a folder
+    name that is no project name is refused before anything is made, naming --project."""
+    assert run_json("init", tmp_path / "study001")["project_name"] == "study001"
+    assert dc.connect(tmp_path / "study001").project_name == "study001"
+    refused = run("init", tmp_path / "my trial")
+    assert refused.exit_code == 2 and "pass --project NAME" in refused.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "study001",
+        "study001.remote.git",
+        "study001.store",
+    ]
+    assert run_json("init", tmp_path / "my trial", "--project", "T1")["project_name"] == "T1"
+
+
 def test_init_with_store_and_remote_then_clone_as_a_second_developer(tmp_path: Path) -> None:
     from dulwich.repo import Repo
 
