@@ -30,7 +30,8 @@ from ._fast import _advert
 from ._fast._advert import RefsMemo
 from ._fast._prime import push_advertisement_alongside
 from ._fast._tipnote import adopt_note
-from ._httpclient import HttpClient, ObjectFormatError
+from ._httpclient import HttpClient, ObjectFormatError, UntrustedCertificate
+from ._httpsettings import pool_manager, with_git_environment
 from ._read import keeping
 from ._refstatus import SAID_MAX, check_ref_status, storage_fault
 from ._remote import (
@@ -66,9 +67,18 @@ def open_transport(
         raise GitError(
             f"Refusing to send the git token over unencrypted HTTP to {url}: use https://."
         )
+    config = with_git_environment(config)
+    try:
+        pool = pool_manager(config, url, HTTP_TIMEOUT)
+    except ValueError as e:  # urllib3's word for a proxy it cannot use
+        raise GitError(
+            f"Cannot reach {url} through the proxy git's settings name ({e}): fix http.proxy "
+            "or the proxy variables (HTTPS_PROXY, ALL_PROXY; an http:// proxy URL)."
+        ) from None
     client = HttpClient(
         url,
         config=config,
+        pool_manager=pool,
         username=creds.username if creds else None,
         password=creds.token if creds else None,
         timeout=HTTP_TIMEOUT,
@@ -98,6 +108,13 @@ def remote_errors(
             "was changed. Use a remote made by git init --bare (the default "
             "--object-format=sha1)."
         ) from None
+    except UntrustedCertificate as e:
+        raise fail(
+            f"Cannot {where}: its TLS certificate is not trusted ({e}); nothing was sent. If "
+            "your organisation's own certificate authority signs it, point git at that "
+            "authority's certificate (git config --global http.sslCAInfo /path/to/ca.pem, "
+            "or the environment variable GIT_SSL_CAINFO), then retry."
+        ) from e
     except HTTPUnauthorized as e:
         hint = (
             f"no token was sent; set {token_env}"

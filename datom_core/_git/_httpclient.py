@@ -1,12 +1,16 @@
 """dulwich's HTTP(S) git client as the transport uses it: failed requests closed before
 they raise, servers whose objects are not named by SHA-1 refused at their first
-advertisement, and every advertisement kept (the accelerator :mod:`._fast._advert`)."""
+advertisement, a server certificate refused named as such (:class:`UntrustedCertificate`),
+and every advertisement kept (the accelerator :mod:`._fast._advert`). How the server is
+reached (trust, proxy) is git's choice, made in :mod:`._httpsettings`."""
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import urllib3.exceptions
 from dulwich.client import (
     HTTPProxyUnauthorized,
     HTTPUnauthorized,
@@ -17,11 +21,16 @@ from dulwich.errors import GitProtocolError, NotGitRepository
 
 from ._fast._advert import RefsMemo
 
-__all__ = ["HttpClient", "ObjectFormatError"]
+__all__ = ["HttpClient", "ObjectFormatError", "UntrustedCertificate"]
 
 
 class ObjectFormatError(Exception):
     """A server advertised object names other than SHA-1 (``args[0]``: its format)."""
+
+
+class UntrustedCertificate(Exception):
+    """The server's TLS certificate failed verification, in the handshake, before any
+    request was sent (``args[0]``: why)."""
 
 
 class HttpClient(Urllib3HttpGitClient):
@@ -61,7 +70,14 @@ class HttpClient(Urllib3HttpGitClient):
         data: bytes | Iterator[bytes] | None = None,
         raise_for_status: bool = True,
     ) -> tuple[Any, Callable[[int], bytes]]:
-        resp, read = super()._http_request(url, headers, data, raise_for_status=False)
+        try:
+            resp, read = super()._http_request(url, headers, data, raise_for_status=False)
+        except GitProtocolError as e:
+            reason = getattr(e.__cause__, "reason", None)
+            refused = reason.args[0] if isinstance(reason, urllib3.exceptions.SSLError) else None
+            if isinstance(refused, ssl.SSLCertVerificationError):
+                raise UntrustedCertificate(refused.verify_message or str(refused)) from e
+            raise
         if not raise_for_status or resp.status == 200:
             return resp, read
         resp.close()

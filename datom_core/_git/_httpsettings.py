@@ -1,0 +1,108 @@
+"""How an HTTP(S) remote is reached, by git's rules (private to the git layer): which
+certificates are trusted and which proxy is used, from git's configuration and the
+environment as git (libcurl) reads them.
+
+dulwich reads ``http.sslCAInfo``, ``http.sslVerify``, ``http.proxy``, ``http_proxy``,
+``https_proxy``, ``all_proxy`` and ``no_proxy`` itself, but not as git does: git's TLS
+environment (``GIT_SSL_CAINFO``, ``GIT_SSL_NO_VERIFY``) is ignored; only lower-case proxy
+variables are read (``HTTPS_PROXY``, ``ALL_PROXY`` and ``NO_PROXY``, what containers and
+corporate machines often set, are not), whatever the URL's scheme (``http_proxy`` for an
+https URL); and the environment wins over ``http.proxy``. Here dulwich builds its
+connection pool, and the pool is rebuilt around the proxy git would use when dulwich
+chose another (:func:`pool_manager`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from urllib.parse import urlsplit
+
+import urllib3
+from dulwich.client import default_urllib3_manager
+from dulwich.config import Config, ConfigFile, StackedConfig
+
+__all__ = ["git_proxy", "pool_manager", "with_git_environment"]
+
+
+def with_git_environment(config: Config) -> Config:
+    """``config`` under git's own TLS environment variables, which git reads over it:
+    ``GIT_SSL_CAINFO`` (``http.sslCAInfo``) and ``GIT_SSL_NO_VERIFY`` (any value:
+    ``http.sslVerify=false``)."""
+    env = ConfigFile()
+    if os.environ.get("GIT_SSL_CAINFO"):
+        env.set((b"http",), b"sslCAInfo", os.fsencode(os.environ["GIT_SSL_CAINFO"]))
+    if "GIT_SSL_NO_VERIFY" in os.environ:
+        env.set((b"http",), b"sslVerify", False)
+    if not list(env.sections()):
+        return config
+    below = config.backends if isinstance(config, StackedConfig) else [config]
+    return StackedConfig([env, *below])
+
+
+def git_proxy(config: Config, url: str) -> str | None:
+    """The proxy git uses for ``url`` (None: none): ``http.proxy`` (of the longest
+    ``http.<url>`` section matching, else ``http``), else the environment's, per scheme
+    as libcurl reads it (``https_proxy``/``HTTPS_PROXY`` for https, ``http_proxy`` only
+    for http, then ``all_proxy``/``ALL_PROXY``); ``no_proxy``/``NO_PROXY`` lists the
+    hosts reached directly either way. An empty value means none."""
+    proxy = _configured(config, url)
+    if proxy is None:
+        scheme = urlsplit(url).scheme.lower()
+        names = ["https_proxy", "HTTPS_PROXY"] if scheme == "https" else ["http_proxy"]
+        for name in [*names, "all_proxy", "ALL_PROXY"]:
+            if name in os.environ:
+                proxy = os.environ[name]
+                break
+    if not proxy:
+        return None
+    if _bypassed(urlsplit(url).hostname or ""):
+        return None
+    return proxy if "://" in proxy else f"http://{proxy}"
+
+
+def _bypassed(host: str) -> bool:
+    """Whether ``no_proxy`` (else ``NO_PROXY``) names ``host``, as libcurl matches it: ``*``,
+    the host itself, or a domain it is in (a leading dot optional)."""
+    listed = os.environ.get("no_proxy", os.environ.get("NO_PROXY", ""))
+    host = host.lower().rstrip(".")
+    for entry in (e.strip().lower().lstrip(".") for e in listed.split(",")):
+        if entry == "*" or (entry and (host == entry or host.endswith("." + entry))):
+            return True
+    return False
+
+
+def _configured(config: Config, url: str) -> str | None:
+    found: tuple[int, str] | None = None
+    for section in config.sections():
+        if section[0].lower() != b"http" or len(section) > 2:
+            continue
+        prefix = section[1].decode("utf-8", "replace") if len(section) == 2 else ""
+        if not url.startswith(prefix.rstrip("/")):
+            continue
+        try:
+            value = config.get(section, b"proxy")
+        except KeyError:
+            continue
+        if found is None or len(prefix) >= found[0]:
+            found = (len(prefix), value.decode("utf-8", "replace").strip())
+    return found[1] if found is not None else None
+
+
+def pool_manager(config: Config, url: str, timeout: float) -> Any:
+    """dulwich's connection pool for ``url`` (its TLS settings, headers and timeout),
+    going through the proxy git would use."""
+    manager = default_urllib3_manager(config, base_url=url, timeout=timeout)
+    wanted = git_proxy(config, url)
+    chosen = getattr(manager, "proxy", None)
+    if (chosen is None and wanted is None) or (
+        chosen is not None and wanted is not None and chosen == urllib3.util.parse_url(wanted)
+    ):
+        return manager
+    kw = {k: v for k, v in manager.connection_pool_kw.items() if not k.startswith("_proxy")}
+    if wanted is None:
+        return urllib3.PoolManager(headers=manager.headers, **kw)
+    parts = urlsplit(wanted)
+    auth = f"{parts.username}:{parts.password or ''}" if parts.username is not None else None
+    headers = urllib3.make_headers(proxy_basic_auth=auth) if auth is not None else {}
+    return urllib3.ProxyManager(wanted, proxy_headers=headers, headers=manager.headers, **kw)

@@ -1,0 +1,165 @@
+"""git's own ``git http-backend`` over HTTPS (TLS on loopback), with a certificate authority
+of the test's own, as an enterprise git host behind a private CA is met.
+
+:func:`https_git_server` yields a :class:`tests.gitbackend.GitBackendServer` whose socket
+speaks TLS and whose ``url_for`` names ``https://localhost:<port>/...``, and the path of
+the CA's certificate (PEM), which no trust store holds: a client trusts the server only
+when told to (``http.sslCAInfo``, ``GIT_SSL_CAINFO``) or when told not to check.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import secrets
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.gitbackend import GitBackendServer
+from tests.gitserver import serving
+
+__all__ = ["ConnectProxy", "HttpsGitServer", "https_git_server", "make_ca"]
+
+
+def make_ca(folder: Path) -> tuple[Path, Path, Path]:
+    """A CA, and a server certificate it signs for ``localhost`` and ``127.0.0.1``: the
+    paths of the CA's certificate, the server's certificate and the server's key."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+
+    def name(common: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
+
+    def signed(builder: x509.CertificateBuilder, key: Any) -> x509.Certificate:
+        return builder.sign(key, hashes.SHA256())
+
+    ca_key, leaf_key = (
+        ec.generate_private_key(ec.SECP256R1()),
+        ec.generate_private_key(ec.SECP256R1()),
+    )
+    ca = signed(
+        x509.CertificateBuilder().subject_name(name("datom test CA")).issuer_name(name("datom test CA"))
+        .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True),
+        ca_key,
+    )  # fmt: skip
+    leaf = signed(
+        x509.CertificateBuilder().subject_name(name("localhost")).issuer_name(ca.subject)
+        .public_key(leaf_key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.SubjectAlternativeName([
+            x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))
+        ]), critical=False),
+        ca_key,
+    )  # fmt: skip
+    paths = folder / "ca.pem", folder / "server.pem", folder / "server.key"
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        leaf_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return paths
+
+
+class HttpsGitServer(GitBackendServer):
+    """:class:`GitBackendServer` speaking TLS with a certificate of :func:`make_ca`'s CA."""
+
+    def __init__(self, root: Path, token: str) -> None:
+        super().__init__(root, token)
+        self.ca, cert, key = make_ca(root)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        # The handshake runs in each request's own thread (not in accept, which would
+        # stall every other client behind a slow one).
+        self._server.socket = context.wrap_socket(
+            self._server.socket, server_side=True, do_handshake_on_connect=False
+        )
+
+    def url_for(self, repo_name: str) -> str:
+        return f"https://localhost:{self.port}/{repo_name}"
+
+
+@pytest.fixture
+def https_git_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpsGitServer]:
+    """``git http-backend`` over HTTPS on loopback, its CA in ``server.ca``."""
+    token = secrets.token_urlsafe(24)
+    yield from serving(HttpsGitServer(tmp_path_factory.mktemp("git-https"), token))  # type: ignore[misc]
+
+
+class ConnectProxy:
+    """An HTTP proxy on loopback that tunnels ``CONNECT host:port`` (what HTTPS through a
+    proxy asks for, as a corporate proxy serves it) and records each target it tunnels."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+
+        self.tunnelled: list[str] = []
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        import threading
+
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._tunnel, args=(client,), daemon=True).start()
+
+    def _tunnel(self, client: Any) -> None:
+        import socket
+        import threading
+
+        with client:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = client.recv(4096)
+                if not chunk:
+                    return
+                head += chunk
+            method, target, _ = head.split(b"\r\n", 1)[0].decode().split(" ", 2)
+            if method != "CONNECT":
+                client.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+                return
+            self.tunnelled.append(target)
+            host, _, port = target.rpartition(":")
+            with socket.create_connection((host, int(port))) as upstream:
+                client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+
+                def pump(src: Any, dst: Any) -> None:
+                    try:
+                        while data := src.recv(65536):
+                            dst.sendall(data)
+                    except OSError:
+                        pass
+                    finally:
+                        for s in (src, dst):
+                            try:
+                                s.shutdown(socket.SHUT_RDWR)
+                            except OSError:
+                                pass
+
+                back = threading.Thread(target=pump, args=(upstream, client), daemon=True)
+                back.start()
+                pump(client, upstream)
+                back.join(timeout=5)
+
+    def close(self) -> None:
+        self._listener.close()
