@@ -37,6 +37,7 @@ from ._refstatus import SAID_MAX, check_ref_status, storage_fault
 from ._remote import (
     USERNAME_ENV,
     GitCredentials,
+    check_supported,
     is_http_url,
     local_remote_path,
     resolve_credentials,
@@ -57,6 +58,7 @@ def open_transport(
     url: str, config: Config, explicit: GitCredentials | None, token_env: str
 ) -> Transport:
     """A transport for ``url``; HTTP credentials are resolved now and live only in it."""
+    check_supported(url)
     if not is_http_url(url):
         return LocalTransport(
             url, local_remote_path(url), partial(remote_errors, url, None, token_env)

@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_USERNAME",
     "USERNAME_ENV",
     "GitCredentials",
+    "check_supported",
     "is_http_url",
     "local_remote_path",
     "normalize_remote",
@@ -103,6 +104,25 @@ def normalize_remote(remote: str | os.PathLike[str]) -> tuple[str, GitCredential
     raise GitError(
         f"Unsupported git remote {scrub(text)!r}: use a local path, a file:// URL or an "
         "https:// URL (with the token in DATOM_GIT_TOKEN)."
+    )
+
+
+def check_supported(url: str) -> None:
+    """:class:`GitError` for an ``origin`` datom does not speak (ssh, ``git://``: a clone
+    git made), naming the HTTPS address of the same repository where one is evident."""
+    parts = urlsplit(url)
+    if "://" in url and parts.scheme.lower() in ("file", "http", "https"):
+        return
+    scp = _SCP_LIKE.match(url) if "://" not in url else None
+    if "://" not in url and scp is None:
+        return  # a local path
+    host, path = (url.split("@", 1)[-1].split(":", 1)) if scp else (parts.hostname, parts.path)
+    https = f"https://{host}/{path.lstrip('/')}" if host and path else "https://..."
+    raise GitError(
+        f"The git remote {scrub(url)!r} is not one datom speaks (ssh and git:// are not "
+        "supported): nothing was changed. Point origin at the same repository over HTTPS "
+        f"(git remote set-url origin {https}) with a token in DATOM_GIT_TOKEN, or use a "
+        "local path or file:// URL."
     )
 
 

@@ -147,6 +147,32 @@ def test_precious_objects_are_honoured_and_other_extensions_named(
         b.commit_and_push(put({"x": b"1"}), "x", ME)
 
 
+@pytest.mark.parametrize(
+    ("origin", "https"),
+    [
+        ("git@github.com:org/proj.git", "https://github.com/org/proj.git"),
+        ("ssh://git@git.example.org:2222/org/proj.git", "https://git.example.org/org/proj.git"),
+        ("git://example.org/proj.git", "https://example.org/proj.git"),
+    ],
+    ids=["scp", "ssh", "git"],
+)
+def test_a_clone_whose_origin_datom_does_not_speak_is_refused_naming_its_https_address(
+    tmp_path: Path, origin: str, https: str
+) -> None:
+    """A colleague cloned with ssh: a write is refused before anything changes, naming
+    the command that points origin at the same repository over HTTPS."""
+    conn = new_project(tmp_path)
+    conn.write("dm", frame())
+    remote, before = conn.repo.remote_url, fingerprint(conn)
+    git(conn.repo.path, "remote", "set-url", "origin", origin)
+    with pytest.raises(dc.GitError, match="not one datom speaks") as refused:
+        conn.write("dm", frame(8))
+    assert f"git remote set-url origin {https}" in str(refused.value)
+    git(conn.repo.path, "remote", "set-url", "origin", remote)
+    assert fingerprint(conn) == before
+    conn.write("dm", frame(8))
+
+
 def test_remote_set_url_is_followed_by_a_long_lived_handle(tmp_path: Path) -> None:
     conn = new_project(tmp_path)
     conn.write("dm", frame())
