@@ -376,7 +376,7 @@ class S3Store(Store):
             ) from e
         except self._backend_errors() as e:
             raise StoreError(
-                f"cannot reach store {self.url} ({self._detail(e)}); {self._remedy()}"
+                f"cannot reach store {self.url} ({self._detail(e)}); {self._remedy_for(e)}"
             ) from e
 
 

@@ -1,5 +1,6 @@
-"""What an S3 failure is: throttling, a server error, a timeout, an unreachable endpoint,
-a missing bucket or (only then) credentials, each with its own remedy."""
+"""What an S3 failure is: throttling, a server error, an untrusted certificate, a timeout,
+an unreachable endpoint, a missing bucket or (only then) credentials, each with its own
+remedy."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ _UNREACHABLE = frozenset(
     {"EndpointConnectionError", "ClientConnectorError", "ConnectionClosedError",
      "ServerDisconnectedError", "ClientOSError", "ConnectionRefusedError"}
 )  # fmt: skip
+
+_UNTRUSTED = frozenset({"SSLCertVerificationError", "ClientConnectorCertificateError"})
 
 
 def _causes(error: BaseException | None) -> list[BaseException]:
@@ -55,6 +58,12 @@ def s3_remedy(error: BaseException, where: str, bucket: str) -> str | None:
         return (
             f"bucket {bucket!r} does not exist at {where}: create it, or fix the "
             "bucket name / endpoint_url"
+        )
+    if names & _UNTRUSTED or any("CERTIFICATE_VERIFY_FAILED" in str(c) for c in _causes(error)):
+        return (
+            f"the TLS certificate of {where} is not trusted: if your organisation's own "
+            "certificate authority signs it, point AWS_CA_BUNDLE (or ca_bundle in the AWS "
+            "profile) at that authority's certificate (not a credentials problem)"
         )
     if names & _TIMEOUTS:
         return f"{where} did not answer in time: check the network to it, then retry"

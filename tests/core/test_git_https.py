@@ -16,7 +16,7 @@ from urllib3.exceptions import InsecureRequestWarning
 import datom_core as dc
 from tests.core.projects import frame
 from tests.gitcli import GIT, needs_git
-from tests.gittls import ConnectProxy, HttpsGitServer, https_git_server, make_ca  # noqa: F401
+from tests.tls import ConnectProxy, HttpsGitServer, https_git_server, make_ca  # noqa: F401
 
 pytestmark = needs_git
 

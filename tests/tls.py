@@ -1,10 +1,13 @@
-"""git's own ``git http-backend`` over HTTPS (TLS on loopback), with a certificate authority
-of the test's own, as an enterprise git host behind a private CA is met.
+"""TLS on loopback with a certificate authority of the test's own, as an enterprise host
+behind a private CA is met: no trust store holds the CA (its certificate's path is
+given), so a client trusts the server only when told to (``http.sslCAInfo``,
+``GIT_SSL_CAINFO``, ``AWS_CA_BUNDLE``) or told not to check.
 
-:func:`https_git_server` yields a :class:`tests.gitbackend.GitBackendServer` whose socket
-speaks TLS and whose ``url_for`` names ``https://localhost:<port>/...``, and the path of
-the CA's certificate (PEM), which no trust store holds: a client trusts the server only
-when told to (``http.sslCAInfo``, ``GIT_SSL_CAINFO``) or when told not to check.
+* :func:`https_git_server`: git's own ``git http-backend`` over HTTPS
+  (:class:`HttpsGitServer`, ``https://localhost:<port>/...``, its CA in ``server.ca``);
+* :class:`TlsFront`: TLS in front of any loopback server (moto S3);
+* :class:`ConnectProxy`: an HTTP proxy tunnelling ``CONNECT``, what HTTPS through a
+  corporate proxy is.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import pytest
 from tests.gitbackend import GitBackendServer
 from tests.gitserver import serving
 
-__all__ = ["ConnectProxy", "HttpsGitServer", "https_git_server", "make_ca"]
+__all__ = ["ConnectProxy", "HttpsGitServer", "TlsFront", "https_git_server", "make_ca"]
 
 
 def make_ca(folder: Path) -> tuple[Path, Path, Path]:
@@ -142,24 +145,73 @@ class ConnectProxy:
             host, _, port = target.rpartition(":")
             with socket.create_connection((host, int(port))) as upstream:
                 client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-
-                def pump(src: Any, dst: Any) -> None:
-                    try:
-                        while data := src.recv(65536):
-                            dst.sendall(data)
-                    except OSError:
-                        pass
-                    finally:
-                        for s in (src, dst):
-                            try:
-                                s.shutdown(socket.SHUT_RDWR)
-                            except OSError:
-                                pass
-
-                back = threading.Thread(target=pump, args=(upstream, client), daemon=True)
+                back = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
                 back.start()
-                pump(client, upstream)
+                _pump(client, upstream)
                 back.join(timeout=5)
 
     def close(self) -> None:
         self._listener.close()
+
+
+class TlsFront:
+    """TLS (a certificate of :func:`make_ca`'s CA, its path in :attr:`ca`) in front of the
+    plain server at ``upstream`` (``host:port``): :attr:`url` is ``https://localhost:<port>``."""
+
+    def __init__(self, upstream: str, folder: Path) -> None:
+        import socket
+        import threading
+
+        self.ca, cert, key = make_ca(folder)
+        self._context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self._context.load_cert_chain(cert, key)
+        host, _, port = upstream.rpartition(":")
+        self._upstream = (host, int(port))
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"https://localhost:{self._listener.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        import threading
+
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._relay, args=(client,), daemon=True).start()
+
+    def _relay(self, client: Any) -> None:
+        import socket
+        import threading
+
+        try:
+            secure = self._context.wrap_socket(client, server_side=True)
+        except OSError:  # the client refused the certificate
+            client.close()
+            return
+        with secure, socket.create_connection(self._upstream) as upstream:
+            back = threading.Thread(target=_pump, args=(upstream, secure), daemon=True)
+            back.start()
+            _pump(secure, upstream)
+            back.join(timeout=5)
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def _pump(src: Any, dst: Any) -> None:
+    """Copy ``src`` to ``dst`` until either end closes, then close both ways."""
+    import socket
+
+    try:
+        while data := src.recv(65536):
+            dst.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for end in (src, dst):
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
