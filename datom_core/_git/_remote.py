@@ -110,13 +110,15 @@ def normalize_remote(remote: str | os.PathLike[str]) -> tuple[str, GitCredential
 def check_supported(url: str) -> None:
     """:class:`GitError` for an ``origin`` datom does not speak (ssh, ``git://``: a clone
     git made), naming the HTTPS address of the same repository where one is evident."""
-    parts = urlsplit(url)
-    if "://" in url and parts.scheme.lower() in ("file", "http", "https"):
-        return
-    scp = _SCP_LIKE.match(url) if "://" not in url else None
-    if "://" not in url and scp is None:
+    if "://" in url:
+        parts = urlsplit(url)
+        if parts.scheme.lower() in ("file", "http", "https"):
+            return
+        host, path = parts.hostname, parts.path
+    elif _SCP_LIKE.match(url):
+        host, path = url.split("@", 1)[1].split(":", 1)
+    else:
         return  # a local path
-    host, path = (url.split("@", 1)[-1].split(":", 1)) if scp else (parts.hostname, parts.path)
     https = f"https://{host}/{path.lstrip('/')}" if host and path else "https://..."
     raise GitError(
         f"The git remote {scrub(url)!r} is not one datom speaks (ssh and git:// are not "
