@@ -241,7 +241,7 @@ def set_fetched(r: Repo, branch: bytes, sha: bytes) -> None:
 
 
 def _write_unsynced(r: Repo, name: bytes, sha: bytes) -> None:
-    path = Path(r.controldir()) / os.fsdecode(name)
+    path = Path(r.commondir()) / os.fsdecode(name)  # shared by a clone's linked worktrees
     path.parent.mkdir(parents=True, exist_ok=True)
 
     def write() -> None:

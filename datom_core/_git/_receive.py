@@ -46,7 +46,7 @@ def hooks_of(remote: Repo) -> tuple[Path, Path]:
     ones skipped as git skips them; a relative one from that folder), else ``hooks/``.
     Read again when the remote's configuration changes."""
     gitdir = Path(remote.controldir())
-    stamp, seen = config_stamp(gitdir), _SEEN.get(gitdir)
+    stamp, seen = config_stamp(remote), _SEEN.get(gitdir)
     if seen is None or seen[0] != stamp:
         try:
             value = config_stack(remote).get((b"core",), b"hooksPath")

@@ -118,7 +118,7 @@ class RepoCore:
     def _url_of(self) -> str:
         """The ``origin`` URL, read again whenever ``.git/config`` changed (one ``stat``):
         ``git remote set-url`` takes effect on a long-lived handle's next operation."""
-        stamp = config_stamp(self.controldir)
+        stamp = config_stamp(self._open())
         if self._url is None or stamp != self._config_stamp:
             url = gi.remote_url(self._open())
             if url != self._url and self._transport is not None:

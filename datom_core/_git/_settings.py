@@ -73,9 +73,13 @@ def open_repo(path: str | os.PathLike[str], what: str) -> Repo:
     return repo
 
 
-def config_stamp(controldir: Path) -> tuple[object, ...]:
-    """What tells that ``<controldir>/config`` or its ``config.worktree`` changed."""
-    return tuple(_stamp(controldir / name) for name in ("config", "config.worktree"))
+def config_stamp(r: Repo) -> tuple[object, ...]:
+    """What tells that ``r``'s ``config`` (in the common git folder a linked worktree
+    shares) or its own ``config.worktree`` changed."""
+    return (
+        _stamp(Path(r.commondir()) / "config"),
+        _stamp(Path(r.controldir()) / "config.worktree"),
+    )
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
@@ -89,7 +93,7 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
 def precious(r: Repo) -> bool:
     """Whether ``extensions.preciousObjects`` forbids deleting objects in ``r``."""
     try:
-        config = ConfigFile.from_path(os.path.join(r.controldir(), "config"))
+        config = ConfigFile.from_path(os.path.join(r.commondir(), "config"))
         return config.get_boolean((b"extensions",), b"preciousObjects", False) is True
     except (OSError, ValueError, KeyError):
         return False

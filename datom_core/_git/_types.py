@@ -57,8 +57,9 @@ def config_stack(r: Repo) -> StackedConfig:
     own = r.get_config()
     backends = [own, *user_config().backends]
     if own.get_boolean((b"extensions",), b"worktreeConfig", False):
-        with suppress(OSError, ValueError):
-            backends.insert(0, r.get_worktree_config())
+        with suppress(OSError, ValueError):  # a linked worktree's own (dulwich reads the main's)
+            path = os.path.join(r.controldir(), "config.worktree")
+            backends.insert(0, ConfigFile.from_path(path))
     return StackedConfig(backends, writable=own)
 
 
