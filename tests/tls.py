@@ -15,7 +15,9 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import secrets
+import socket
 import ssl
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -102,34 +104,40 @@ def https_git_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Https
     yield from serving(HttpsGitServer(tmp_path_factory.mktemp("git-https"), token))  # type: ignore[misc]
 
 
-class ConnectProxy:
-    """An HTTP proxy on loopback that tunnels ``CONNECT host:port`` (what HTTPS through a
-    proxy asks for, as a corporate proxy serves it) and records each target it tunnels."""
+class _Loopback:
+    """A server on a free loopback port handing each connection to :meth:`_handle` in a
+    thread of its own."""
 
     def __init__(self) -> None:
-        import socket
-        import threading
-
-        self.tunnelled: list[str] = []
         self._listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
+        self.port: int = self._listener.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self) -> None:
-        import threading
-
         while True:
             try:
                 client, _ = self._listener.accept()
             except OSError:
                 return
-            threading.Thread(target=self._tunnel, args=(client,), daemon=True).start()
+            threading.Thread(target=self._handle, args=(client,), daemon=True).start()
 
-    def _tunnel(self, client: Any) -> None:
-        import socket
-        import threading
+    def _handle(self, client: socket.socket) -> None:
+        raise NotImplementedError
 
+    def close(self) -> None:
+        self._listener.close()
+
+
+class ConnectProxy(_Loopback):
+    """An HTTP proxy on loopback that tunnels ``CONNECT host:port`` (what HTTPS through a
+    proxy asks for, as a corporate proxy serves it) and records each target it tunnels."""
+
+    def __init__(self) -> None:
+        self.tunnelled: list[str] = []
+        super().__init__()
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _handle(self, client: socket.socket) -> None:
         with client:
             head = b""
             while b"\r\n\r\n" not in head:
@@ -145,65 +153,42 @@ class ConnectProxy:
             host, _, port = target.rpartition(":")
             with socket.create_connection((host, int(port))) as upstream:
                 client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                back = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
-                back.start()
-                _pump(client, upstream)
-                back.join(timeout=5)
-
-    def close(self) -> None:
-        self._listener.close()
+                _splice(client, upstream)
 
 
-class TlsFront:
+class TlsFront(_Loopback):
     """TLS (a certificate of :func:`make_ca`'s CA, its path in :attr:`ca`) in front of the
     plain server at ``upstream`` (``host:port``): :attr:`url` is ``https://localhost:<port>``."""
 
     def __init__(self, upstream: str, folder: Path) -> None:
-        import socket
-        import threading
-
         self.ca, cert, key = make_ca(folder)
         self._context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self._context.load_cert_chain(cert, key)
         host, _, port = upstream.rpartition(":")
         self._upstream = (host, int(port))
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"https://localhost:{self._listener.getsockname()[1]}"
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__()
+        self.url = f"https://localhost:{self.port}"
 
-    def _serve(self) -> None:
-        import threading
-
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._relay, args=(client,), daemon=True).start()
-
-    def _relay(self, client: Any) -> None:
-        import socket
-        import threading
-
+    def _handle(self, client: socket.socket) -> None:
         try:
             secure = self._context.wrap_socket(client, server_side=True)
         except OSError:  # the client refused the certificate
             client.close()
             return
         with secure, socket.create_connection(self._upstream) as upstream:
-            back = threading.Thread(target=_pump, args=(upstream, secure), daemon=True)
-            back.start()
-            _pump(secure, upstream)
-            back.join(timeout=5)
-
-    def close(self) -> None:
-        self._listener.close()
+            _splice(secure, upstream)
 
 
-def _pump(src: Any, dst: Any) -> None:
+def _splice(one: socket.socket, other: socket.socket) -> None:
+    """Copy each way between ``one`` and ``other`` until both ends are done."""
+    back = threading.Thread(target=_pump, args=(other, one), daemon=True)
+    back.start()
+    _pump(one, other)
+    back.join(timeout=5)
+
+
+def _pump(src: socket.socket, dst: socket.socket) -> None:
     """Copy ``src`` to ``dst`` until either end closes, then close both ways."""
-    import socket
-
     try:
         while data := src.recv(65536):
             dst.sendall(data)
