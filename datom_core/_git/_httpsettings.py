@@ -7,16 +7,17 @@ dulwich reads ``http.sslCAInfo``, ``http.sslVerify``, ``http.proxy``, ``http_pro
 environment (``GIT_SSL_CAINFO``, ``GIT_SSL_NO_VERIFY``) is ignored; only lower-case proxy
 variables are read (``HTTPS_PROXY``, ``ALL_PROXY`` and ``NO_PROXY``, what containers and
 corporate machines often set, are not), whatever the URL's scheme (``http_proxy`` for an
-https URL); and the environment wins over ``http.proxy``. Here dulwich builds its
-connection pool, and the pool is rebuilt around the proxy git would use when dulwich
-chose another (:func:`pool_manager`).
+https URL); the environment wins over ``http.proxy``; and a proxy without a scheme
+(``proxy.corp:8080``, which git takes as http) is refused. Here dulwich builds its
+connection pool without a proxy, and the proxy git would use is put in front of it
+(:func:`pool_manager`).
 """
 
 from __future__ import annotations
 
 import os
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import urllib3
 from dulwich.client import default_urllib3_manager
@@ -91,18 +92,24 @@ def _configured(config: Config, url: str) -> str | None:
 
 def pool_manager(config: Config, url: str, timeout: float) -> Any:
     """dulwich's connection pool for ``url`` (its TLS settings, headers and timeout),
-    going through the proxy git would use."""
-    manager = default_urllib3_manager(config, base_url=url, timeout=timeout)
+    going through the proxy git would use (dulwich is kept from choosing one: it would
+    also refuse a proxy git takes, ``host:port`` without a scheme)."""
+    manager = default_urllib3_manager(
+        config, base_url=url, timeout=timeout, proxy_manager_cls=_NoProxy
+    )
     wanted = git_proxy(config, url)
-    chosen = getattr(manager, "proxy", None)
-    if (chosen is None and wanted is None) or (
-        chosen is not None and wanted is not None and chosen == urllib3.util.parse_url(wanted)
-    ):
-        return manager
-    kw = {k: v for k, v in manager.connection_pool_kw.items() if not k.startswith("_proxy")}
     if wanted is None:
-        return urllib3.PoolManager(headers=manager.headers, **kw)
+        return manager
     parts = urlsplit(wanted)
-    auth = f"{parts.username}:{parts.password or ''}" if parts.username is not None else None
+    auth = f"{unquote(parts.username)}:{unquote(parts.password or '')}" if parts.username else None
     headers = urllib3.make_headers(proxy_basic_auth=auth) if auth is not None else {}
-    return urllib3.ProxyManager(wanted, proxy_headers=headers, headers=manager.headers, **kw)
+    return urllib3.ProxyManager(
+        wanted, proxy_headers=headers, headers=manager.headers, **manager.connection_pool_kw
+    )
+
+
+class _NoProxy(urllib3.PoolManager):
+    """What dulwich makes where it would make a proxy manager: a plain pool."""
+
+    def __init__(self, proxy_url: str, proxy_headers: Any = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)

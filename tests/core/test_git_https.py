@@ -123,7 +123,7 @@ def test_gits_environment_wins_over_its_configuration_as_in_git(
         dc.init_repo(tmp_path / "c", "P1", dc.LocalStore(tmp_path / "s"), url)
 
 
-# Each: the proxy settings, A and B standing for two proxies' URLs.
+# Each: the proxy settings, A and B standing for two proxies' URLs (``host:port``: no scheme).
 PROXY_CASES = {
     "https_proxy": {"https_proxy": "A"},
     "HTTPS_PROXY": {"HTTPS_PROXY": "A"},
@@ -133,6 +133,7 @@ PROXY_CASES = {
     "NO_PROXY": {"HTTPS_PROXY": "A", "NO_PROXY": "localhost"},
     "no_proxy-another-domain": {"https_proxy": "A", "no_proxy": ".example.org"},
     "NO_PROXY-and-http.proxy": {"http.proxy": "A", "NO_PROXY": "localhost,127.0.0.1"},
+    "http.proxy-without-a-scheme": {"http.proxy": "A host:port"},
 }
 
 
@@ -158,7 +159,10 @@ def test_the_proxy_git_uses_is_the_one_datom_uses(
     url = server.url_for("proj")
 
     def under(proxies: dict[str, ConnectProxy]) -> None:
-        settings = {k: proxies[v].url if v in proxies else v for k, v in PROXY_CASES[case].items()}
+        settings = {}
+        for name, value in PROXY_CASES[case].items():
+            proxy = proxies[value[0]].url if value[0] in proxies else value
+            settings[name] = proxy.removeprefix("http://") if value.endswith("host:port") else proxy
         untrusting.write_text(
             f"[http]\n\tproxy = {settings.pop('http.proxy')}\n" if "http.proxy" in settings else ""
         )
