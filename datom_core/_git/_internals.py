@@ -84,6 +84,19 @@ def remove_worktree_file(target: Path, root: Path) -> None:
         parent = parent.parent
 
 
+_UNREADABLE = (ChecksumMismatch, ValueError, struct.error, AssertionError)
+
+
+def damaged_index(clone: Path, index: Path, why: object) -> GitError:
+    """The error of an index that is no index git reads (truncated, overwritten: a disk
+    that filled, a power cut; ``git fsck`` says so too), and git's remedy."""
+    return GitError(
+        f"The index of the clone {clone} is damaged ({why}): what git records is not "
+        f"affected. Rebuild it from HEAD (rm {index} && git -C {clone} reset -q), then "
+        "retry: the next datom command on this clone finishes any update left."
+    )
+
+
 def worktree_error(clone: Path, e: OSError, doing: str) -> GitError:
     """The error of a working-tree update that stopped at ``doing`` (a path, the index,
     the journal): git's objects and refs are not affected, and the journal lets the next
@@ -330,17 +343,8 @@ def update_index(
     except UnsupportedIndex:
         try:
             index = r.open_index()
-        except (
-            ChecksumMismatch,
-            ValueError,
-            struct.error,
-            AssertionError,
-        ) as e:  # dulwich's checks
-            raise GitError(
-                f"The index of {root} cannot be read ({e}): what git records is not "
-                f"affected. Rebuild it from HEAD (git -C {root} reset -q), then run any "
-                "datom command on this clone: it finishes the update."
-            ) from None
+        except _UNREADABLE as e:  # dulwich's checks of the bytes
+            raise damaged_index(root, Path(r.index_path()), e) from None
         for path, sha in changes.items():
             if sha is None:
                 if path in index:

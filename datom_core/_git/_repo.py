@@ -133,7 +133,7 @@ class RepoCore:
         self._url_of()  # the configuration as it is now
         config = self._config_stack()
         check_index(r, self.path, config)
-        self._worktree.check_index()
+        self._worktree.check_readable()
         self._worktree.sparse = sparse_filter(self.controldir, config)
         self._worktree.recover(r)
 

@@ -94,9 +94,9 @@ def precious(r: Repo) -> bool:
     """Whether ``extensions.preciousObjects`` forbids deleting objects in ``r``."""
     try:
         config = ConfigFile.from_path(os.path.join(r.commondir(), "config"))
-        return config.get_boolean((b"extensions",), b"preciousObjects", False) is True
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError):
         return False
+    return _flag(config, b"extensions", b"preciousObjects")
 
 
 def check_object_format(r: Repo, what: str) -> None:

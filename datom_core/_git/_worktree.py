@@ -42,20 +42,16 @@ class WorkTree:
         # operation's start (``_settings.sparse_filter``).
         self.sparse: Callable[[bytes], bool] | None = None
 
-    def check_index(self) -> None:
-        """:class:`GitError` if the index is no index git reads (truncated, overwritten: a
-        disk that filled, a power cut), before anything changes. Parsed once per change
-        of the file; a form the accelerator leaves to dulwich is dulwich's to judge."""
+    def check_readable(self) -> None:
+        """:class:`GitError` if the index is no index git reads, before anything changes
+        (:func:`_internals.damaged_index`). Parsed once per change of the file; a form the
+        accelerator leaves to dulwich is dulwich's to judge."""
         try:
             self.index.entries()
         except UnsupportedIndex:
             pass
         except (ValueError, OSError) as e:
-            raise GitError(
-                f"The index of the clone {self.root} is damaged ({e}; git fsck says so too): "
-                f"nothing was changed. Rebuild it from HEAD (rm {self.index.path} && "
-                f"git -C {self.root} reset -q), then retry."
-            ) from None
+            raise gi.damaged_index(self.root, self.index.path, e) from None
 
     def pending(self) -> bool:
         """Whether an update was left half done (one ``stat``)."""

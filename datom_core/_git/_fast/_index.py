@@ -19,7 +19,7 @@ untracked cache, ...) are dropped on write, which git accepts (it rebuilds them)
 split one (``link``), though a clone using one is refused before any write
 (``_settings.check_index``: dulwich cannot read it either). Bytes that are no index
 (truncated, overwritten) raise :class:`ValueError`: the clone is then refused by
-``WorkTree.check_index`` before anything changes.
+``WorkTree.check_readable`` before anything changes.
 """
 
 from __future__ import annotations
