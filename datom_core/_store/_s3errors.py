@@ -59,7 +59,7 @@ def s3_remedy(error: BaseException, where: str, bucket: str) -> str | None:
             f"bucket {bucket!r} does not exist at {where}: create it, or fix the "
             "bucket name / endpoint_url"
         )
-    if names & _UNTRUSTED or any("CERTIFICATE_VERIFY_FAILED" in str(c) for c in _causes(error)):
+    if names & _UNTRUSTED:
         return (
             f"the TLS certificate of {where} is not trusted: if your organisation's own "
             "certificate authority signs it, point AWS_CA_BUNDLE (or ca_bundle in the AWS "
