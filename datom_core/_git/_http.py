@@ -6,9 +6,10 @@ from __future__ import annotations
 import errno
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -26,18 +27,23 @@ from .._errors import DatomError, GitError
 from .._plain import plain
 from . import _internals as gi
 from ._backoff import Backoff
+from ._credentials import CredentialHelpers, effective_url
 from ._fast import _advert
 from ._fast._advert import RefsMemo
 from ._fast._prime import push_advertisement_alongside
 from ._fast._tipnote import adopt_note
-from ._httpclient import HttpClient, ObjectFormatError, UntrustedCertificate
+from ._httpclient import (
+    HelperCredentialsRefused,
+    HttpClient,
+    ObjectFormatError,
+    UntrustedCertificate,
+)
 from ._httpsettings import pool_manager, with_git_environment
 from ._read import keeping
 from ._refstatus import SAID_MAX, check_ref_status, storage_fault
 from ._remote import (
     USERNAME_ENV,
     GitCredentials,
-    check_supported,
     is_http_url,
     local_remote_path,
     resolve_credentials,
@@ -55,17 +61,21 @@ _STORAGE_TRIES = 4  # sends of a push the server failed to store (_refstatus.sto
 
 
 def open_transport(
-    url: str, config: Config, explicit: GitCredentials | None, token_env: str
+    url: str, config: Config, explicit: GitCredentials | None, token_env: str, clone: Path
 ) -> Transport:
-    """A transport for ``url``; HTTP credentials are resolved now and live only in it."""
-    check_supported(url)
+    """A transport for ``url`` as git reaches it (:func:`effective_url`); HTTP credentials
+    are resolved now and live only in it: ``explicit``, else the token in ``token_env``,
+    else any in the URL git's configuration rewrites it to, else (on a 401) what git's
+    credential helpers give."""
+    url, url_creds = effective_url(url, config)
     if not is_http_url(url):
         return LocalTransport(
             url, local_remote_path(url), partial(remote_errors, url, None, token_env)
         )
     creds = resolve_credentials(explicit, token_env)
+    sent = creds or url_creds
     host = (urlsplit(url).hostname or "").lower()
-    if creds is not None and url.lower().startswith("http://") and host not in _LOOPBACK:
+    if sent is not None and url.lower().startswith("http://") and host not in _LOOPBACK:
         raise GitError(
             f"Refusing to send the git token over unencrypted HTTP to {url}: use https://."
         )
@@ -81,23 +91,41 @@ def open_transport(
         url,
         config=config,
         pool_manager=pool,
-        username=creds.username if creds else None,
-        password=creds.token if creds else None,
+        username=sent.username if sent else None,
+        password=sent.token if sent else None,
         timeout=HTTP_TIMEOUT,
+        helpers=CredentialHelpers(url, clone),
     )
-    return HttpTransport(url, client, partial(remote_errors, url, creds, token_env), creds)
+    errors = partial(
+        remote_errors,
+        url,
+        sent,
+        token_env,
+        rewritten=creds is None and url_creds is not None,
+        helped=lambda: client.filled,
+    )
+    return HttpTransport(url, client, errors, creds)
 
 
 @contextmanager
 def remote_errors(
-    url: str, credentials: GitCredentials | None, token_env: str, action: str
+    url: str,
+    credentials: GitCredentials | None,
+    token_env: str,
+    action: str,
+    *,
+    rewritten: bool = False,
+    helped: Callable[[], GitCredentials | None] = lambda: None,
 ) -> Iterator[None]:
-    """Translate transport failures into :class:`GitError` with the token scrubbed out."""
-    token = credentials.token if credentials else None
+    """Translate transport failures into :class:`GitError` with every token scrubbed out
+    (``credentials``: those sent, from the URL git rewrote origin to when ``rewritten``;
+    ``helped``: what git's credential helpers gave, if asked)."""
     where = f"{action} {url}"
 
     def fail(message: str) -> GitError:
-        return GitError(scrub(message, token))
+        helper = helped()
+        sent = credentials.token if credentials else None
+        return GitError(scrub(message, sent, helper.token if helper else None))
 
     try:
         yield
@@ -117,17 +145,28 @@ def remote_errors(
             "authority's certificate (git config --global http.sslCAInfo /path/to/ca.pem, "
             "or the environment variable GIT_SSL_CAINFO), then retry."
         ) from e
-    except HTTPUnauthorized as e:
-        hint = (
-            f"no token was sent; set {token_env}"
-            if credentials is None
-            else f"the token was refused; check {token_env}"
-        )
+    except HelperCredentialsRefused as e:
         raise fail(
-            f"Authentication failed trying to {where} (HTTP 401): {hint} (a token with "
-            f"access to this repository; username from {USERNAME_ENV}, default "
-            "x-access-token)."
+            f"Authentication failed trying to {where} (HTTP 401): the credentials git's "
+            "credential helper gave for it were refused. Renew them as you would for git "
+            "(log in again with your git host's tool, or git credential reject them and store "
+            f"a new token), or set {token_env}."
         ) from e
+    except HTTPUnauthorized as e:
+        if credentials is None:
+            hint = (
+                f"no token was sent: set {token_env} to a token with access to this repository "
+                f"(username from {USERNAME_ENV}, default x-access-token), or store one in a "
+                "git credential helper, as for git (git credential fill has none for it)"
+            )
+        elif rewritten:
+            hint = "the token in the address git's url.<base>.insteadOf gives it was refused"
+        else:
+            hint = (
+                f"the token was refused; check {token_env} (a token with access to this "
+                f"repository; username from {USERNAME_ENV}, default x-access-token)"
+            )
+        raise fail(f"Authentication failed trying to {where} (HTTP 401): {hint}.") from e
     except HTTPProxyUnauthorized as e:
         raise fail(f"The HTTP proxy refused to {where} (HTTP 407): check its credentials.") from e
     except NotGitRepository as e:
@@ -318,12 +357,11 @@ class HttpTransport(Transport):
             if tries == _STORAGE_TRIES or not storage_fault(result.ref_status or {}):
                 break
             time.sleep(backoff.next())  # the ref did not move: the same push, sent again
-        token = self.credentials.token if self.credentials else None
         check_ref_status(
             result.ref_status or {},
             self.url,
             moved=lambda: self.heads("read the branches of")[0].get(branch) != old,
-            said=scrub(b"".join(said).decode("utf-8", "replace")[-SAID_MAX:], token),
+            said=scrub(b"".join(said).decode("utf-8", "replace")[-SAID_MAX:], *self._secrets()),
         )
         # git's receive-pack checks the old value: its "ok" is a compare-and-swap that held.
         if result.agent is not None and result.agent.startswith(b"git/"):
@@ -340,6 +378,9 @@ class HttpTransport(Transport):
         if tip is None or ObjectID(new) not in r.object_store:
             return False
         return can_fast_forward(r, ObjectID(new), ObjectID(tip))
+
+    def _secrets(self) -> tuple[str | None, ...]:
+        return self._client.secrets()  # type: ignore[attr-defined]
 
     def close(self) -> None:
         self._client.close()

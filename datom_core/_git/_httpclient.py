@@ -1,8 +1,10 @@
 """dulwich's HTTP(S) git client as the transport uses it: failed requests closed before
 they raise, servers whose objects are not named by SHA-1 refused at their first
 advertisement, a server certificate refused named as such (:class:`UntrustedCertificate`),
-and every advertisement kept (the accelerator :mod:`._fast._advert`). How the server is
-reached (trust, proxy) is git's choice, made in :mod:`._httpsettings`."""
+a 401 to a client given no credentials answered with git's credential helpers' (as git
+does: :mod:`._credentials`), and every advertisement kept (the accelerator
+:mod:`._fast._advert`). How the server is reached (trust, proxy) is git's choice, made in
+:mod:`._httpsettings`."""
 
 from __future__ import annotations
 
@@ -19,9 +21,11 @@ from dulwich.client import (
 )
 from dulwich.errors import GitProtocolError, NotGitRepository
 
+from ._credentials import CredentialHelpers
 from ._fast._advert import RefsMemo
+from ._remote import GitCredentials
 
-__all__ = ["HttpClient", "ObjectFormatError", "UntrustedCertificate"]
+__all__ = ["HelperCredentialsRefused", "HttpClient", "ObjectFormatError", "UntrustedCertificate"]
 
 
 class ObjectFormatError(Exception):
@@ -33,15 +37,28 @@ class UntrustedCertificate(Exception):
     request was sent (``args[0]``: why)."""
 
 
+class HelperCredentialsRefused(HTTPUnauthorized):
+    """The server refused the credentials git's credential helpers gave (401)."""
+
+
 class HttpClient(Urllib3HttpGitClient):
     """dulwich's HTTP client (see the module docstring). dulwich raises on 401/403/404
     without closing the (unread, streamed) response, which leaks the connection's socket;
     its own status mapping is reproduced here. ``memo`` keeps each advertisement, and
-    answers a push's when the push armed it."""
+    answers a push's when the push armed it. ``helpers``: asked once, on the first 401 to
+    a client given no credentials (``filled``: what they gave)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, helpers: CredentialHelpers | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.memo = RefsMemo()
+        self.helpers = helpers if self._auth_header is None else None
+        self.filled: GitCredentials | None = None
+        self._asked, self._approve = False, False
+
+    def secrets(self) -> tuple[str | None, ...]:
+        """Every token this client sends, for scrubbing from a message."""
+        password: str | None = self._password
+        return password, self.filled.token if self.filled else None
 
     def _discover_references(
         self,
@@ -78,13 +95,38 @@ class HttpClient(Urllib3HttpGitClient):
             if isinstance(refused, ssl.SSLCertVerificationError):
                 raise UntrustedCertificate(refused.verify_message or str(refused)) from e
             raise
+        if resp.status == 401 and self._ask_helpers(data):
+            resp.close()
+            return self._http_request(url, headers, data, raise_for_status)
+        if resp.status == 200 and self._approve:
+            self._approve = False
+            if self.helpers is not None and self.filled is not None:
+                self.helpers.approve(self.filled)
         if not raise_for_status or resp.status == 200:
             return resp, read
         resp.close()
         status, header = resp.status, resp.headers.get
         if status == 404:
             raise NotGitRepository(f"no repository at {url}")
+        if status == 401 and self.filled is not None:
+            raise HelperCredentialsRefused(header("WWW-Authenticate"), url)
         if status in (401, 407):
             error = HTTPUnauthorized if status == 401 else HTTPProxyUnauthorized
             raise error(header("WWW-Authenticate" if status == 401 else "Proxy-Authenticate"), url)
         raise GitProtocolError(f"unexpected http resp {status} for {url}")
+
+    def _ask_helpers(self, data: object) -> bool:
+        """Whether git's credential helpers gave credentials to send the request again
+        with (a streamed body cannot be sent again: the next request carries them)."""
+        if self.helpers is None or self._asked:
+            return False
+        self._asked = True
+        creds = self.helpers.fill()
+        if creds is None:
+            return False
+        self.filled, self._approve = creds, True
+        self._auth_header = urllib3.make_headers(basic_auth=f"{creds.username}:{creds.token}")[
+            "authorization"
+        ]
+        self._auth_origin = self._origin(self._base_url)
+        return data is None or isinstance(data, bytes)

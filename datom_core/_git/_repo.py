@@ -138,8 +138,7 @@ class RepoCore:
         self._worktree.recover(r)
 
     def _remote(self) -> Transport:
-        """The open transport; an HTTPS one is rebuilt when the token in the environment
-        changed (tokens are read at call time, never cached beyond that)."""
+        """The open transport, rebuilt when the token in the environment changed (read now)."""
         r, url = self._open(), self._url_of()
         if self._transport is not None and is_http_url(url):
             if resolve_credentials(self.credentials, self.token_env) != self._transport.credentials:
@@ -147,7 +146,9 @@ class RepoCore:
                 self._transport = None
         if self._transport is None:
             config = self._config_stack()
-            self._transport = open_transport(url, config, self.credentials, self.token_env)
+            self._transport = open_transport(
+                url, config, self.credentials, self.token_env, self.path
+            )
             self._transport.attach(r, sharing_wanted(config))
         return self._transport
 

@@ -539,7 +539,7 @@ def test_wrong_or_missing_token_fails_clearly_without_leaking(
     assert repo.head() == before and repo.has_unpushed_commits()
 
     monkeypatch.delenv("DATOM_GIT_TOKEN")
-    with pytest.raises(GitError, match="no token was sent; set DATOM_GIT_TOKEN"):
+    with pytest.raises(GitError, match="no token was sent: set DATOM_GIT_TOKEN"):
         repo.push()
     assert remote_head(bare) != before
 
