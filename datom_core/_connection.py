@@ -264,7 +264,8 @@ class Connection(SetMethods):
         The newest commit of ``<name>/metadata.json`` whose document is that version; None
         when git has no such commit (a reader has no git: :class:`ReadOnlyError`).
         """
-        return newest_commit_of(self.repo, validate_table_name(name), self.resolve(name, version))
+        repo = self._ctx.require_repo("finding the git commit of a version")
+        return newest_commit_of(repo, validate_table_name(name), self.resolve(name, version))
 
     def store_manifest(self) -> dict[str, Any]:
         """The manifest as mirrored in the store."""

@@ -32,13 +32,15 @@ class ProjectContext:
         """``"developer"`` with a clone, ``"reader"`` without one."""
         return "developer" if self.repo is not None else "reader"
 
-    def require_repo(self) -> MetadataRepo:
-        """The clone, or :class:`ReadOnlyError` for a reader (before any work is done)."""
+    def require_repo(self, doing: str = "changing the project") -> MetadataRepo:
+        """The clone, or :class:`ReadOnlyError` for a reader (before any work is done);
+        ``doing`` names what needs the git repository, for the message."""
         if self.repo is None:
             raise ReadOnlyError(
-                f"this connection to {self.project_name!r} is a reader (store only): it cannot "
-                "change the project. Open a clone to write (connect(<clone path>) / datom --repo "
-                "<clone>), or make one with clone() / datom clone."
+                f"this connection to {self.project_name!r} is a reader (store only): {doing} "
+                "needs the project's git repository, which only a clone has. Open a clone "
+                "(connect(<clone path>) / datom --repo <clone>), or make one with clone() / "
+                "datom clone."
             )
         return self.repo
 

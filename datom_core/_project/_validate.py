@@ -47,7 +47,7 @@ _Docs = dict[str, tuple[TableMetadata, tuple[HistoryEntry, ...]]]
 def validate(
     ctx: ProjectContext, *, fix: bool, verify_data: bool | Verify, grace_s: float = 3600
 ) -> ValidationReport:
-    repo = ctx.require_repo()
+    repo = ctx.require_repo("validate (it checks the store against what git recorded)")
     verify: Verify | None = (
         check_verify(verify_data)
         if isinstance(verify_data, str)

@@ -114,6 +114,11 @@ def test_reader_from_the_store_alone(tmp_path, store: dc.Store) -> None:
     assert len(commits) == len(written["dm"])
     with pytest.raises(dc.ReadOnlyError, match="reader"):
         reader.write("dm", frame())
+    # What needs git and changes nothing is named as what it is, with the same remedy.
+    for check, named in ((reader.validate, "validate"), (lambda: reader.commit_of("dm"), "commit")):
+        with pytest.raises(dc.ReadOnlyError, match=f"reader.*{named}.*git repository") as refused:
+            check()
+        assert "change" not in str(refused.value) and "clone()" in str(refused.value)
 
 
 def test_reads_as_pandas_arrow_and_polars_with_columns(tmp_path) -> None:
