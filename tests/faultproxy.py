@@ -5,7 +5,8 @@ request on a fresh upstream connection, unless a fault rule matches it. A rule m
 the method and a regular expression of the path (query included), fires ``times`` times,
 and does one of:
 
-* ``status``: answer ``status`` (500, 503, 401...) without forwarding;
+* ``status``: answer ``status`` (500, 503, 401, 429...) without forwarding (with
+  ``Retry-After: retry_after`` when given);
 * ``slowdown``: answer S3's ``503 SlowDown`` without forwarding;
 * ``reset``: reset the connection (TCP RST) without forwarding;
 * ``truncate``: forward, then send the answer's headers and half of its body, and close;
@@ -52,6 +53,7 @@ class Rule:
     times: int = 1
     status: int = 500
     delay: float = 0.0
+    retry_after: str | None = None
     then: Rule | None = None
     fired: int = 0
 
@@ -163,6 +165,8 @@ class FaultProxy:
             head = f"HTTP/1.1 {rule.status} Injected\r\nContent-Length: {len(body)}\r\n"
             if rule.status == 401:
                 head += 'WWW-Authenticate: Basic realm="git"\r\n'
+            if rule.retry_after is not None:
+                head += f"Retry-After: {rule.retry_after}\r\n"
             body = b"" if request.method == "HEAD" else body  # a HEAD answer has no body
             client.sendall(head.encode() + b"Connection: close\r\n\r\n" + body)
             return False

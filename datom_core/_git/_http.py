@@ -36,6 +36,7 @@ from ._httpclient import (
     HelperCredentialsRefused,
     HttpClient,
     ObjectFormatError,
+    ServerBusy,
     UntrustedCertificate,
 )
 from ._httpsettings import pool_manager, with_git_environment
@@ -171,6 +172,8 @@ def remote_errors(
         raise fail(f"The HTTP proxy refused to {where} (HTTP 407): check its credentials.") from e
     except NotGitRepository as e:
         raise fail(f"Cannot {where}: no git repository there. Check the remote path/URL.") from e
+    except ServerBusy as e:
+        raise fail(f"Cannot {where}: {e.said()}") from e
     except GitProtocolError as e:
         detail = " ".join(str(e).split())
         if "http resp 403" in detail:

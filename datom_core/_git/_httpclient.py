@@ -2,14 +2,18 @@
 they raise, servers whose objects are not named by SHA-1 refused at their first
 advertisement, a server certificate refused named as such (:class:`UntrustedCertificate`),
 a 401 to a client given no credentials answered with git's credential helpers' (as git
-does: :mod:`._credentials`), and every advertisement kept (the accelerator
+does: :mod:`._credentials`), a server that says "later" (429, 503; a gateway's 502 or 504
+to a request that changes nothing) asked again when it says, and every advertisement kept (the accelerator
 :mod:`._fast._advert`). How the server is reached (trust, proxy) is git's choice, made in
 :mod:`._httpsettings`."""
 
 from __future__ import annotations
 
+import random
 import ssl
+import time
 from collections.abc import Callable, Iterator, Sequence
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import urllib3.exceptions
@@ -25,7 +29,20 @@ from ._credentials import CredentialHelpers
 from ._fast._advert import RefsMemo
 from ._remote import GitCredentials
 
-__all__ = ["HelperCredentialsRefused", "HttpClient", "ObjectFormatError", "UntrustedCertificate"]
+__all__ = [
+    "HelperCredentialsRefused",
+    "HttpClient",
+    "ObjectFormatError",
+    "ServerBusy",
+    "UntrustedCertificate",
+]
+
+BUSY_PATIENCE = 120.0  # seconds a request a server answers "later" is asked again
+# Refused before it was served (rate limited, unavailable): the same request again, later.
+_LATER = frozenset({429, 503})
+# A gateway's failure: the request may have been served, so only one that changes nothing
+# is sent again (a push's outcome is the remote's to say: _project/_outcome).
+_LATER_IF_READ = _LATER | {502, 504}
 
 
 class ObjectFormatError(Exception):
@@ -35,6 +52,32 @@ class ObjectFormatError(Exception):
 class UntrustedCertificate(Exception):
     """The server's TLS certificate failed verification, in the handshake, before any
     request was sent (``args[0]``: why)."""
+
+
+class ServerBusy(GitProtocolError):
+    """The server still said "later" (``status``: 429, 502, 503, 504) when the request was
+    given up, after ``tries`` sends over ``waited`` seconds; ``retry_after``: the wait it
+    last asked for, if it named one."""
+
+    def __init__(self, status: int, url: str, tries: int, waited: float, retry_after: str | None):
+        super().__init__(f"unexpected http resp {status} for {url}")
+        self.status, self.tries, self.waited = status, tries, waited
+        self.retry_after = retry_after
+
+    def said(self) -> str:
+        """What the server said, and how long it was given, for a message."""
+        said = {429: "the server limits the rate of requests", 503: "the server is unavailable"}
+        text = f"{said.get(self.status, 'a gateway had no answer from the server')}"
+        text += f" (HTTP {self.status})"
+        if self.tries > 1:
+            text += f", and still said so after {self.tries} tries over {self.waited:.0f} s"
+        if self.retry_after is not None:
+            text += f"; it asked for a wait of {self.retry_after} s"
+            if self.tries == 1:
+                text += f", past what datom waits ({BUSY_PATIENCE:.0f} s)"
+        return (
+            text + ". Retry later; many writers at once reach a hosted server's rate limit sooner."
+        )
 
 
 class HelperCredentialsRefused(HTTPUnauthorized):
@@ -87,14 +130,16 @@ class HttpClient(Urllib3HttpGitClient):
         data: bytes | Iterator[bytes] | None = None,
         raise_for_status: bool = True,
     ) -> tuple[Any, Callable[[int], bytes]]:
-        try:
-            resp, read = super()._http_request(url, headers, data, raise_for_status=False)
-        except GitProtocolError as e:
-            reason = getattr(e.__cause__, "reason", None)
-            refused = reason.args[0] if isinstance(reason, urllib3.exceptions.SSLError) else None
-            if isinstance(refused, ssl.SSLCertVerificationError):
-                raise UntrustedCertificate(refused.verify_message or str(refused)) from e
-            raise
+        started = time.monotonic()
+        deadline, tries = started + BUSY_PATIENCE, 0
+        while True:
+            resp, read = self._send(url, headers, data)
+            wait = _later(resp, url, data, tries, deadline)
+            if wait is None:
+                break
+            resp.close()
+            time.sleep(wait)
+            tries += 1
         if resp.status == 401 and self._ask_helpers(data):
             resp.close()
             return self._http_request(url, headers, data, raise_for_status)
@@ -113,7 +158,22 @@ class HttpClient(Urllib3HttpGitClient):
         if status in (401, 407):
             error = HTTPUnauthorized if status == 401 else HTTPProxyUnauthorized
             raise error(header("WWW-Authenticate" if status == 401 else "Proxy-Authenticate"), url)
+        if status in _LATER_IF_READ:
+            waited = time.monotonic() - started
+            raise ServerBusy(status, url, tries + 1, waited, header("Retry-After"))
         raise GitProtocolError(f"unexpected http resp {status} for {url}")
+
+    def _send(
+        self, url: str, headers: dict[str, str] | None, data: bytes | Iterator[bytes] | None
+    ) -> tuple[Any, Callable[[int], bytes]]:
+        try:
+            return super()._http_request(url, headers, data, raise_for_status=False)
+        except GitProtocolError as e:
+            reason = getattr(e.__cause__, "reason", None)
+            refused = reason.args[0] if isinstance(reason, urllib3.exceptions.SSLError) else None
+            if isinstance(refused, ssl.SSLCertVerificationError):
+                raise UntrustedCertificate(refused.verify_message or str(refused)) from e
+            raise
 
     def _ask_helpers(self, data: object) -> bool:
         """Whether git's credential helpers gave credentials to send the request again
@@ -130,3 +190,34 @@ class HttpClient(Urllib3HttpGitClient):
         ]
         self._auth_origin = self._origin(self._base_url)
         return data is None or isinstance(data, bytes)
+
+
+def _later(
+    resp: Any, url: str, data: bytes | Iterator[bytes] | None, tries: int, deadline: float
+) -> float | None:
+    """The seconds to wait before sending again a request the server answered "later"
+    (its ``Retry-After``, else a growing wait); None to answer now: another status, a body
+    that cannot be sent again, or a wait past ``deadline``."""
+    changes = data is not None and url.rstrip("/").endswith("git-receive-pack")
+    if resp.status not in (_LATER if changes else _LATER_IF_READ):
+        return None
+    if data is not None and not isinstance(data, bytes):
+        return None
+    wait = _retry_after(resp.headers.get("Retry-After"))
+    if wait is None:
+        wait = random.uniform(0.5, 1.0) * min(0.5 * 2**tries, 8.0)
+    return wait if time.monotonic() + wait <= deadline else None
+
+
+def _retry_after(value: str | None) -> float | None:
+    """``Retry-After`` in seconds: a number of them, or an HTTP date (RFC 9110)."""
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        return max(parsedate_to_datetime(value).timestamp() - time.time(), 0.0)
+    except (TypeError, ValueError):
+        return None
