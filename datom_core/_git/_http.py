@@ -1,29 +1,27 @@
 """Opening ``origin`` (a local bare repository, or HTTP(S) with a token read at call time),
-and the HTTP(S) transport through dulwich's client, with its errors translated."""
+and the HTTP(S) transport through dulwich's client (its errors translated by
+:mod:`._remoteerrors`)."""
 
 from __future__ import annotations
 
-import errno
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from dulwich.client import GitClient, HTTPProxyUnauthorized, HTTPUnauthorized
+from dulwich.client import GitClient
 from dulwich.config import Config
-from dulwich.errors import GitProtocolError, NotGitRepository
-from dulwich.file import FileLocked
+from dulwich.errors import GitProtocolError
 from dulwich.graph import can_fast_forward
-from dulwich.objects import ObjectID, ShaFile, valid_hexsha
+from dulwich.objects import ObjectID, ShaFile
 from dulwich.pack import pack_objects_to_data
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
-from .._errors import DatomError, GitError
+from .._errors import GitError
 from .._plain import plain
 from . import _internals as gi
 from ._backoff import Backoff
@@ -33,26 +31,22 @@ from ._fast._advert import RefsMemo
 from ._fast._prime import push_advertisement_alongside
 from ._fast._tipnote import adopt_note
 from ._httpclient import (
-    HelperCredentialsRefused,
     HttpClient,
-    ObjectFormatError,
-    ServerBusy,
-    UntrustedCertificate,
 )
 from ._httpsettings import pool_manager, with_git_environment
 from ._read import keeping
 from ._refstatus import SAID_MAX, check_ref_status, storage_fault
 from ._remote import (
-    USERNAME_ENV,
     GitCredentials,
     is_http_url,
     local_remote_path,
     resolve_credentials,
     scrub,
 )
+from ._remoteerrors import remote_errors
 from ._transport import FETCH_PATIENCE, Errors, Heads, LocalTransport, Transport, rejected
 
-__all__ = ["HttpTransport", "open_transport", "remote_errors"]
+__all__ = ["HttpTransport", "open_transport"]
 
 HTTP_TIMEOUT = 120.0
 _HEADS = b"refs/heads/"
@@ -106,112 +100,6 @@ def open_transport(
         helped=lambda: client.filled,
     )
     return HttpTransport(url, client, errors, creds)
-
-
-@contextmanager
-def remote_errors(
-    url: str,
-    credentials: GitCredentials | None,
-    token_env: str,
-    action: str,
-    *,
-    rewritten: bool = False,
-    helped: Callable[[], GitCredentials | None] = lambda: None,
-) -> Iterator[None]:
-    """Translate transport failures into :class:`GitError` with every token scrubbed out
-    (``credentials``: those sent, from the URL git rewrote origin to when ``rewritten``;
-    ``helped``: what git's credential helpers gave, if asked)."""
-    where = f"{action} {url}"
-
-    def fail(message: str) -> GitError:
-        helper = helped()
-        sent = credentials.token if credentials else None
-        return GitError(scrub(message, sent, helper.token if helper else None))
-
-    try:
-        yield
-    except DatomError:
-        raise
-    except ObjectFormatError as e:
-        raise fail(
-            f"Cannot {where}: it uses {e.args[0]} object names (git init "
-            f"--object-format={e.args[0]}); datom supports SHA-1 repositories only, and nothing "
-            "was changed. Use a remote made by git init --bare (the default "
-            "--object-format=sha1)."
-        ) from None
-    except UntrustedCertificate as e:
-        raise fail(
-            f"Cannot {where}: its TLS certificate is not trusted ({e}); nothing was sent. If "
-            "your organisation's own certificate authority signs it, point git at that "
-            "authority's certificate (git config --global http.sslCAInfo /path/to/ca.pem, "
-            "or the environment variable GIT_SSL_CAINFO), then retry."
-        ) from e
-    except HelperCredentialsRefused as e:
-        raise fail(
-            f"Authentication failed trying to {where} (HTTP 401): the credentials git's "
-            "credential helper gave for it were refused. Renew them as you would for git "
-            "(log in again with your git host's tool, or git credential reject them and store "
-            f"a new token), or set {token_env}."
-        ) from e
-    except HTTPUnauthorized as e:
-        if credentials is None:
-            hint = (
-                f"no token was sent: set {token_env} to a token with access to this repository "
-                f"(username from {USERNAME_ENV}, default x-access-token), or store one in a "
-                "git credential helper, as for git (git credential fill has none for it)"
-            )
-        elif rewritten:
-            hint = "the token in the address git's url.<base>.insteadOf gives it was refused"
-        else:
-            hint = (
-                f"the token was refused; check {token_env} (a token with access to this "
-                f"repository; username from {USERNAME_ENV}, default x-access-token)"
-            )
-        raise fail(f"Authentication failed trying to {where} (HTTP 401): {hint}.") from e
-    except HTTPProxyUnauthorized as e:
-        raise fail(f"The HTTP proxy refused to {where} (HTTP 407): check its credentials.") from e
-    except NotGitRepository as e:
-        raise fail(f"Cannot {where}: no git repository there. Check the remote path/URL.") from e
-    except ServerBusy as e:
-        raise fail(f"Cannot {where}: {e.said()}") from e
-    except GitProtocolError as e:
-        detail = " ".join(str(e).split())
-        if "http resp 403" in detail:
-            detail = (
-                f"the server refused access (HTTP 403): the token in {token_env} "
-                "lacks permission, or the server forbids this operation"
-            )
-        raise fail(f"Cannot {where}: {detail}. Check the remote and your access to it.") from e
-    except OSError as e:
-        if e.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise fail(
-                f"Cannot {where}: the disk holding it is full ({e.strerror}). Free space "
-                "there, then retry; nothing was recorded by this attempt."
-            ) from e
-        raise fail(f"Cannot {where}: {e.strerror or e}. Check the remote path/URL.") from e
-    except FileLocked as e:
-        raise fail(f"Cannot {where}: a ref is locked by another git process; retry.") from e
-    except ValueError as e:  # dulwich's word for a malformed server reply
-        raise fail(f"Cannot {where}: unexpected reply ({e}). Is it a git server?") from e
-    except KeyError as e:
-        sha = _object_id(e)
-        if sha is None:
-            raise
-        raise fail(
-            f"Cannot {where}: the repository lacks the git object {sha}, which its branch "
-            "needs. Objects were removed from it while a push was under way (git gc "
-            "--prune=now does that; git warns against pruning while others write), or it is "
-            "damaged. Run git fsck there to list what is missing; restore the objects from a "
-            "clone that holds them, or point the branch back at its last complete commit "
-            "(git update-ref); then retry."
-        ) from e
-
-
-def _object_id(e: KeyError) -> str | None:
-    """The object id a dulwich lookup's :class:`KeyError` names, None if it names none."""
-    key = e.args[0] if e.args else None
-    text = key.decode("ascii", "replace") if isinstance(key, bytes) else key
-    return text if isinstance(text, str) and valid_hexsha(text) else None
 
 
 def _transient(cause: BaseException | None) -> bool:

@@ -3,7 +3,8 @@ or without ``Retry-After``, at each of a write's and a clone's requests (fault p
 front of the smart-HTTP git server, tests/faultproxy.py). The request is sent again when
 the server says, up to a patience; past it, the error says what the server said and
 nothing is left behind. A gateway's 502 to a push is not sent again: the remote says
-what it recorded."""
+what it recorded. A push a server's front refuses for its size or its chunks is named
+with the setting to change."""
 
 from __future__ import annotations
 
@@ -133,3 +134,23 @@ def test_retry_after_is_read_as_seconds_or_an_http_date() -> None:
     soon = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 30))
     assert 25 <= (read(soon) or 0) <= 31
     assert read("soon") is None
+
+
+@pytest.mark.parametrize(
+    ("status", "remedy"), [(413, "client_max_body_size"), (411, "http.postBuffer 524288000")]
+)
+def test_a_push_a_servers_body_limit_refuses_names_the_setting(
+    proxied: tuple[GitHTTPServer, FaultProxy],  # noqa: F811
+    tmp_path: Path,
+    status: int,
+    remedy: str,
+) -> None:
+    server, proxy = proxied
+    conn = _project(tmp_path, proxy)
+    conn.write("dm", frame())
+    before, tip = sorted(conn.store.list("")), _remote_tip(server)
+    proxy.inject("status", method="POST", path=PUSH, status=status)
+    with pytest.raises(dc.GitError, match=f"HTTP {status}") as refused:
+        conn.write("dm", frame(seed=2))
+    assert remedy in str(refused.value) and "access to it" not in str(refused.value)
+    assert sorted(conn.store.list("")) == before and _remote_tip(server) == tip
