@@ -13,7 +13,6 @@ import random
 import ssl
 import time
 from collections.abc import Callable, Iterator, Sequence
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import urllib3.exceptions
@@ -25,6 +24,7 @@ from dulwich.client import (
 )
 from dulwich.errors import GitProtocolError, NotGitRepository
 
+from .._retryafter import retry_after_seconds
 from ._credentials import CredentialHelpers
 from ._fast._advert import RefsMemo
 from ._remote import GitCredentials
@@ -203,21 +203,7 @@ def _later(
         return None
     if data is not None and not isinstance(data, bytes):
         return None
-    wait = _retry_after(resp.headers.get("Retry-After"))
+    wait = retry_after_seconds(resp.headers.get("Retry-After"))
     if wait is None:
         wait = random.uniform(0.5, 1.0) * min(0.5 * 2**tries, 8.0)
     return wait if time.monotonic() + wait <= deadline else None
-
-
-def _retry_after(value: str | None) -> float | None:
-    """``Retry-After`` in seconds: a number of them, or an HTTP date (RFC 9110)."""
-    if not value:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        return max(parsedate_to_datetime(value).timestamp() - time.time(), 0.0)
-    except (TypeError, ValueError):
-        return None

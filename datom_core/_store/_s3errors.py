@@ -8,7 +8,8 @@ __all__ = ["s3_error_code", "s3_remedy"]
 
 _THROTTLED = frozenset(
     {"SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded", "503",
-     "ServiceUnavailable", "TooManyRequestsException", "RequestThrottled"}
+     "ServiceUnavailable", "TooManyRequestsException", "RequestThrottled", "TooManyRequests",
+     "429"}
 )  # fmt: skip
 _TIMEOUTS = frozenset(
     {"ReadTimeoutError", "ConnectTimeoutError", "TimeoutError", "ServerTimeoutError",
@@ -46,8 +47,9 @@ def s3_remedy(error: BaseException, where: str, bucket: str) -> str | None:
     """The remedy of ``error`` when its cause is told apart (None: the generic one)."""
     code, status = _s3_failure(error)
     names = {type(c).__name__ for c in _causes(error)}
-    if code in _THROTTLED or status == 503:
-        label = f"{code}, HTTP 503" if code and not code.isdigit() else "HTTP 503"
+    if code in _THROTTLED or status in (429, 503):
+        http = f"HTTP {status or 503}"
+        label = f"{code}, {http}" if code and not code.isdigit() else http
         return (
             f"{where} is throttling requests ({label}, after retries): retry later or "
             "with fewer concurrent writers (not a credentials problem)"

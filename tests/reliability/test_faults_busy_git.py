@@ -16,6 +16,7 @@ from dulwich.repo import Repo
 
 import datom_core as dc
 from datom_core._git import _httpclient
+from datom_core._retryafter import retry_after_seconds
 from tests.core.projects import frame
 from tests.faultproxy import FaultProxy
 from tests.gitserver import GitHTTPServer
@@ -128,7 +129,7 @@ def test_a_push_a_gateway_failed_is_not_sent_again_and_the_remote_decides(
 
 
 def test_retry_after_is_read_as_seconds_or_an_http_date() -> None:
-    read = _httpclient._retry_after
+    read = retry_after_seconds
     assert read("7") == 7.0 and read("0") == 0.0 and read(None) is None
     assert read("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # passed already
     soon = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 30))
