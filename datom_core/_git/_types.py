@@ -22,14 +22,13 @@ logger = logging.getLogger("datom_core.git")
 _WARNED: set[str] = set()
 
 
-def user_config() -> StackedConfig:
-    """The user's and the system's git configuration, as dulwich reads it, but a file that
-    cannot be read (an unreadable HOME, a directory in its place) is skipped with a
-    warning, as git does, instead of failing every operation."""
-    try:
-        return StackedConfig(StackedConfig.default_backends())
-    except OSError:
-        pass
+def user_config(r: Repo | None = None) -> StackedConfig:
+    """The user's and the system's git configuration, as git reads it for the repository
+    ``r``: an ``includeIf "gitdir:..."`` (or ``onbranch:``) section applies where it names
+    (a work identity, a company's proxy or certificate authority for the repositories
+    under a folder). A file that cannot be read (an unreadable HOME, a directory in its
+    place) is skipped with a warning, as git does, instead of failing every operation."""
+    matchers = r._get_config_condition_matchers() if r is not None else None  # dulwich's
     paths = [os.environ["GIT_CONFIG_GLOBAL"]] if "GIT_CONFIG_GLOBAL" in os.environ else [
         os.path.expanduser("~/.gitconfig"), get_xdg_config_home_path("git", "config")
     ]  # fmt: skip
@@ -40,7 +39,7 @@ def user_config() -> StackedConfig:
     backends = []
     for path in paths:
         try:
-            backends.append(ConfigFile.from_path(path))
+            backends.append(ConfigFile.from_path(path, condition_matchers=matchers))
         except FileNotFoundError:
             continue
         except (OSError, ValueError) as e:
@@ -55,7 +54,7 @@ def config_stack(r: Repo) -> StackedConfig:
     and ``config.worktree`` (``extensions.worktreeConfig``: where ``git sparse-checkout``
     and ``git config --worktree`` write) ahead of the repository's file, as git reads it."""
     own = r.get_config()
-    backends = [own, *user_config().backends]
+    backends = [own, *user_config(r).backends]
     if own.get_boolean((b"extensions",), b"worktreeConfig", False):
         with suppress(OSError, ValueError):  # a linked worktree's own (dulwich reads the main's)
             path = os.path.join(r.controldir(), "config.worktree")

@@ -1,0 +1,111 @@
+"""A user's git configuration split by ``includeIf "gitdir:..."``: a work identity (and a
+work host's settings) for the repositories under one folder, a personal one elsewhere,
+as many people keep it. datom reads it as git does for each clone: its commits carry the
+identity git would give them (``git var GIT_AUTHOR_IDENT`` in the same clone is the
+judge), and a setting of the included file reaches the remote."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import datom_core as dc
+from tests.core.projects import frame
+from tests.gitcli import GIT, needs_git
+from tests.tls import HttpsGitServer, https_git_server  # noqa: F401
+
+pytestmark = needs_git
+
+_IDENTITY_ENV = ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
+                 "GIT_COMMITTER_EMAIL", "EMAIL", "DATOM_AUTHOR_NAME", "DATOM_AUTHOR_EMAIL",
+                 "DATOM_GIT_TOKEN")  # fmt: skip
+
+
+@pytest.fixture
+def split_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A global configuration naming a personal identity, and a work one for every
+    repository under ``<tmp>/work/`` (included by ``includeIf "gitdir:"``): the work
+    folder and the included file's path."""
+    for name in _IDENTITY_ENV:
+        monkeypatch.delenv(name, raising=False)
+    work, included = tmp_path / "work", tmp_path / "gitconfig-work"
+    work.mkdir()
+    included.write_text("[user]\n\tname = Work Person\n\temail = work@pharma.example\n")
+    config = tmp_path / "gitconfig"
+    config.write_text(
+        "[user]\n\tname = Home Person\n\temail = home@example.org\n"
+        f'[includeIf "gitdir:{work}/"]\n\tpath = {included}\n'
+    )
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    return work, included
+
+
+def _git_identity(clone: Path) -> str:
+    done = subprocess.run(
+        [GIT or "git", "-C", str(clone), "var", "GIT_AUTHOR_IDENT"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.rsplit(" ", 2)[0]  # without the time and zone
+
+
+def _last_author(clone: Path) -> str:
+    done = subprocess.run(
+        [GIT or "git", "-C", str(clone), "log", "-1", "--format=%an <%ae>"],
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.strip()
+
+
+def test_a_commit_carries_the_identity_git_gives_the_clone(
+    split_config: tuple[Path, Path], tmp_path: Path
+) -> None:
+    work, _ = split_config
+    for clone, expected in (
+        (work / "s001", "Work Person <work@pharma.example>"),
+        (tmp_path / "elsewhere" / "s001", "Home Person <home@example.org>"),
+    ):
+        conn = dc.init_repo(clone, "S001", dc.LocalStore(clone.parent / "store"))
+        conn.write("dm", frame())
+        assert _git_identity(clone) == expected
+        assert _last_author(clone) == expected
+        assert conn.history("dm")[0].author == expected  # the history entry R reads
+
+
+def test_a_setting_the_included_file_holds_reaches_the_remote(
+    split_config: tuple[Path, Path],
+    https_git_server: HttpsGitServer,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The work file sends the work host's address (which exists only through its rule)
+    to the server, with the token it carries, and trusts the server's CA: datom writes
+    there from a clone under the work folder, as git reaches it from there."""
+    work, included = split_config
+    server = https_git_server
+    server.create_bare("proj")
+    for name in ("GIT_SSL_CAINFO", "SSL_CERT_FILE", "SSL_CERT_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    real = f"https://x-access-token:{server.token}@localhost:{server.port}/"
+    with included.open("a") as f:
+        f.write(f'[url "{real}"]\n\tinsteadOf = https://git.pharma.invalid/\n')
+        f.write(f"[http]\n\tsslCAInfo = {server.ca}\n")
+    url = "https://git.pharma.invalid/proj"
+    conn = dc.init_repo(work / "s001", "S001", dc.LocalStore(tmp_path / "store"), url)
+    conn.write("dm", frame())
+    listed = subprocess.run(
+        [GIT or "git", "-C", str(work / "s001"), "ls-remote", url],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, GIT_TERMINAL_PROMPT="0"),
+    )
+    assert f"{conn.repo.head()}\trefs/heads/main" in listed.stdout, listed.stderr
+    with pytest.raises(dc.GitError):  # outside the work folder the rule does not apply
+        dc.init_repo(tmp_path / "home" / "s001", "S001", dc.LocalStore(tmp_path / "s2"), url)
