@@ -34,6 +34,7 @@ __all__ = [
     "HttpClient",
     "ObjectFormatError",
     "ServerBusy",
+    "Unreachable",
     "UntrustedCertificate",
 ]
 
@@ -52,6 +53,12 @@ class ObjectFormatError(Exception):
 class UntrustedCertificate(Exception):
     """The server's TLS certificate failed verification, in the handshake, before any
     request was sent (``args[0]``: why)."""
+
+
+class Unreachable(Exception):
+    """No connection to the server could be made (``args[0]``: why, in words): its name
+    is not known, nothing answers at its address, or no answer came in time. Nothing
+    was sent; urllib3 has already tried again (:mod:`._httpsettings`)."""
 
 
 class ServerBusy(GitProtocolError):
@@ -173,6 +180,8 @@ class HttpClient(Urllib3HttpGitClient):
             refused = reason.args[0] if isinstance(reason, urllib3.exceptions.SSLError) else None
             if isinstance(refused, ssl.SSLCertVerificationError):
                 raise UntrustedCertificate(refused.verify_message or str(refused)) from e
+            if isinstance(reason, urllib3.exceptions.ConnectTimeoutError):
+                raise Unreachable(_unreachable(reason, url)) from e
             raise
 
     def _ask_helpers(self, data: object) -> bool:
@@ -190,6 +199,18 @@ class HttpClient(Urllib3HttpGitClient):
         ]
         self._auth_origin = self._origin(self._base_url)
         return data is None or isinstance(data, bytes)
+
+
+def _unreachable(reason: urllib3.exceptions.ConnectTimeoutError, url: str) -> str:
+    parts = urllib3.util.parse_url(url)
+    where = f"{parts.host}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
+    if isinstance(reason, urllib3.exceptions.NameResolutionError):
+        return f"the host name {parts.host!r} is not known (DNS)"
+    if isinstance(reason, urllib3.exceptions.NewConnectionError):
+        cause = reason.__cause__ or reason.__context__
+        why = getattr(cause, "strerror", None) or "the connection failed"
+        return f"nothing answers at {where} ({why})"
+    return f"{where} did not answer a connection in time"
 
 
 def _later(

@@ -98,8 +98,11 @@ def pool_manager(config: Config, url: str, timeout: float) -> Any:
         config, base_url=url, timeout=timeout, proxy_manager_cls=_NoProxy
     )
     # One answer to a server's "later" (429, 503): the client's, with its patience
-    # (_httpclient); urllib3's own would sleep whatever Retry-After a GET is given.
-    manager.connection_pool_kw["retries"] = urllib3.Retry(3, respect_retry_after_header=False)
+    # (_httpclient); urllib3's own would sleep whatever Retry-After a GET is given. A
+    # connection that fails is tried again after 0, 1 and 2 s (a blip), then reported.
+    manager.connection_pool_kw["retries"] = urllib3.Retry(
+        3, backoff_factor=0.5, respect_retry_after_header=False
+    )
     wanted = git_proxy(config, url)
     if wanted is None:
         return manager

@@ -18,6 +18,7 @@ from ._httpclient import (
     HelperCredentialsRefused,
     ObjectFormatError,
     ServerBusy,
+    Unreachable,
     UntrustedCertificate,
 )
 from ._remote import USERNAME_ENV, GitCredentials, scrub
@@ -56,6 +57,11 @@ def remote_errors(
             "was changed. Use a remote made by git init --bare (the default "
             "--object-format=sha1)."
         ) from None
+    except Unreachable as e:
+        raise fail(
+            f"Cannot {where}: {e}; nothing was sent. Check the remote's address (git remote "
+            "-v in the clone) and the network to it (a VPN; a proxy: HTTPS_PROXY)."
+        ) from e
     except UntrustedCertificate as e:
         raise fail(
             f"Cannot {where}: its TLS certificate is not trusted ({e}); nothing was sent. If "

@@ -561,6 +561,32 @@ def test_unreachable_remotes_raise_git_error(tmp_path: Path) -> None:
         assert repo.head() == sha and repo.read("x") == b"1"
 
 
+@pytest.mark.parametrize("address", ["unknown-host", "closed-port"])
+def test_a_remote_out_of_reach_is_named_at_once_not_asked_for_the_fetch_patience(
+    tmp_path: Path, address: str
+) -> None:
+    """A mistyped host or a server that is down: named as such (the host, or the address
+    and what the system said), after urllib3's few quick tries, not after the 30 s a
+    fetch racing pushes is given; nothing is left where the clone was to be."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again below: nothing listens there
+    url, named = (
+        (
+            "https://git.no-such-host.invalid/proj",
+            "host name 'git.no-such-host.invalid' is not known",
+        )
+        if address == "unknown-host"
+        else (f"http://127.0.0.1:{port}/proj", f"nothing answers at 127.0.0.1:{port}")
+    )
+    started = time.monotonic()
+    with pytest.raises(GitError, match=named) as failed:
+        MetadataRepo.clone(url, tmp_path / "c")
+    assert time.monotonic() - started < transport.FETCH_PATIENCE
+    assert "nothing was sent" in str(failed.value) and "remote -v" in str(failed.value)
+    assert not (tmp_path / "c").exists()
+
+
 def test_a_remote_that_forbids_pushes_leaves_local_state_unchanged(
     http_repo: tuple[str, Path], git_http_server: GitHTTPServer, tmp_path: Path
 ) -> None:
