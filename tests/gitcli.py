@@ -14,7 +14,7 @@ import pytest
 
 from datom_core._git import Author
 
-__all__ = ["GIT", "appending", "git", "needs_git", "write_beside_git"]
+__all__ = ["GIT", "appending", "git", "needs_git", "own_git_config", "write_beside_git"]
 
 WRITER = Author("Ada Lovelace", "ada@example.org")
 
@@ -30,6 +30,21 @@ def git(repo: Path, *args: str) -> str:
     )
     assert done.returncode == 0, done.stderr + done.stdout
     return done.stdout
+
+
+def own_git_config(
+    monkeypatch: pytest.MonkeyPatch, folder: Path, cleared: tuple[str, ...] = ()
+) -> Path:
+    """The user's git configuration made a file of the test's (in ``folder``, empty; its
+    path returned), the system's not read, and the environment variables ``cleared``
+    unset, so that each test says alone what git and datom are told."""
+    for name in cleared:
+        monkeypatch.delenv(name, raising=False)
+    config = folder / "gitconfig"
+    config.write_text("")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    return config
 
 
 def write_beside_git(

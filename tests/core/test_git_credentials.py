@@ -16,7 +16,7 @@ import pytest
 
 import datom_core as dc
 from tests.core.projects import frame
-from tests.gitcli import GIT, needs_git
+from tests.gitcli import GIT, needs_git, own_git_config
 from tests.tls import HttpsGitServer, https_git_server  # noqa: F401
 
 pytestmark = needs_git
@@ -39,14 +39,8 @@ def gitconfig(
 ) -> Path:
     """The user's git configuration: a file of the test's (its path returned), the system's
     not read; the server's CA trusted through git's environment."""
-    for name in _CREDENTIAL_ENV:
-        monkeypatch.delenv(name, raising=False)
-    config = tmp_path / "gitconfig"
-    config.write_text("")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_SSL_CAINFO", str(https_git_server.ca))
-    return config
+    return own_git_config(monkeypatch, tmp_path, _CREDENTIAL_ENV)
 
 
 def _executable(path: Path, text: str) -> Path:

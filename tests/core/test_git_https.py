@@ -15,7 +15,7 @@ from urllib3.exceptions import InsecureRequestWarning
 
 import datom_core as dc
 from tests.core.projects import frame
-from tests.gitcli import GIT, needs_git
+from tests.gitcli import GIT, needs_git, own_git_config
 from tests.tls import ConnectProxy, HttpsGitServer, https_git_server, make_ca  # noqa: F401
 
 pytestmark = needs_git
@@ -28,13 +28,7 @@ _TRUST_ENV = ("GIT_SSL_CAINFO", "GIT_SSL_NO_VERIFY", "SSL_CERT_FILE", "SSL_CERT_
 def untrusting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """No trust configured: the user's git configuration is a file of the test's (its
     path returned) and the system's is not read."""
-    for name in _TRUST_ENV:
-        monkeypatch.delenv(name, raising=False)
-    config = tmp_path / "gitconfig"
-    config.write_text("")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    return config
+    return own_git_config(monkeypatch, tmp_path, _TRUST_ENV)
 
 
 def _git_lists(url: str, token: str) -> subprocess.CompletedProcess[str]:

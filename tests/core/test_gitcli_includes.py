@@ -14,7 +14,7 @@ import pytest
 
 import datom_core as dc
 from tests.core.projects import frame
-from tests.gitcli import GIT, needs_git
+from tests.gitcli import GIT, needs_git, own_git_config
 from tests.tls import HttpsGitServer, https_git_server  # noqa: F401
 
 pytestmark = needs_git
@@ -29,18 +29,14 @@ def split_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path,
     """A global configuration naming a personal identity, and a work one for every
     repository under ``<tmp>/work/`` (included by ``includeIf "gitdir:"``): the work
     folder and the included file's path."""
-    for name in _IDENTITY_ENV:
-        monkeypatch.delenv(name, raising=False)
+    config = own_git_config(monkeypatch, tmp_path, _IDENTITY_ENV)
     work, included = tmp_path / "work", tmp_path / "gitconfig-work"
     work.mkdir()
     included.write_text("[user]\n\tname = Work Person\n\temail = work@pharma.example\n")
-    config = tmp_path / "gitconfig"
     config.write_text(
         "[user]\n\tname = Home Person\n\temail = home@example.org\n"
         f'[includeIf "gitdir:{work}/"]\n\tpath = {included}\n'
     )
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     return work, included
 
 

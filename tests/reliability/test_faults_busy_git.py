@@ -30,6 +30,17 @@ REQUESTS = {
 }
 
 
+def _one_version(
+    proxied: tuple[GitHTTPServer, FaultProxy],  # noqa: F811
+    tmp_path: Path,
+) -> tuple[GitHTTPServer, FaultProxy, dc.Connection]:
+    """The server, its fault proxy, and a project through the proxy with one version."""
+    server, proxy = proxied
+    conn = _project(tmp_path, proxy)
+    conn.write("dm", frame())
+    return server, proxy, conn
+
+
 def _commits(server: GitHTTPServer) -> int:
     with Repo(str(server.root / "proj")) as r:
         return sum(1 for _ in r.get_walker())
@@ -43,9 +54,7 @@ def test_a_request_the_server_says_to_send_later_is_sent_again(
     request_: str,
     said: str,
 ) -> None:
-    server, proxy = proxied
-    conn = _project(tmp_path, proxy)
-    conn.write("dm", frame())
+    server, proxy, conn = _one_version(proxied, tmp_path)
     commits = _commits(server)
     method, path = REQUESTS[request_]
     status, retry_after = (429, "1") if said.startswith("429") else (503, None)
@@ -84,9 +93,7 @@ def test_a_server_still_busy_past_the_patience_is_named_and_nothing_is_left(
     """Rate limited for good: a write's push, or a clone's first look, fails once the
     patience is spent (at once when the server asks for a wait past it), saying what the
     server said; the store and the remote are as they were, and no clone is left."""
-    server, proxy = proxied
-    conn = _project(tmp_path, proxy)
-    conn.write("dm", frame())
+    server, proxy, conn = _one_version(proxied, tmp_path)
     monkeypatch.setattr(_httpclient, "BUSY_PATIENCE", 3.0)
     before, tip = sorted(conn.store.list("")), _remote_tip(server)
     method, path = REQUESTS["push" if doing == "write" else "advertisement"]
@@ -116,9 +123,7 @@ def test_a_push_a_gateway_failed_is_not_sent_again_and_the_remote_decides(
     """A 502 to a push may come after the server took it: it is not sent blind. The
     remote is asked: here it holds nothing new, so the write is undone and the error
     names the gateway; the same write run again records it."""
-    server, proxy = proxied
-    conn = _project(tmp_path, proxy)
-    conn.write("dm", frame())
+    server, proxy, conn = _one_version(proxied, tmp_path)
     before = sorted(conn.store.list(""))
     rule = proxy.inject("status", method="POST", path=PUSH, status=502)
     with pytest.raises(dc.GitError, match=r"a gateway had no answer from the server \(HTTP 502\)"):
@@ -146,9 +151,7 @@ def test_a_push_a_servers_body_limit_refuses_names_the_setting(
     status: int,
     remedy: str,
 ) -> None:
-    server, proxy = proxied
-    conn = _project(tmp_path, proxy)
-    conn.write("dm", frame())
+    server, proxy, conn = _one_version(proxied, tmp_path)
     before, tip = sorted(conn.store.list("")), _remote_tip(server)
     proxy.inject("status", method="POST", path=PUSH, status=status)
     with pytest.raises(dc.GitError, match=f"HTTP {status}") as refused:
