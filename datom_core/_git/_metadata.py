@@ -43,6 +43,7 @@ from ._objects import Answer, ChainItem, build_commit
 from ._read import keeping
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, normalize_remote
 from ._repo import _PUSH_DEADLINE, RepoCore, _now
+from ._signing import signer
 from ._types import Author, config_stack
 
 __all__ = ["MetadataRepo"]
@@ -205,8 +206,9 @@ class MetadataRepo(HistoryReads, RepoCore):
             self._ready(r)
             who = author if author is not None else self.default_author()
             branch, parent = gi.branch_ref(r), gi.head(r)
+            sign = signer(self._config_stack())
             new = build_commit(
-                r.object_store, parent, files, message, who.identity.encode(), _now()
+                r.object_store, parent, files, message, who.identity.encode(), _now(), sign
             )
             if new is None:
                 return None

@@ -28,6 +28,7 @@ from ._fast._index import FILE_MODE
 from ._fast._tree import patched, remember_made
 from ._internals import check_relpath
 from ._read import has, load
+from ._signing import Sign
 
 __all__ = [
     "Answer",
@@ -201,12 +202,14 @@ def build_commit(
     message: str,
     identity: bytes,
     timestamp: int,
+    sign: Sign | None = None,
 ) -> NewCommit | None:
     """A commit of ``files`` on top of ``parent``, or None when ``parent`` already holds them.
 
     Only files whose bytes differ from ``parent``'s are changed (their blob ids are
     compared, nothing is read). Nothing is stored: the caller adds
-    :attr:`NewCommit.objects` where they are needed.
+    :attr:`NewCommit.objects` where they are needed. ``sign``: the commit is signed so
+    (:mod:`._signing`).
     """
     reader = TreeReader(store, parent)
     blobs = _changed_blobs(reader, files)
@@ -227,6 +230,8 @@ def build_commit(
     c.author_timezone = c.commit_timezone = 0
     c.encoding = b"UTF-8"
     c.message = (message if message.endswith("\n") else message + "\n").encode()
+    if sign is not None:
+        c.gpgsig = sign(c.as_raw_string(), identity.decode())
     out.append(c)
     return NewCommit(c, out, {path: blob.id for path, blob in blobs.items()})
 
@@ -245,7 +250,11 @@ class ChainItem:
 
 
 def build_chain(
-    store: BaseObjectStore, tip: bytes | None, items: Sequence[ChainItem], timestamp: int
+    store: BaseObjectStore,
+    tip: bytes | None,
+    items: Sequence[ChainItem],
+    timestamp: int,
+    sign: Sign | None = None,
 ) -> tuple[list[Answer], NewCommit | None]:
     """Each item's commit on the one before (the first on ``tip``), and the chain as one
     :class:`NewCommit` (None: nothing to record). A write whose build raises is left out
@@ -265,7 +274,8 @@ def build_chain(
         except Exception as e:  # this write alone fails; the others go on
             answers.append(e)
             continue
-        new = build_commit(base, parent, files, item.message, item.identity.encode(), timestamp)
+        who = item.identity.encode()
+        new = build_commit(base, parent, files, item.message, who, timestamp, sign)
         answers.append(new.id.decode() if new is not None else None)
         if new is not None:
             for obj in new.objects:

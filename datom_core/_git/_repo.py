@@ -43,6 +43,7 @@ from ._objects import Answer, Build, ChainItem, NewCommit, TreeReader, build_cha
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, is_http_url, resolve_credentials
 from ._settings import check_index, config_stamp, open_repo, precious, sparse_filter
 from ._shared import missing_object
+from ._signing import signer
 from ._tipview import TipView
 from ._transport import Transport
 from ._types import Author, author_from, config_stack
@@ -262,16 +263,15 @@ class RepoCore:
         self, items: Sequence[ChainItem], deadline: float, pushed: Pushed | None = None
     ) -> tuple[list[Answer], bytes | None, bytes | None]:
         """Under the clone's lock, commit ``items`` in order on ``origin``'s tip, pushed at
-        once (a single write is a chain of one): one answer per item, the tip built on and
-        the last commit pushed (None: none needed). A lost race builds again on the new tip
-        after a backoff; a write alone raises its build's error, one of several is given it."""
+        once (a write alone is a chain of one): one answer per item, the tip built on and the
+        last commit pushed (None: none needed); a lost race builds again after a backoff."""
         if any(not item.message.strip() for item in items):
             raise GitError("A commit needs a non-empty message.")
         r = self._open()
         self._ready(r)
         remote = self._remote()
         branch = self._target_branch(r, remote)
-        group = len(items) > 1
+        group, sign = len(items) > 1, signer(self._config_stack())
         end, backoff, attempts = time.monotonic() + deadline, Backoff(), 0
         while True:
             attempts += 1
@@ -280,7 +280,7 @@ class RepoCore:
                 with remote.turn(wait), remote.view(r, branch) as (tip, store):
                     if attempts == 1:
                         self._keep_local_work(r, branch, tip, "write")
-                    answers, made = build_chain(store, tip, items, _now())
+                    answers, made = build_chain(store, tip, items, _now(), sign)
                     if not group and isinstance(answers[0], Exception):
                         raise answers[0]  # met where it arose, as the remote's errors are
                     if made is not None:

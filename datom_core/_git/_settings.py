@@ -30,6 +30,7 @@ from dulwich.sparse_patterns import sparse_path_matcher
 
 from .._errors import GitError
 from ._read import beside_git
+from ._types import user_config_paths
 
 __all__ = [
     "check_object_format",
@@ -75,10 +76,12 @@ def open_repo(path: str | os.PathLike[str], what: str) -> Repo:
 
 def config_stamp(r: Repo) -> tuple[object, ...]:
     """What tells that ``r``'s ``config`` (in the common git folder a linked worktree
-    shares) or its own ``config.worktree`` changed."""
+    shares), its own ``config.worktree`` or the user's or system's configuration changed
+    (git reads them for each command; a file they include is not watched)."""
     return (
         _stamp(Path(r.commondir()) / "config"),
         _stamp(Path(r.controldir()) / "config.worktree"),
+        *(_stamp(Path(path)) for path in user_config_paths()),
     )
 
 

@@ -16,10 +16,30 @@ from dulwich.repo import Repo
 
 from .._errors import InvalidNameError
 
-__all__ = ["Author", "CommitInfo", "author_from", "commit_info", "config_stack", "user_config"]
+__all__ = [
+    "Author",
+    "CommitInfo",
+    "author_from",
+    "commit_info",
+    "config_stack",
+    "user_config",
+    "user_config_paths",
+]
 
 logger = logging.getLogger("datom_core.git")
 _WARNED: set[str] = set()
+
+
+def user_config_paths() -> list[str]:
+    """The user's and the system's git configuration files, as git finds them."""
+    paths = [os.environ["GIT_CONFIG_GLOBAL"]] if "GIT_CONFIG_GLOBAL" in os.environ else [
+        os.path.expanduser("~/.gitconfig"), get_xdg_config_home_path("git", "config")
+    ]  # fmt: skip
+    if "GIT_CONFIG_SYSTEM" in os.environ:
+        paths.append(os.environ["GIT_CONFIG_SYSTEM"])
+    elif "GIT_CONFIG_NOSYSTEM" not in os.environ:
+        paths.append("/etc/gitconfig")
+    return paths
 
 
 def user_config(r: Repo | None = None) -> StackedConfig:
@@ -29,15 +49,8 @@ def user_config(r: Repo | None = None) -> StackedConfig:
     under a folder). A file that cannot be read (an unreadable HOME, a directory in its
     place) is skipped with a warning, as git does, instead of failing every operation."""
     matchers = r._get_config_condition_matchers() if r is not None else None  # dulwich's
-    paths = [os.environ["GIT_CONFIG_GLOBAL"]] if "GIT_CONFIG_GLOBAL" in os.environ else [
-        os.path.expanduser("~/.gitconfig"), get_xdg_config_home_path("git", "config")
-    ]  # fmt: skip
-    if "GIT_CONFIG_SYSTEM" in os.environ:
-        paths.append(os.environ["GIT_CONFIG_SYSTEM"])
-    elif "GIT_CONFIG_NOSYSTEM" not in os.environ:
-        paths.append("/etc/gitconfig")
     backends = []
-    for path in paths:
+    for path in user_config_paths():
         try:
             backends.append(ConfigFile.from_path(path, condition_matchers=matchers))
         except FileNotFoundError:
