@@ -27,7 +27,14 @@ import pytest
 from tests.gitbackend import GitBackendServer
 from tests.gitserver import serving
 
-__all__ = ["ConnectProxy", "HttpsGitServer", "TlsFront", "https_git_server", "make_ca"]
+__all__ = [
+    "ConnectProxy",
+    "HttpsGitServer",
+    "TlsFront",
+    "client_certificate",
+    "https_git_server",
+    "make_ca",
+]
 
 
 def make_ca(folder: Path) -> tuple[Path, Path, Path]:
@@ -69,14 +76,44 @@ def make_ca(folder: Path) -> tuple[Path, Path, Path]:
     paths = folder / "ca.pem", folder / "server.pem", folder / "server.key"
     paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     paths[1].write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
-    paths[2].write_bytes(
-        leaf_key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
+    paths[2].write_bytes(_pem_key(leaf_key))
+    (folder / "ca.key").write_bytes(_pem_key(ca_key))  # for client_certificate
     return paths
+
+
+def client_certificate(folder: Path, holder: str = "ada") -> tuple[Path, Path]:
+    """A client certificate for ``holder`` that :func:`make_ca`'s CA in ``folder`` signs
+    (what a server asking for one, mutual TLS, accepts): its path and its key's."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    ca = x509.load_pem_x509_certificate((folder / "ca.pem").read_bytes())
+    ca_key: Any = serialization.load_pem_private_key((folder / "ca.key").read_bytes(), None)
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, holder)]))
+        .issuer_name(ca.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )  # fmt: skip
+    paths = folder / f"{holder}.pem", folder / f"{holder}.key"
+    paths[0].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(_pem_key(key))
+    return paths
+
+
+def _pem_key(key: Any) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
+    return key.private_bytes(  # type: ignore[no-any-return]
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
 
 
 class HttpsGitServer(GitBackendServer):
@@ -85,7 +122,8 @@ class HttpsGitServer(GitBackendServer):
     def __init__(self, root: Path, token: str) -> None:
         super().__init__(root, token)
         self.ca, cert, key = make_ca(root)
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.folder = root
+        self._context = context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
         # The handshake runs in each request's own thread (not in accept, which would
         # stall every other client behind a slow one).
@@ -95,6 +133,12 @@ class HttpsGitServer(GitBackendServer):
 
     def url_for(self, repo_name: str) -> str:
         return f"https://localhost:{self.port}/{repo_name}"
+
+    def require_client_certificates(self) -> None:
+        """From the next connection on, accept only a client presenting a certificate
+        the CA signs (mutual TLS); :func:`client_certificate` makes one."""
+        self._context.load_verify_locations(self.ca)
+        self._context.verify_mode = ssl.CERT_REQUIRED
 
 
 @pytest.fixture

@@ -34,6 +34,7 @@ __all__ = [
     "HttpClient",
     "ObjectFormatError",
     "ServerBusy",
+    "TlsFailed",
     "Unreachable",
     "UntrustedCertificate",
 ]
@@ -53,6 +54,12 @@ class ObjectFormatError(Exception):
 class UntrustedCertificate(Exception):
     """The server's TLS certificate failed verification, in the handshake, before any
     request was sent (``args[0]``: why)."""
+
+
+class TlsFailed(Exception):
+    """The TLS handshake failed other than on the server's certificate (``args[0]``: what
+    the TLS library said): a server that asks for a client certificate this client does
+    not present (or one it does not accept) closes it so."""
 
 
 class Unreachable(Exception):
@@ -180,6 +187,8 @@ class HttpClient(Urllib3HttpGitClient):
             refused = reason.args[0] if isinstance(reason, urllib3.exceptions.SSLError) else None
             if isinstance(refused, ssl.SSLCertVerificationError):
                 raise UntrustedCertificate(refused.verify_message or str(refused)) from e
+            if isinstance(reason, urllib3.exceptions.SSLError):
+                raise TlsFailed(str(refused or reason)) from e
             if isinstance(reason, urllib3.exceptions.ConnectTimeoutError):
                 raise Unreachable(_unreachable(reason, url)) from e
             raise

@@ -10,7 +10,10 @@ corporate machines often set, are not), whatever the URL's scheme (``http_proxy`
 https URL); the environment wins over ``http.proxy``; and a proxy without a scheme
 (``proxy.corp:8080``, which git takes as http) is refused. Here dulwich builds its
 connection pool without a proxy, and the proxy git would use is put in front of it
-(:func:`pool_manager`).
+(:func:`pool_manager`). dulwich offers no client certificate: the one git would present
+to a server that asks for one (mutual TLS: ``http.sslCert``/``http.sslKey``, of the
+longest ``http.<url>`` section matching, or ``GIT_SSL_CERT``/``GIT_SSL_KEY``) is given
+to the pool here.
 """
 
 from __future__ import annotations
@@ -23,16 +26,20 @@ import urllib3
 from dulwich.client import default_urllib3_manager
 from dulwich.config import Config, ConfigFile, StackedConfig
 
+from .._errors import GitError
+
 __all__ = ["git_proxy", "pool_manager", "with_git_environment"]
 
 
 def with_git_environment(config: Config) -> Config:
     """``config`` under git's own TLS environment variables, which git reads over it:
-    ``GIT_SSL_CAINFO`` (``http.sslCAInfo``) and ``GIT_SSL_NO_VERIFY`` (any value:
+    ``GIT_SSL_CAINFO`` (``http.sslCAInfo``), ``GIT_SSL_CERT`` and ``GIT_SSL_KEY``
+    (``http.sslCert``, ``http.sslKey``) and ``GIT_SSL_NO_VERIFY`` (any value:
     ``http.sslVerify=false``)."""
     env = ConfigFile()
-    if os.environ.get("GIT_SSL_CAINFO"):
-        env.set((b"http",), b"sslCAInfo", os.fsencode(os.environ["GIT_SSL_CAINFO"]))
+    for variable, name in (("CAINFO", b"sslCAInfo"), ("CERT", b"sslCert"), ("KEY", b"sslKey")):
+        if os.environ.get(f"GIT_SSL_{variable}"):
+            env.set((b"http",), name, os.fsencode(os.environ[f"GIT_SSL_{variable}"]))
     if "GIT_SSL_NO_VERIFY" in os.environ:
         env.set((b"http",), b"sslVerify", False)
     if not list(env.sections()):
@@ -47,7 +54,7 @@ def git_proxy(config: Config, url: str) -> str | None:
     as libcurl reads it (``https_proxy``/``HTTPS_PROXY`` for https, ``http_proxy`` only
     for http, then ``all_proxy``/``ALL_PROXY``); ``no_proxy``/``NO_PROXY`` lists the
     hosts reached directly either way. An empty value means none."""
-    proxy = _configured(config, url)
+    proxy = _configured(config, url, b"proxy")
     if proxy is None:
         scheme = urlsplit(url).scheme.lower()
         names = ["https_proxy", "HTTPS_PROXY"] if scheme == "https" else ["http_proxy"]
@@ -73,7 +80,9 @@ def _bypassed(host: str) -> bool:
     return False
 
 
-def _configured(config: Config, url: str) -> str | None:
+def _configured(config: Config, url: str, name: bytes) -> str | None:
+    """``http.<name>`` of the longest ``http.<url>`` section matching ``url``, else of
+    ``http``'s (None: neither sets it)."""
     found: tuple[int, str] | None = None
     for section in config.sections():
         if section[0].lower() != b"http" or len(section) > 2:
@@ -82,7 +91,7 @@ def _configured(config: Config, url: str) -> str | None:
         if not url.startswith(prefix.rstrip("/")):
             continue
         try:
-            value = config.get(section, b"proxy")
+            value = config.get(section, name)
         except KeyError:
             continue
         if found is None or len(prefix) >= found[0]:
@@ -103,6 +112,22 @@ def pool_manager(config: Config, url: str, timeout: float) -> Any:
     manager.connection_pool_kw["retries"] = urllib3.Retry(
         3, backoff_factor=0.5, respect_retry_after_header=False
     )
+    cert = _configured(config, url, b"sslCert")
+    if cert:  # a key in the certificate's file is read from there (as libcurl does)
+        key = _configured(config, url, b"sslKey")
+        files = {"sslCert": os.path.expanduser(cert), "sslKey": key and os.path.expanduser(key)}
+        for name, path in files.items():
+            if path and not os.access(path, os.R_OK):
+                raise GitError(
+                    f"git's http.{name} (or GIT_SSL_{name[3:].upper()}) names {path}, which "
+                    f"cannot be read: nothing was sent to {url}. Point it at your client "
+                    "certificate's file (git config --global http.sslCert/http.sslKey)."
+                )
+        manager.connection_pool_kw.update(
+            cert_file=files["sslCert"],
+            key_file=files["sslKey"],
+            key_password="",  # an encrypted key is refused, never prompted for on a terminal
+        )
     wanted = git_proxy(config, url)
     if wanted is None:
         return manager

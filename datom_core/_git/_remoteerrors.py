@@ -18,6 +18,7 @@ from ._httpclient import (
     HelperCredentialsRefused,
     ObjectFormatError,
     ServerBusy,
+    TlsFailed,
     Unreachable,
     UntrustedCertificate,
 )
@@ -57,6 +58,13 @@ def remote_errors(
             "was changed. Use a remote made by git init --bare (the default "
             "--object-format=sha1)."
         ) from None
+    except TlsFailed as e:
+        raise fail(
+            f"Cannot {where}: the TLS handshake failed ({e}); the server took no request. A server "
+            "that asks for a client certificate (mutual TLS) ends it so when none it accepts is "
+            "presented: point git at yours (git config --global http.sslCert /path/cert.pem "
+            "and http.sslKey /path/key.pem, or GIT_SSL_CERT and GIT_SSL_KEY)."
+        ) from e
     except Unreachable as e:
         raise fail(
             f"Cannot {where}: {e}; nothing was sent. Check the remote's address (git remote "

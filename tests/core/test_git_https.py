@@ -16,7 +16,13 @@ from urllib3.exceptions import InsecureRequestWarning
 import datom_core as dc
 from tests.core.projects import frame
 from tests.gitcli import GIT, needs_git, own_git_config
-from tests.tls import ConnectProxy, HttpsGitServer, https_git_server, make_ca  # noqa: F401
+from tests.tls import (  # noqa: F401
+    ConnectProxy,
+    HttpsGitServer,
+    client_certificate,
+    https_git_server,
+    make_ca,
+)
 
 pytestmark = needs_git
 
@@ -179,3 +185,62 @@ def test_the_proxy_git_uses_is_the_one_datom_uses(
     finally:
         for proxy in (*mine.values(), *gits.values()):
             proxy.close()
+
+
+@pytest.mark.parametrize("given", ["http.sslCert", "http.<url>.sslCert", "GIT_SSL_CERT"])
+def test_a_server_asking_for_a_client_certificate_gets_the_one_git_presents(
+    https_git_server: HttpsGitServer,  # noqa: F811
+    untrusting: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    given: str,
+) -> None:
+    """Mutual TLS: the certificate and key git's settings name (the longest matching
+    ``http.<url>`` section's, or git's environment over them) are presented; without one
+    the handshake's failure is named with both ways to give it, as early as git fails."""
+    server = https_git_server
+    server.create_bare("proj")
+    server.require_client_certificates()
+    for name in ("GIT_SSL_CERT", "GIT_SSL_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DATOM_GIT_TOKEN", server.token)
+    monkeypatch.setenv("GIT_SSL_CAINFO", str(server.ca))
+    url = server.url_for("proj")
+    assert _git_lists(url, server.token).returncode != 0  # without one, git fails too
+    with pytest.raises(dc.GitError, match="client certificate") as refused:
+        dc.init_repo(tmp_path / "c0", "P1", dc.LocalStore(tmp_path / "s0"), url)
+    assert "http.sslCert" in str(refused.value) and "GIT_SSL_CERT" in str(refused.value)
+
+    cert, key = client_certificate(server.folder)
+    if given == "GIT_SSL_CERT":
+        monkeypatch.setenv("GIT_SSL_CERT", str(cert))
+        monkeypatch.setenv("GIT_SSL_KEY", str(key))
+    else:
+        section = f'http "https://localhost:{server.port}/"' if "<url>" in given else "http"
+        untrusting.write_text(
+            f"[http]\n\tsslCert = {tmp_path}/not-this-one.pem\n"
+            f"[{section}]\n\tsslCert = {cert}\n\tsslKey = {key}\n"
+        )
+    conn = dc.init_repo(tmp_path / "c", "P1", dc.LocalStore(tmp_path / "s"), url)
+    conn.write("dm", frame(3))
+    other = dc.clone(url, tmp_path / "c2", dc.LocalStore(tmp_path / "s"))
+    other.write("ae", frame(2))
+    listed = _git_lists(url, server.token)
+    assert listed.returncode == 0, listed.stderr
+    assert f"{other.repo.head()}\trefs/heads/main" in listed.stdout
+
+
+def test_a_client_certificate_that_cannot_be_read_is_named_before_anything_is_sent(
+    https_git_server: HttpsGitServer,  # noqa: F811
+    untrusting: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = https_git_server
+    server.create_bare("proj")
+    monkeypatch.setenv("GIT_SSL_CAINFO", str(server.ca))
+    missing = tmp_path / "me.pem"
+    untrusting.write_text(f"[http]\n\tsslCert = {missing}\n")
+    with pytest.raises(dc.GitError, match="http.sslCert") as refused:
+        dc.init_repo(tmp_path / "c", "P1", dc.LocalStore(tmp_path / "s"), server.url_for("proj"))
+    assert str(missing) in str(refused.value) and "nothing was sent" in str(refused.value)
