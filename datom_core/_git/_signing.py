@@ -56,6 +56,13 @@ def _gpg(program: str, key: str, payload: bytes) -> bytes:
 
 
 def _ssh(program: str, key: str, payload: bytes) -> bytes:
+    try:
+        return _ssh_signed(program, key, payload)
+    except OSError as e:  # the temporary folder's disk: full, read-only
+        raise _refused(f"the commit could not be handed to {program} ({e})") from None
+
+
+def _ssh_signed(program: str, key: str, payload: bytes) -> bytes:
     literal = key.startswith(("ssh-", "key::"))  # the key itself: its private half is an agent's
     with tempfile.TemporaryDirectory(prefix="datom-sign-") as folder:
         data = Path(folder) / "commit"

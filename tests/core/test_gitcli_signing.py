@@ -123,3 +123,23 @@ def test_a_commit_that_cannot_be_signed_is_refused_before_anything_changes(
     after = (sorted(conn.store.list("")), conn.repo.head(), _git(conn.path, "status", "-s").stdout)
     assert after == before
     assert _git(Path(conn.repo.remote_url), "rev-parse", "HEAD").stdout.strip() == before[1]
+
+
+def test_an_ssh_signature_whose_commit_cannot_be_handed_over_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ssh-keygen signs a file: a temporary folder that cannot be written (a full disk)
+    refuses the write with datom's error, before anything changes."""
+    config = own_git_config(monkeypatch, tmp_path)
+    config.write_text(_USER)
+    conn = dc.init_repo(tmp_path / "c", "S001", dc.LocalStore(tmp_path / "store"))
+    conn.write("dm", frame())
+    head = conn.repo.head()
+    config.write_text(
+        _USER + f"\tsigningKey = {tmp_path}/key\n[commit]\n\tgpgSign = true\n"
+        "[gpg]\n\tformat = ssh\n"
+    )
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no" / "such" / "folder"))
+    with pytest.raises(dc.GitError, match="could not be handed to ssh-keygen"):
+        conn.write("dm", frame(seed=2))
+    assert conn.repo.head() == head
