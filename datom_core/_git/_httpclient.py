@@ -226,14 +226,14 @@ def _later(
     resp: Any, url: str, data: bytes | Iterator[bytes] | None, tries: int, deadline: float
 ) -> float | None:
     """The seconds to wait before sending again a request the server answered "later"
-    (its ``Retry-After``, else a growing wait); None to answer now: another status, a body
-    that cannot be sent again, or a wait past ``deadline``."""
+    (its ``Retry-After``, at least a growing wait: a server saying 0 is not asked in a
+    tight loop); None to answer now: another status, a body that cannot be sent again, or
+    a wait past ``deadline``."""
     changes = data is not None and url.rstrip("/").endswith("git-receive-pack")
     if resp.status not in (_LATER if changes else _LATER_IF_READ):
         return None
     if data is not None and not isinstance(data, bytes):
         return None
-    wait = retry_after_seconds(resp.headers.get("Retry-After"))
-    if wait is None:
-        wait = random.uniform(0.5, 1.0) * min(0.5 * 2**tries, 8.0)
+    growing = random.uniform(0.5, 1.0) * min(0.5 * 2**tries, 8.0)
+    wait = max(retry_after_seconds(resp.headers.get("Retry-After")) or 0.0, growing)
     return wait if time.monotonic() + wait <= deadline else None
