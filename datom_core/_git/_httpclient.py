@@ -195,12 +195,16 @@ class HttpClient(Urllib3HttpGitClient):
 
     def _ask_helpers(self, data: object) -> bool:
         """Whether git's credential helpers gave credentials to send the request again
-        with (a streamed body cannot be sent again: the next request carries them)."""
-        if self.helpers is None or self._asked:
+        with (a streamed body cannot be sent again: the next request carries them). They
+        are asked on a 401, unless to credentials they just gave (``_approve``: not yet
+        confirmed) or after having none; again to ones that worked before (they expired:
+        a helper may hold new ones)."""
+        if self.helpers is None or self._approve or (self._asked and self.filled is None):
+            self._approve = False  # refused: the next 401 asks again
             return False
-        self._asked = True
+        self._asked, stale = True, self.filled
         creds = self.helpers.fill()
-        if creds is None:
+        if creds is None or creds == stale:
             return False
         self.filled, self._approve = creds, True
         self._auth_header = urllib3.make_headers(basic_auth=f"{creds.username}:{creds.token}")[

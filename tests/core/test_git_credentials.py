@@ -172,6 +172,35 @@ def test_credentials_a_helper_gives_that_are_refused_are_named_and_kept(
     assert stored.read_bytes() == before
 
 
+def test_a_long_lived_connection_asks_the_helper_again_when_its_token_expires(
+    https_git_server: HttpsGitServer,  # noqa: F811
+    gitconfig: Path,
+    tmp_path: Path,
+) -> None:
+    """A token that expires (a CI or app token, an hour long) while a process stays up (a
+    Dagster daemon): the helper, which holds a new one by then, is asked again at the
+    401, and the write goes through; one it still holds refused is named."""
+    server = https_git_server
+    server.create_bare("proj")
+    held = tmp_path / "held-token"
+    held.write_text(server.token)
+    helper = _executable(
+        tmp_path / "helper.sh",
+        "#!/bin/sh\ncat > /dev/null\n"
+        f'[ "$1" = get ] && printf "username=x-access-token\\npassword=%s\\n" "$(cat {held})"\n'
+        "exit 0\n",
+    )
+    gitconfig.write_text(f"[credential]\n\thelper = {helper}\n")
+    conn = dc.init_repo(tmp_path / "c", "P1", dc.LocalStore(tmp_path / "s"), server.url_for("proj"))
+    conn.write("dm", frame(3))
+    server.token = "renewed-" + server.token  # the old one expires...
+    held.write_text(server.token)  # ...and the helper holds the new one
+    assert conn.write("dm", frame(4)).change == "full"
+    server.token = "revoked-" + server.token  # one the helper still holds is refused
+    with pytest.raises(dc.GitError, match="credential helper gave"):
+        conn.write("dm", frame(5))
+
+
 def test_no_credentials_anywhere_names_both_ways_to_give_them(
     https_git_server: HttpsGitServer,  # noqa: F811
     gitconfig: Path,
