@@ -113,8 +113,21 @@ class CommitInfo:
 
 
 def author_from(config: Config) -> Author:
-    name = _env("DATOM_AUTHOR_NAME") or _config_value(config, b"name")
-    email = _env("DATOM_AUTHOR_EMAIL") or _config_value(config, b"email")
+    """The author git would record (``GIT_AUTHOR_NAME``/``_EMAIL``, ``author.name``/``email``,
+    ``user.name``/``email``, ``EMAIL``), ``DATOM_AUTHOR_NAME``/``_EMAIL`` over it."""
+    name = (
+        _env("DATOM_AUTHOR_NAME")
+        or _env("GIT_AUTHOR_NAME")
+        or _config_value(config, b"author", b"name")
+        or _config_value(config, b"user", b"name")
+    )
+    email = (
+        _env("DATOM_AUTHOR_EMAIL")
+        or _env("GIT_AUTHOR_EMAIL")
+        or _config_value(config, b"author", b"email")
+        or _config_value(config, b"user", b"email")
+        or _env("EMAIL")
+    )
     if not name or not email:
         login = _utf8(_login())
         host = socket.gethostname() or "localhost"
@@ -139,9 +152,9 @@ def _utf8(text: str) -> str:
     return text
 
 
-def _config_value(config: Config, key: bytes) -> str | None:
+def _config_value(config: Config, section: bytes, key: bytes) -> str | None:
     try:
-        value = config.get((b"user",), key)
+        value = config.get((section,), key)
     except KeyError:
         return None
     return value.decode("utf-8", "replace").strip() or None

@@ -1,8 +1,10 @@
-"""A user's git configuration split by ``includeIf "gitdir:..."``: a work identity (and a
-work host's settings) for the repositories under one folder, a personal one elsewhere,
-as many people keep it. datom reads it as git does for each clone: its commits carry the
-identity git would give them (``git var GIT_AUTHOR_IDENT`` in the same clone is the
-judge), and a setting of the included file reaches the remote."""
+"""Who a commit is by, and the settings a user's git configuration gives a clone, as git
+reads them: split by ``includeIf "gitdir:..."`` (a work identity and a work host's
+settings for the repositories under one folder, a personal one elsewhere), or given by
+git's environment (``GIT_AUTHOR_NAME``, ``EMAIL``: containers and CI set them, with no
+configuration file) or ``author.*``. datom's commits carry the identity git would give
+them (``git var GIT_AUTHOR_IDENT`` in the same clone is the judge), and a setting of an
+included file reaches the remote."""
 
 from __future__ import annotations
 
@@ -105,3 +107,31 @@ def test_a_setting_the_included_file_holds_reaches_the_remote(
     assert f"{conn.repo.head()}\trefs/heads/main" in listed.stdout, listed.stderr
     with pytest.raises(dc.GitError):  # outside the work folder the rule does not apply
         dc.init_repo(tmp_path / "home" / "s001", "S001", dc.LocalStore(tmp_path / "s2"), url)
+
+
+# Each: the environment and the configuration (beside user.name/user.email of Home Person).
+IDENTITY_CASES = {
+    "GIT_AUTHOR_NAME/EMAIL": ({"GIT_AUTHOR_NAME": "Ci Runner", "GIT_AUTHOR_EMAIL": "ci@x.org"}, ""),
+    "author.name/email": ({}, "[author]\n\tname = Author Only\n\temail = author@x.org\n"),
+    "EMAIL without user.email": ({"EMAIL": "env@x.org"}, None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(IDENTITY_CASES))
+def test_the_author_git_would_record_from_its_environment_is_datoms(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    env, extra = IDENTITY_CASES[case]
+    config = own_git_config(monkeypatch, tmp_path, _IDENTITY_ENV)
+    user = "[user]\n\tname = Home Person\n" + ("" if extra is None else "\temail = h@x.org\n")
+    config.write_text(user + (extra or ""))
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    clone = tmp_path / "s001"
+    conn = dc.init_repo(clone, "S001", dc.LocalStore(tmp_path / "store"))
+    conn.write("dm", frame())
+    expected = _git_identity(clone)
+    assert _last_author(clone) == expected
+    monkeypatch.setenv("DATOM_AUTHOR_NAME", "Datom Override")  # datom's own wins over git's
+    conn.write("dm", frame(seed=2))
+    assert _last_author(clone) == f"Datom Override <{expected.split(' <')[1]}"
