@@ -38,7 +38,7 @@ def own_git_config(
     """The user's git configuration made a file of the test's (in ``folder``, empty; its
     path returned), the system's not read, and the environment variables ``cleared``
     unset, so that each test says alone what git and datom are told."""
-    for name in cleared:
+    for name in (*cleared, "GIT_CONFIG_COUNT"):  # git's environment's settings too
         monkeypatch.delenv(name, raising=False)
     config = folder / "gitconfig"
     config.write_text("")

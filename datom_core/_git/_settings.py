@@ -77,12 +77,23 @@ def open_repo(path: str | os.PathLike[str], what: str) -> Repo:
 def config_stamp(r: Repo) -> tuple[object, ...]:
     """What tells that ``r``'s ``config`` (in the common git folder a linked worktree
     shares), its own ``config.worktree`` or the user's or system's configuration changed
-    (git reads them for each command; a file they include is not watched)."""
+    (git reads them for each command; a file they include is not watched), or git's
+    environment's settings (``GIT_CONFIG_*``)."""
     return (
         _stamp(Path(r.commondir()) / "config"),
         _stamp(Path(r.controldir()) / "config.worktree"),
         *(_stamp(Path(path)) for path in user_config_paths()),
+        _command_stamp(),
     )
+
+
+def _command_stamp() -> tuple[str | None, ...] | None:
+    count = os.environ.get("GIT_CONFIG_COUNT")
+    if not count:
+        return None  # one lookup: the usual case
+    n = int(count) if count.isdigit() else 0
+    named = (f"GIT_CONFIG_{kind}_{i}" for i in range(n) for kind in ("KEY", "VALUE"))
+    return count, *(os.environ.get(name) for name in named)
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:

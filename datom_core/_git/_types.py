@@ -21,6 +21,7 @@ __all__ = [
     "CommitInfo",
     "author_from",
     "commit_info",
+    "command_config",
     "config_stack",
     "user_config",
     "user_config_paths",
@@ -40,6 +41,27 @@ def user_config_paths() -> list[str]:
     elif "GIT_CONFIG_NOSYSTEM" not in os.environ:
         paths.append("/etc/gitconfig")
     return paths
+
+
+def command_config() -> list[ConfigFile]:
+    """git's configuration from its environment (``GIT_CONFIG_COUNT`` with
+    ``GIT_CONFIG_KEY_<n>``/``GIT_CONFIG_VALUE_<n>``: what ``git -c`` gives, which CI and
+    containers set), above every file; a malformed one is ignored with a warning."""
+    try:
+        count = int(os.environ.get("GIT_CONFIG_COUNT") or 0)
+    except ValueError:
+        count = 0
+    config = ConfigFile()
+    for n in range(count):
+        key, value = os.environ.get(f"GIT_CONFIG_KEY_{n}"), os.environ.get(f"GIT_CONFIG_VALUE_{n}")
+        section, _, name = (key or "").rpartition(".")
+        if not section or not name or value is None:
+            logger.warning("GIT_CONFIG_KEY_%d/GIT_CONFIG_VALUE_%d is not a setting: ignored", n, n)
+            continue
+        head, _, sub = section.partition(".")
+        where = (head.encode(), sub.encode()) if sub else (head.encode(),)
+        config.set(where, name.encode(), os.fsencode(value))
+    return [config] if count else []
 
 
 def user_config(r: Repo | None = None) -> StackedConfig:
@@ -67,12 +89,12 @@ def config_stack(r: Repo) -> StackedConfig:
     and ``config.worktree`` (``extensions.worktreeConfig``: where ``git sparse-checkout``
     and ``git config --worktree`` write) ahead of the repository's file, as git reads it."""
     own = r.get_config()
-    backends = [own, *user_config(r).backends]
+    backends = [own, *user_config(r).backends]  # git's environment's above all (below)
     if own.get_boolean((b"extensions",), b"worktreeConfig", False):
         with suppress(OSError, ValueError):  # a linked worktree's own (dulwich reads the main's)
             path = os.path.join(r.controldir(), "config.worktree")
             backends.insert(0, ConfigFile.from_path(path))
-    return StackedConfig(backends, writable=own)
+    return StackedConfig([*command_config(), *backends], writable=own)
 
 
 @dataclass(frozen=True)
@@ -99,7 +121,7 @@ class Author:
     def default(cls) -> Author:
         """``DATOM_AUTHOR_NAME``/``DATOM_AUTHOR_EMAIL``, else git's ``user.name``/``user.email``,
         else ``<login>@<hostname>``."""
-        return author_from(user_config())
+        return author_from(StackedConfig([*command_config(), *user_config().backends]))
 
 
 @dataclass(frozen=True)

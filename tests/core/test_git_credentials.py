@@ -238,6 +238,27 @@ def test_gits_insteadof_rule_is_how_datom_reaches_the_remote(
     _no_token_kept(server.token, tmp_path / "c", tmp_path / "c2", tmp_path / "s")
 
 
+def test_a_rule_in_gits_environment_is_followed_as_one_in_its_files(
+    https_git_server: HttpsGitServer,  # noqa: F811
+    gitconfig: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_0``/``GIT_CONFIG_VALUE_0`` (what ``git -c``
+    passes on, and what CI jobs and containers set): the rule it gives is followed."""
+    server = https_git_server
+    server.create_bare("proj")
+    real = f"https://x-access-token:{server.token}@localhost:{server.port}/"
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", f"url.{real}.insteadOf")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "https://git.ci.invalid/")
+    url = "https://git.ci.invalid/proj"
+    assert _git_lists(url).returncode == 0
+    conn, other = _init_write_clone_write(url, tmp_path)
+    assert f"{other.repo.head()}\trefs/heads/main" in _git_lists(url).stdout
+    _no_token_kept(server.token, tmp_path / "c", tmp_path / "c2", tmp_path / "s")
+
+
 def test_a_rule_to_ssh_leaves_an_https_origin_and_a_rule_from_ssh_is_followed(
     https_git_server: HttpsGitServer,  # noqa: F811
     gitconfig: Path,

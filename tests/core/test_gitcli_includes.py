@@ -114,6 +114,16 @@ IDENTITY_CASES = {
     "GIT_AUTHOR_NAME/EMAIL": ({"GIT_AUTHOR_NAME": "Ci Runner", "GIT_AUTHOR_EMAIL": "ci@x.org"}, ""),
     "author.name/email": ({}, "[author]\n\tname = Author Only\n\temail = author@x.org\n"),
     "EMAIL without user.email": ({"EMAIL": "env@x.org"}, None),
+    "GIT_CONFIG_COUNT": (
+        {
+            "GIT_CONFIG_COUNT": "2",
+            "GIT_CONFIG_KEY_0": "user.name",
+            "GIT_CONFIG_VALUE_0": "Env Set",
+            "GIT_CONFIG_KEY_1": "user.email",
+            "GIT_CONFIG_VALUE_1": "set@x.org",
+        },
+        "",
+    ),  # fmt: skip
 }
 
 
