@@ -82,7 +82,7 @@ def config_stamp(r: Repo) -> tuple[object, ...]:
     return (
         _stamp(Path(r.commondir()) / "config"),
         _stamp(Path(r.controldir()) / "config.worktree"),
-        *(_stamp(Path(path)) for path in user_config_paths()),
+        *map(_stamp, user_config_paths()),
         _command_stamp(),
     )
 
@@ -96,7 +96,7 @@ def _command_stamp() -> tuple[str | None, ...] | None:
     return count, *(os.environ.get(name) for name in named)
 
 
-def _stamp(path: Path) -> tuple[int, int, int] | None:
+def _stamp(path: str | Path) -> tuple[int, int, int] | None:
     try:
         st = os.stat(path)
     except OSError:

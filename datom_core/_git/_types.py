@@ -31,16 +31,32 @@ logger = logging.getLogger("datom_core.git")
 _WARNED: set[str] = set()
 
 
-def user_config_paths() -> list[str]:
+# What decides where the user's and the system's files are: their paths are found once per
+# value of these (config_stamp asks twice per write).
+_PATH_ENV = (
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_NOSYSTEM",
+)
+_PATHS: dict[tuple[str | None, ...], tuple[str, ...]] = {}
+
+
+def user_config_paths() -> tuple[str, ...]:
     """The user's and the system's git configuration files, as git finds them."""
-    paths = [os.environ["GIT_CONFIG_GLOBAL"]] if "GIT_CONFIG_GLOBAL" in os.environ else [
-        os.path.expanduser("~/.gitconfig"), get_xdg_config_home_path("git", "config")
-    ]  # fmt: skip
-    if "GIT_CONFIG_SYSTEM" in os.environ:
-        paths.append(os.environ["GIT_CONFIG_SYSTEM"])
-    elif "GIT_CONFIG_NOSYSTEM" not in os.environ:
-        paths.append("/etc/gitconfig")
-    return paths
+    key = tuple(map(os.environ.get, _PATH_ENV))
+    found = _PATHS.get(key)
+    if found is None:
+        paths = [os.environ["GIT_CONFIG_GLOBAL"]] if "GIT_CONFIG_GLOBAL" in os.environ else [
+            os.path.expanduser("~/.gitconfig"), get_xdg_config_home_path("git", "config")
+        ]  # fmt: skip
+        if "GIT_CONFIG_SYSTEM" in os.environ:
+            paths.append(os.environ["GIT_CONFIG_SYSTEM"])
+        elif "GIT_CONFIG_NOSYSTEM" not in os.environ:
+            paths.append("/etc/gitconfig")
+        found = _PATHS[key] = tuple(paths)
+    return found
 
 
 def command_config() -> list[ConfigFile]:
