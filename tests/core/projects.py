@@ -130,3 +130,14 @@ def as_previous_release(conn: dc.Connection) -> None:
     repo.commit(files, "previous release")
     repo.push()
     store.write_bytes(L.STORE_MANIFEST, files[L.MANIFEST])
+
+
+def init_write_clone_write(url: str, tmp_path: Path) -> tuple[dc.Connection, dc.Connection]:
+    """A project on the remote ``url`` (a store under ``tmp_path``): made at ``c`` with a
+    write of ``dm``, then cloned at ``c2`` which writes ``ae``; both connections."""
+    store = dc.LocalStore(tmp_path / "s")
+    conn = dc.init_repo(tmp_path / "c", "P1", store, url)
+    conn.write("dm", frame(3))
+    other = dc.clone(url, tmp_path / "c2", store)
+    other.write("ae", frame(2))
+    return conn, other

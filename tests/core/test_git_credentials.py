@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import datom_core as dc
-from tests.core.projects import frame
+from tests.core.projects import frame, init_write_clone_write
 from tests.gitcli import GIT, needs_git, own_git_config
 from tests.tls import HttpsGitServer, https_git_server  # noqa: F401
 
@@ -80,13 +80,13 @@ def _no_token_kept(token: str, *folders: Path) -> None:
                 assert token.encode() not in path.read_bytes(), path
 
 
-def _init_write_clone_write(url: str, tmp_path: Path) -> tuple[dc.Connection, dc.Connection]:
-    store = dc.LocalStore(tmp_path / "s")
-    conn = dc.init_repo(tmp_path / "c", "P1", store, url)
-    conn.write("dm", frame(3))
-    other = dc.clone(url, tmp_path / "c2", store)
-    other.write("ae", frame(2))
-    return conn, other
+def _written_where_git_lists(url: str, token: str, tmp_path: Path) -> dc.Connection:
+    """A project written at ``url`` and cloned: git lists the clone's last commit there,
+    and ``token`` is in no file of the clones or the store."""
+    conn, other = init_write_clone_write(url, tmp_path)
+    assert f"{other.repo.head()}\trefs/heads/main" in _git_lists(url).stdout
+    _no_token_kept(token, tmp_path / "c", tmp_path / "c2", tmp_path / "s")
+    return conn
 
 
 @pytest.mark.parametrize("how", ["recording-helper", "store-helper", "GIT_ASKPASS"])
@@ -122,7 +122,7 @@ def test_the_credentials_gits_helpers_give_are_the_ones_datom_sends(
     assert _git_lists(url).returncode == 0  # the colleague's git reaches it so
 
     with caplog.at_level(logging.DEBUG):
-        conn, other = _init_write_clone_write(url, tmp_path)
+        conn, other = init_write_clone_write(url, tmp_path)
     listed = _git_lists(url)
     assert listed.returncode == 0, listed.stderr
     assert f"{other.repo.head()}\trefs/heads/main" in listed.stdout
@@ -147,7 +147,7 @@ def test_a_token_given_to_datom_wins_and_no_helper_is_asked(
     helper, log = _recording_helper(tmp_path, "not-the-token")
     gitconfig.write_text(f"[credential]\n\thelper = {helper}\n")
     monkeypatch.setenv("DATOM_GIT_TOKEN", server.token)
-    _init_write_clone_write(server.url_for("proj"), tmp_path)
+    init_write_clone_write(server.url_for("proj"), tmp_path)
     assert not log.exists()
 
 
@@ -231,11 +231,8 @@ def test_gits_insteadof_rule_is_how_datom_reaches_the_remote(
     gitconfig.write_text(f'[url "{real}"]\n\tinsteadOf = https://git.example.invalid/\n')
     url = "https://git.example.invalid/proj"
     assert _git_lists(url).returncode == 0
-    conn, other = _init_write_clone_write(url, tmp_path)
-    listed = _git_lists(url)
-    assert f"{other.repo.head()}\trefs/heads/main" in listed.stdout
+    conn = _written_where_git_lists(url, server.token, tmp_path)
     assert conn.repo.remote_url == url
-    _no_token_kept(server.token, tmp_path / "c", tmp_path / "c2", tmp_path / "s")
 
 
 def test_a_rule_in_gits_environment_is_followed_as_one_in_its_files(
@@ -254,9 +251,7 @@ def test_a_rule_in_gits_environment_is_followed_as_one_in_its_files(
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", "https://git.ci.invalid/")
     url = "https://git.ci.invalid/proj"
     assert _git_lists(url).returncode == 0
-    conn, other = _init_write_clone_write(url, tmp_path)
-    assert f"{other.repo.head()}\trefs/heads/main" in _git_lists(url).stdout
-    _no_token_kept(server.token, tmp_path / "c", tmp_path / "c2", tmp_path / "s")
+    _written_where_git_lists(url, server.token, tmp_path)
 
 
 def test_a_rule_to_ssh_leaves_an_https_origin_and_a_rule_from_ssh_is_followed(
@@ -274,7 +269,7 @@ def test_a_rule_to_ssh_leaves_an_https_origin_and_a_rule_from_ssh_is_followed(
     monkeypatch.setenv("DATOM_GIT_TOKEN", server.token)
     base = f"https://localhost:{server.port}/"
     gitconfig.write_text(f'[url "git@localhost:"]\n\tinsteadOf = {base}\n')
-    conn, _ = _init_write_clone_write(server.url_for("proj"), tmp_path)
+    conn, _ = init_write_clone_write(server.url_for("proj"), tmp_path)
 
     ssh = "ssh://git@git.example.invalid/proj"
     gitconfig.write_text(f'[url "{base}"]\n\tinsteadOf = ssh://git@git.example.invalid/\n')

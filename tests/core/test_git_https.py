@@ -14,7 +14,7 @@ import pytest
 from urllib3.exceptions import InsecureRequestWarning
 
 import datom_core as dc
-from tests.core.projects import frame
+from tests.core.projects import init_write_clone_write
 from tests.gitcli import GIT, needs_git, own_git_config
 from tests.tls import (  # noqa: F401
     ConnectProxy,
@@ -46,6 +46,14 @@ def _git_lists(url: str, token: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _refused_init(url: str, folder: Path, match: str) -> str:
+    """The message of the :class:`GitError` a new project at ``url`` (in ``folder``) is
+    refused with."""
+    with pytest.raises(dc.GitError, match=match) as refused:
+        dc.init_repo(folder / "c", "P1", dc.LocalStore(folder / "s"), url)
+    return str(refused.value)
+
+
 def test_an_untrusted_certificate_is_named_with_its_remedy(
     https_git_server: HttpsGitServer,  # noqa: F811
     untrusting: Path,
@@ -56,9 +64,7 @@ def test_an_untrusted_certificate_is_named_with_its_remedy(
     server.create_bare("proj")
     monkeypatch.setenv("DATOM_GIT_TOKEN", server.token)
     url = server.url_for("proj")
-    with pytest.raises(dc.GitError, match="TLS certificate is not trusted") as refused:
-        dc.init_repo(tmp_path / "c", "P1", dc.LocalStore(tmp_path / "s"), url)
-    message = str(refused.value)
+    message = _refused_init(url, tmp_path / "refused", "TLS certificate is not trusted")
     assert "http.sslCAInfo" in message and "GIT_SSL_CAINFO" in message
     assert server.token not in message
     assert _git_lists(url, server.token).returncode != 0  # git does not trust it either
@@ -92,10 +98,7 @@ def test_a_remote_git_trusts_is_one_datom_writes_to(
     unverified = "sslVerify" in trust or "NO_VERIFY" in trust
     # An unverified connection is warned of, as urllib3 warns of it: datom does not hide it.
     with pytest.warns(InsecureRequestWarning) if unverified else nullcontext():
-        conn = dc.init_repo(tmp_path / "c", "P1", dc.LocalStore(tmp_path / "s"), url)
-        conn.write("dm", frame(3))
-        other = dc.clone(url, tmp_path / "c2", dc.LocalStore(tmp_path / "s"))
-        other.write("ae", frame(2))
+        conn, other = init_write_clone_write(url, tmp_path)
     listed = _git_lists(url, server.token)
     assert listed.returncode == 0, listed.stderr
     assert f"{other.repo.head()}\trefs/heads/main" in listed.stdout
@@ -119,8 +122,7 @@ def test_gits_environment_wins_over_its_configuration_as_in_git(
     monkeypatch.setenv("GIT_SSL_CAINFO", str(make_ca(other_ca)[0]))
     url = server.url_for("proj")
     assert _git_lists(url, server.token).returncode != 0
-    with pytest.raises(dc.GitError, match="TLS certificate is not trusted"):
-        dc.init_repo(tmp_path / "c", "P1", dc.LocalStore(tmp_path / "s"), url)
+    _refused_init(url, tmp_path, "TLS certificate is not trusted")
 
 
 # Each: the proxy settings, A and B standing for two proxies' URLs (``host:port``: no scheme).
@@ -173,9 +175,7 @@ def test_the_proxy_git_uses_is_the_one_datom_uses(
     gits = {"A": ConnectProxy(), "B": ConnectProxy()}
     try:
         under(mine)
-        conn = dc.init_repo(tmp_path / "c", "P1", dc.LocalStore(tmp_path / "s"), url)
-        conn.write("dm", frame(3))
-        dc.clone(url, tmp_path / "c2", dc.LocalStore(tmp_path / "s")).write("ae", frame(2))
+        init_write_clone_write(url, tmp_path)
         under(gits)
         listed = _git_lists(url, server.token)
         assert listed.returncode == 0, listed.stderr
@@ -207,9 +207,8 @@ def test_a_server_asking_for_a_client_certificate_gets_the_one_git_presents(
     monkeypatch.setenv("GIT_SSL_CAINFO", str(server.ca))
     url = server.url_for("proj")
     assert _git_lists(url, server.token).returncode != 0  # without one, git fails too
-    with pytest.raises(dc.GitError, match="client certificate") as refused:
-        dc.init_repo(tmp_path / "c0", "P1", dc.LocalStore(tmp_path / "s0"), url)
-    assert "http.sslCert" in str(refused.value) and "GIT_SSL_CERT" in str(refused.value)
+    message = _refused_init(url, tmp_path / "refused", "client certificate")
+    assert "http.sslCert" in message and "GIT_SSL_CERT" in message
 
     cert, key = client_certificate(server.folder)
     if given == "GIT_SSL_CERT":
@@ -221,10 +220,7 @@ def test_a_server_asking_for_a_client_certificate_gets_the_one_git_presents(
             f"[http]\n\tsslCert = {tmp_path}/not-this-one.pem\n"
             f"[{section}]\n\tsslCert = {cert}\n\tsslKey = {key}\n"
         )
-    conn = dc.init_repo(tmp_path / "c", "P1", dc.LocalStore(tmp_path / "s"), url)
-    conn.write("dm", frame(3))
-    other = dc.clone(url, tmp_path / "c2", dc.LocalStore(tmp_path / "s"))
-    other.write("ae", frame(2))
+    _, other = init_write_clone_write(url, tmp_path)
     listed = _git_lists(url, server.token)
     assert listed.returncode == 0, listed.stderr
     assert f"{other.repo.head()}\trefs/heads/main" in listed.stdout
@@ -241,6 +237,5 @@ def test_a_client_certificate_that_cannot_be_read_is_named_before_anything_is_se
     monkeypatch.setenv("GIT_SSL_CAINFO", str(server.ca))
     missing = tmp_path / "me.pem"
     untrusting.write_text(f"[http]\n\tsslCert = {missing}\n")
-    with pytest.raises(dc.GitError, match="http.sslCert") as refused:
-        dc.init_repo(tmp_path / "c", "P1", dc.LocalStore(tmp_path / "s"), server.url_for("proj"))
-    assert str(missing) in str(refused.value) and "nothing was sent" in str(refused.value)
+    message = _refused_init(server.url_for("proj"), tmp_path / "refused", "http.sslCert")
+    assert str(missing) in message and "nothing was sent" in message
