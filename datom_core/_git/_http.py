@@ -30,9 +30,7 @@ from ._fast import _advert
 from ._fast._advert import RefsMemo
 from ._fast._prime import push_advertisement_alongside
 from ._fast._tipnote import adopt_note
-from ._httpclient import (
-    HttpClient,
-)
+from ._httpclient import HttpClient
 from ._httpsettings import pool_manager, with_git_environment
 from ._read import keeping
 from ._refstatus import SAID_MAX, check_ref_status, storage_fault

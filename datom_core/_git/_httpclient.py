@@ -78,21 +78,6 @@ class ServerBusy(GitProtocolError):
         self.status, self.tries, self.waited = status, tries, waited
         self.retry_after = retry_after
 
-    def said(self) -> str:
-        """What the server said, and how long it was given, for a message."""
-        said = {429: "the server limits the rate of requests", 503: "the server is unavailable"}
-        text = f"{said.get(self.status, 'a gateway had no answer from the server')}"
-        text += f" (HTTP {self.status})"
-        if self.tries > 1:
-            text += f", and still said so after {self.tries} tries over {self.waited:.0f} s"
-        if self.retry_after is not None:
-            text += f"; it asked for a wait of {self.retry_after} s"
-            if self.tries == 1:
-                text += f", past what datom waits ({BUSY_PATIENCE:.0f} s)"
-        return (
-            text + ". Retry later; many writers at once reach a hosted server's rate limit sooner."
-        )
-
 
 class HelperCredentialsRefused(HTTPUnauthorized):
     """The server refused the credentials git's credential helpers gave (401)."""

@@ -14,6 +14,7 @@ from dulwich.file import FileLocked
 from dulwich.objects import valid_hexsha
 
 from .._errors import DatomError, GitError
+from . import _httpclient
 from ._httpclient import (
     HelperCredentialsRefused,
     ObjectFormatError,
@@ -104,7 +105,7 @@ def remote_errors(
     except NotGitRepository as e:
         raise fail(f"Cannot {where}: no git repository there. Check the remote path/URL.") from e
     except ServerBusy as e:
-        raise fail(f"Cannot {where}: {e.said()}") from e
+        raise fail(f"Cannot {where}: {_busy(e)}") from e
     except GitProtocolError as e:
         detail = " ".join(str(e).split())
         if "http resp 403" in detail:
@@ -148,6 +149,19 @@ def remote_errors(
             "clone that holds them, or point the branch back at its last complete commit "
             "(git update-ref); then retry."
         ) from e
+
+
+def _busy(e: ServerBusy) -> str:
+    """What a server that kept saying "later" said, and how long it was given."""
+    said = {429: "the server limits the rate of requests", 503: "the server is unavailable"}
+    text = f"{said.get(e.status, 'a gateway had no answer from the server')} (HTTP {e.status})"
+    if e.tries > 1:
+        text += f", and still said so after {e.tries} tries over {e.waited:.0f} s"
+    if e.retry_after is not None:
+        text += f"; it asked for a wait of {e.retry_after} s"
+        if e.tries == 1:
+            text += f", past what datom waits ({_httpclient.BUSY_PATIENCE:.0f} s)"
+    return text + ". Retry later; many writers at once reach a hosted server's rate limit sooner."
 
 
 def _object_id(e: KeyError) -> str | None:

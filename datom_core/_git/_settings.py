@@ -30,7 +30,7 @@ from dulwich.sparse_patterns import sparse_path_matcher
 
 from .._errors import GitError
 from ._read import beside_git
-from ._types import user_config_paths
+from ._types import command_settings, user_config_paths
 
 __all__ = [
     "check_object_format",
@@ -83,17 +83,8 @@ def config_stamp(r: Repo) -> tuple[object, ...]:
         _stamp(Path(r.commondir()) / "config"),
         _stamp(Path(r.controldir()) / "config.worktree"),
         *map(_stamp, user_config_paths()),
-        _command_stamp(),
+        command_settings(),
     )
-
-
-def _command_stamp() -> tuple[str | None, ...] | None:
-    count = os.environ.get("GIT_CONFIG_COUNT")
-    if not count:
-        return None  # one lookup: the usual case
-    n = int(count) if count.isdigit() else 0
-    named = (f"GIT_CONFIG_{kind}_{i}" for i in range(n) for kind in ("KEY", "VALUE"))
-    return count, *(os.environ.get(name) for name in named)
 
 
 def _stamp(path: str | Path) -> tuple[int, int, int] | None:

@@ -22,6 +22,7 @@ __all__ = [
     "author_from",
     "commit_info",
     "command_config",
+    "command_settings",
     "config_stack",
     "user_config",
     "user_config_paths",
@@ -59,17 +60,23 @@ def user_config_paths() -> tuple[str, ...]:
     return found
 
 
+def command_settings() -> tuple[tuple[str | None, str | None], ...]:
+    """git's settings from its environment, as given: ``GIT_CONFIG_COUNT`` pairs of
+    ``GIT_CONFIG_KEY_<n>`` and ``GIT_CONFIG_VALUE_<n>`` (what ``git -c`` passes on, and
+    what CI and containers set); none when the count is absent or not a number."""
+    count = os.environ.get("GIT_CONFIG_COUNT", "")
+    return tuple(
+        (os.environ.get(f"GIT_CONFIG_KEY_{n}"), os.environ.get(f"GIT_CONFIG_VALUE_{n}"))
+        for n in range(int(count) if count.isdigit() else 0)
+    )
+
+
 def command_config() -> list[ConfigFile]:
-    """git's configuration from its environment (``GIT_CONFIG_COUNT`` with
-    ``GIT_CONFIG_KEY_<n>``/``GIT_CONFIG_VALUE_<n>``: what ``git -c`` gives, which CI and
-    containers set), above every file; a malformed one is ignored with a warning."""
-    try:
-        count = int(os.environ.get("GIT_CONFIG_COUNT") or 0)
-    except ValueError:
-        count = 0
+    """:func:`command_settings` as a configuration git reads above every file; a pair that
+    is no setting is ignored with a warning."""
+    settings = command_settings()
     config = ConfigFile()
-    for n in range(count):
-        key, value = os.environ.get(f"GIT_CONFIG_KEY_{n}"), os.environ.get(f"GIT_CONFIG_VALUE_{n}")
+    for n, (key, value) in enumerate(settings):
         section, _, name = (key or "").rpartition(".")
         if not section or not name or value is None:
             logger.warning("GIT_CONFIG_KEY_%d/GIT_CONFIG_VALUE_%d is not a setting: ignored", n, n)
@@ -77,7 +84,7 @@ def command_config() -> list[ConfigFile]:
         head, _, sub = section.partition(".")
         where = (head.encode(), sub.encode()) if sub else (head.encode(),)
         config.set(where, name.encode(), os.fsencode(value))
-    return [config] if count else []
+    return [config] if settings else []
 
 
 def user_config(r: Repo | None = None) -> StackedConfig:
@@ -105,12 +112,12 @@ def config_stack(r: Repo) -> StackedConfig:
     and ``config.worktree`` (``extensions.worktreeConfig``: where ``git sparse-checkout``
     and ``git config --worktree`` write) ahead of the repository's file, as git reads it."""
     own = r.get_config()
-    backends = [own, *user_config(r).backends]  # git's environment's above all (below)
+    backends = [own, *user_config(r).backends]
     if own.get_boolean((b"extensions",), b"worktreeConfig", False):
         with suppress(OSError, ValueError):  # a linked worktree's own (dulwich reads the main's)
             path = os.path.join(r.controldir(), "config.worktree")
             backends.insert(0, ConfigFile.from_path(path))
-    return StackedConfig([*command_config(), *backends], writable=own)
+    return StackedConfig([*command_config(), *backends], writable=own)  # environment first
 
 
 @dataclass(frozen=True)
@@ -135,8 +142,8 @@ class Author:
 
     @classmethod
     def default(cls) -> Author:
-        """``DATOM_AUTHOR_NAME``/``DATOM_AUTHOR_EMAIL``, else git's ``user.name``/``user.email``,
-        else ``<login>@<hostname>``."""
+        """``DATOM_AUTHOR_NAME``/``DATOM_AUTHOR_EMAIL``, else the author git would record
+        (:func:`author_from`), else ``<login>@<hostname>``."""
         return author_from(StackedConfig([*command_config(), *user_config().backends]))
 
 
