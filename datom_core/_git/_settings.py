@@ -29,6 +29,7 @@ from dulwich.repo import Repo, UnsupportedExtension
 from dulwich.sparse_patterns import sparse_path_matcher
 
 from .._errors import GitError
+from ._ownership import check_owned
 from ._read import beside_git
 from ._types import command_settings, user_config_paths
 
@@ -56,9 +57,10 @@ class _Honouring(Repo):
         return config
 
 
-def open_repo(path: str | os.PathLike[str], what: str) -> Repo:
-    """Open the repository at ``path`` (``what``: how messages name it), honouring the
-    extensions datom can; :class:`GitError` naming any other."""
+def open_repo(path: str | os.PathLike[str], what: str, remote: bool = False) -> Repo:
+    """Open the repository at ``path`` (``what``: how messages name it; ``remote``: a
+    local remote), honouring the extensions datom can; :class:`GitError` naming any
+    other, or an owner other than the user whom ``safe.directory`` does not trust."""
     try:
         try:
             repo = Repo(os.fspath(path))
@@ -70,6 +72,11 @@ def open_repo(path: str | os.PathLike[str], what: str) -> Repo:
             "config), which datom does not support: nothing was changed. Use a repository "
             "without it."
         ) from None
+    try:
+        check_owned(repo, what, remote)  # before anything of its configuration is used
+    except GitError:
+        repo.close()
+        raise
     beside_git(repo.object_store)  # git may repack it while datom reads
     return repo
 

@@ -202,7 +202,7 @@ class LocalTransport(Transport):
     def _open(self) -> Repo:
         if self._repo is None or self._pid != os.getpid():
             with self.errors("open the remote"):
-                opened = open_repo(self.path, f"The remote {self.url}")
+                opened = open_repo(self.path, f"The remote {self.url}", remote=True)
             try:
                 check_object_format(opened, f"The remote {self.url}")
             except GitError:
