@@ -6,7 +6,6 @@ dulwich's exceptions become datom's own (:class:`GitError`, :class:`InvalidNameE
 
 from __future__ import annotations
 
-import logging
 import os
 import secrets
 import struct
@@ -18,7 +17,7 @@ from typing import Any, TypeVar
 from dulwich import porcelain
 from dulwich.config import ConfigFile
 from dulwich.errors import ChecksumMismatch, NotGitRepository
-from dulwich.file import FileLocked, GitFile
+from dulwich.file import GitFile
 from dulwich.graph import can_fast_forward
 from dulwich.index import EXTENDED_FLAG_SKIP_WORKTREE as SKIP
 from dulwich.index import IndexEntry, index_entry_from_stat, validate_path
@@ -29,8 +28,8 @@ from dulwich.repo import Repo
 from .._errors import GitError, InvalidNameError
 from .._plain import plain
 from ._fast._index import FastIndex, UnsupportedIndex
+from ._gitlocks import unstale
 
-log = logging.getLogger("datom_core.git")
 T = TypeVar("T")
 
 HEADS = b"refs/heads/"
@@ -211,21 +210,6 @@ def short(branch: bytes) -> str:
     return branch[len(HEADS) :].decode()
 
 
-def unstale(fn: Callable[[], T]) -> T:
-    """Run a ref or index update; a dulwich lock in the way is stale, so remove it and retry.
-
-    Call only while holding the clone's datom lock: every datom writer of a clone holds
-    it, so a lock file found then was left by a killed process.
-    """
-    try:
-        return fn()
-    except FileLocked as e:
-        lock = Path(os.fsdecode(e.lockfilename))
-        log.warning("removed the stale git lock %s (left by a killed process)", lock)
-        lock.unlink(missing_ok=True)
-        return fn()
-
-
 def set_ref(r: Repo, name: bytes, sha: bytes) -> None:
     """Point ``name`` at ``sha`` (under the clone lock); nothing is written when it already
     does. dulwich fsyncs the ref file: in a clone that guards against a power cut leaving
@@ -339,7 +323,7 @@ def update_index(
     try:
         if plain() or left_out:
             raise UnsupportedIndex("the plain path")
-        fast.update(root, changes, modes)
+        unstale(lambda: fast.update(root, changes, modes))
     except UnsupportedIndex:
         try:
             index = r.open_index()

@@ -7,10 +7,9 @@ and moves the remote branch by compare-and-swap, and a fetch brings one branch t
 objects it adds (none for a clone of a local remote: it reads them there, see ``_fast/_share``).
 One dulwich repository (and one remote) is kept open per handle, re-opened after ``fork``.
 
-The working tree mirrors HEAD for the paths datom writes. A crash while it is being
-updated is repaired by the next operation (a journal in ``.git`` lists the paths in
-flight, see ``_worktree``). Hand edits to tracked files are not looked for on every operation (that is the
-scan this design avoids): :meth:`MetadataRepo.commit_and_push` builds on the remote tip's
+The working tree mirrors HEAD for the paths datom writes. A crash while it is updated is
+repaired by the next operation (a journal in ``.git``, ``_worktree``; git's lock files,
+``_gitlocks``). Hand edits to tracked files are not looked for each time (the scan this design avoids): :meth:`MetadataRepo.commit_and_push` builds on the remote tip's
 tree, never on the working tree, and :meth:`pull` refuses a clone with such edits.
 """
 
@@ -36,6 +35,7 @@ from . import _maintenance as maint
 from ._backoff import Backoff
 from ._fast._share import sharing_wanted
 from ._fast._tipnote import note_tip, noted_tip
+from ._gitlocks import sweep_killed
 from ._http import open_transport
 from ._localwork import forget_made, local_commits, refuse_local_work
 from ._lock import RepoLock
@@ -161,12 +161,12 @@ class RepoCore:
     def lock(self, timeout: float | None = 600) -> RepoLock:
         """An exclusive cross-process lock on this clone, for ``with repo.lock(): ...``.
 
-        Re-entrant within a thread; ``timeout`` in seconds (``None``: wait forever);
-        :class:`GitError` on timeout. Every changing method takes it itself. An error
-        leaving it closes the handle (re-opened when used): a traceback the caller keeps,
-        in a reference cycle, holds no open pack for the garbage collector to warn about.
-        """
-        return RepoLock(self._lock_path, timeout, on_error=self.close)
+        Re-entrant per thread; ``timeout`` in seconds (``None``: for ever); :class:`GitError`
+        on timeout. Every changing method takes it. An error leaving it closes the handle
+        (a traceback kept in a cycle holds no open pack); the holder after one killed
+        holding it removes the git locks that one left."""
+        sweep = lambda since: sweep_killed(self.controldir, since)  # noqa: E731
+        return RepoLock(self._lock_path, timeout, on_error=self.close, on_inherit=sweep)
 
     # -- keeping the working tree and the index in step with HEAD ----------------------
 

@@ -25,15 +25,15 @@ split one (``link``), though a clone using one is refused before any write
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import struct
 from collections.abc import Mapping
 from pathlib import Path
 
+from dulwich.file import FileLocked
+
 __all__ = ["FastIndex", "UnsupportedIndex"]
 
-log = logging.getLogger("datom_core.git")
 
 _HEADER = struct.Struct(">4sLL")
 _ENTRY = struct.Struct(">10L20sH")  # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size
@@ -144,10 +144,8 @@ class FastIndex:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
         try:
             fd = os.open(lock, flags, 0o644)
-        except FileExistsError:  # callers hold the clone lock: a killed process left it
-            log.warning("removed the stale git lock %s (left by a killed process)", lock)
-            lock.unlink(missing_ok=True)
-            fd = os.open(lock, flags, 0o644)
+        except FileExistsError:
+            raise FileLocked(str(self.path), str(lock)) from None  # whose: _gitlocks decides
         try:
             with os.fdopen(fd, "wb", buffering=0) as f:
                 for part in (header, self._body, digest.digest()):

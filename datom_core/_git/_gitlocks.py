@@ -1,0 +1,99 @@
+"""git's own lock files in a clone (private to the git layer).
+
+git changes a ref, the index or the configuration by creating ``<file>.lock``
+exclusively, writing it and renaming it over the file; dulwich and datom do the same.
+Other git processes work in a clone beside datom: a colleague's ``git status`` or ``git
+fetch``, an editor's git integration refreshing the index every few seconds, ``git
+gc``. Their locks live for milliseconds (``git commit`` keeps the index's while its
+message is edited), and git never removes another process's lock: removing one lets two
+writers rename over each other's file. So a lock in datom's way is git's: waited for, up
+to :data:`GIT_LOCK_WAIT` seconds (:func:`unstale`), then refused in git's words, naming
+the file to remove if no git process runs there.
+
+The locks a datom writer killed holding the clone's lock left are known by its tenure
+(``_lock``): the next holder removes those made since the killed writer's tenure began
+(:func:`sweep_killed`), once they are older than :data:`_GRACE` (a git process's lock
+goes away before that).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+from dulwich.file import FileLocked
+
+from .._errors import GitError
+from ._remoterefs import lock_age
+
+__all__ = ["GIT_LOCK_WAIT", "sweep_killed", "unstale"]
+
+log = logging.getLogger("datom_core.git")
+T = TypeVar("T")
+
+GIT_LOCK_WAIT = 10.0  # seconds a git process's lock in the way is waited for
+_GRACE = 1.0  # seconds a lock has lived before a killed writer's is removed
+_SLACK = 2.0  # seconds of a filesystem's timestamp resolution (FAT, SMB: 2 s)
+_POLL = 0.01
+
+
+def unstale(fn: Callable[[], T]) -> T:
+    """Run a ref or index update of a clone past git's lock files: each is waited for
+    (see the module docstring); :class:`GitError` when one stays in the way."""
+    deadline = time.monotonic() + GIT_LOCK_WAIT
+    while True:
+        try:
+            return fn()
+        except FileLocked as e:
+            lock = Path(os.fsdecode(e.lockfilename))
+            if time.monotonic() >= deadline and lock.exists():
+                raise _in_the_way(lock) from None
+            time.sleep(_POLL)
+
+
+def sweep_killed(controldir: Path, since: float) -> None:
+    """Remove the git lock files of ``controldir`` (and its common folder) made since
+    ``since`` (a killed datom writer's tenure began), each once older than :data:`_GRACE`."""
+    for lock in _git_locks(controldir):
+        while True:
+            try:
+                made = lock.stat().st_mtime
+            except FileNotFoundError:
+                break
+            age = lock_age(lock)
+            if made < since - _SLACK or age is None:
+                break
+            if age >= _GRACE:
+                log.warning("removed the git lock %s, left by a datom writer killed there", lock)
+                lock.unlink(missing_ok=True)
+                break
+            time.sleep(min(_GRACE - age, _POLL * 10))
+
+
+def _git_locks(controldir: Path) -> Iterator[Path]:
+    """git's lock files in a git folder and its common one: its own (``index.lock``,
+    ``HEAD.lock``, ``config.lock``...) and its refs'; not datom's (``datom*.lock``)."""
+    folders = {controldir}
+    common = controldir / "commondir"
+    if common.is_file():
+        folders.add((controldir / common.read_text().strip()).resolve())
+    for folder in folders:
+        for lock in folder.glob("*.lock"):
+            if not lock.name.startswith("datom"):
+                yield lock
+        yield from (folder / "refs").rglob("*.lock")
+
+
+def _in_the_way(lock: Path) -> GitError:
+    clone = next((p.parent for p in lock.parents if p.name == ".git"), lock.parent)
+    return GitError(
+        f"git's lock file {lock} stayed in the way for {GIT_LOCK_WAIT:g} s: another git "
+        f"process is working in the clone {clone} (git status or fetch, an editor's git "
+        "integration, a commit whose message is being edited), or one that crashed left "
+        "it; datom left the file alone. Let it finish and write again; if no git process "
+        f"runs there, remove the file (rm {lock}) first."
+    )
