@@ -15,7 +15,7 @@ holding process dies, so a crash never leaves a stale lock behind.
   never unlocks it; it simply opens a fresh descriptor and waits like anyone else.
 
 A clone's lock also keeps its holder's *tenure* (``on_inherit``): the holder writes its
-pid into the file as it takes the lock and empties the file as it lets go, so the next
+pid into the file as it takes the lock and marks it let go as it lets go, so the next
 holder that finds it written knows its predecessor was killed holding it, and since when
 (the file's modification time then). That holder is handed the time (``on_inherit``: the
 clone removes the git lock files the killed writer left, ``_gitlocks.sweep_killed``),
@@ -105,18 +105,17 @@ class RepoLock:
         """Write this holder's tenure; a killed predecessor's is handed to ``on_inherit``
         (see the module docstring). A lock file this process cannot write keeps none."""
         try:
-            st = os.fstat(mine.fd)
+            said = os.pread(mine.fd, _TENURE_SIZE, 0)
             since = None
-            if st.st_size:  # a holder killed holding it: since its tenure began, or earlier
-                _, _, carried = os.pread(mine.fd, 64, 0).decode("ascii", "replace").partition(" ")
-                since = min(st.st_mtime, _seconds(carried) or st.st_mtime)
-            os.ftruncate(mine.fd, 0)
-            os.pwrite(mine.fd, f"{os.getpid()} {since or ''}".encode(), 0)
+            if said.startswith(_HELD):  # a holder killed holding it: since its tenure began
+                carried = _seconds(said.decode("ascii", "replace").split()[-1])
+                mtime = os.fstat(mine.fd).st_mtime
+                since = min(mtime, carried) if carried is not None else mtime
+            os.pwrite(mine.fd, _tenure(since), 0)
             mine.tenure = True
             if since is not None:
                 on_inherit(since)
-                os.ftruncate(mine.fd, 0)
-                os.pwrite(mine.fd, f"{os.getpid()} ".encode(), 0)
+                os.pwrite(mine.fd, _tenure(None), 0)
         except OSError:
             pass
 
@@ -140,7 +139,7 @@ class RepoLock:
         finally:
             try:
                 if mine.tenure:
-                    os.ftruncate(mine.fd, 0)  # let go alive: no tenure left for the next
+                    os.pwrite(mine.fd, _LET_GO, 0)  # let go alive: no tenure for the next
                 fcntl.flock(mine.fd, fcntl.LOCK_UN)
             finally:
                 os.close(mine.fd)
@@ -176,6 +175,16 @@ class RepoLock:
                 "another datom process is writing to this clone. Wait for it to "
                 "finish, or raise the timeout."
             )
+
+
+def _tenure(since: float | None) -> bytes:
+    """This holder's tenure: held, its pid and a killed predecessor's time, in a record
+    of one size (written over the last in place: no block is allocated or freed)."""
+    return f"H {os.getpid()} {since or '-'}".ljust(_TENURE_SIZE).encode("ascii")
+
+
+_TENURE_SIZE = 48
+_HELD, _LET_GO = b"H", b"-"  # the record's first byte
 
 
 def _seconds(text: str) -> float | None:
