@@ -11,9 +11,9 @@ to :data:`GIT_LOCK_WAIT` seconds (:func:`unstale`), then refused in git's words,
 the file to remove if no git process runs there.
 
 The locks a datom writer killed holding the clone's lock left are known by its tenure
-(``_lock``): the next holder removes those made since the killed writer's tenure began
-(:func:`sweep_killed`), once they are older than :data:`_GRACE` (a git process's lock
-goes away before that).
+(``_lock``, written before its first git lock): the next holder removes those made since
+the killed writer's tenure began (:func:`sweep_killed`), once they are older than
+:data:`_GRACE` (a git process's lock goes away before that).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import TypeVar
 from dulwich.file import FileLocked
 
 from .._errors import GitError
+from ._lock import note_tenure
 from ._remoterefs import lock_age
 
 __all__ = ["GIT_LOCK_WAIT", "sweep_killed", "unstale"]
@@ -44,6 +45,7 @@ _POLL = 0.01
 def unstale(fn: Callable[[], T]) -> T:
     """Run a ref or index update of a clone past git's lock files: each is waited for
     (see the module docstring); :class:`GitError` when one stays in the way."""
+    note_tenure()  # a killed writer's locks are known by it
     deadline = time.monotonic() + GIT_LOCK_WAIT
     while True:
         try:

@@ -14,13 +14,14 @@ holding process dies, so a crash never leaves a stale lock behind.
   The holder's pid is recorded, so a child never counts the parent's lock as its own and
   never unlocks it; it simply opens a fresh descriptor and waits like anyone else.
 
-A clone's lock also keeps its holder's *tenure* (``on_inherit``): the holder writes its
-pid into the file as it takes the lock and marks it let go as it lets go, so the next
-holder that finds it written knows its predecessor was killed holding it, and since when
-(the file's modification time then). That holder is handed the time (``on_inherit``: the
-clone removes the git lock files the killed writer left, ``_gitlocks.sweep_killed``),
-and carries it in its own tenure until that is done, for a successor should it be
-killed in turn.
+A clone's lock also keeps its holder's *tenure* (``on_inherit``): before a holder makes
+the first of git's lock files (:func:`note_tenure`) it writes its pid into the file, and
+it marks the file let go as it lets go, so the next holder that finds it written knows
+its predecessor was killed while it could hold git's locks, and since when (the file's
+modification time). That holder is handed the time (``on_inherit``: the clone removes
+the git lock files the killed writer left, ``_gitlocks.sweep_killed``) before it does
+anything else; killed in turn before that is done, it leaves the record as it found it.
+A holder that makes no git lock (a write that records nothing) leaves the file alone.
 
 A waiter blocks in ``flock`` itself, so the kernel hands it the lock the moment the holder
 lets go (polling left a released lock idle until the next try: 8 processes sharing one
@@ -43,7 +44,7 @@ from types import TracebackType
 from .._errors import GitError
 from ._groupshare import open_lock
 
-__all__ = ["RepoLock"]
+__all__ = ["RepoLock", "note_tenure"]
 
 
 @dataclass
@@ -51,7 +52,8 @@ class _Held:
     pid: int
     fd: int
     depth: int
-    tenure: bool = False
+    tenure: bool = False  # it keeps one (a clone's lock)
+    noted: bool = False  # and has written it
 
 
 class _Holds(threading.local):
@@ -102,20 +104,13 @@ class RepoLock:
         return self
 
     def _begin_tenure(self, mine: _Held, on_inherit: Callable[[float], None]) -> None:
-        """Write this holder's tenure; a killed predecessor's is handed to ``on_inherit``
-        (see the module docstring). A lock file this process cannot write keeps none."""
+        """Hand a killed predecessor's tenure to ``on_inherit``, then mark it let go (see
+        the module docstring). A lock file this process cannot write keeps none."""
         try:
-            said = os.pread(mine.fd, _TENURE_SIZE, 0)
-            since = None
-            if said.startswith(_HELD):  # a holder killed holding it: since its tenure began
-                carried = _seconds(said.decode("ascii", "replace").split()[-1])
-                mtime = os.fstat(mine.fd).st_mtime
-                since = min(mtime, carried) if carried is not None else mtime
-            os.pwrite(mine.fd, _tenure(since), 0)
+            if os.pread(mine.fd, 1, 0) == _HELD:
+                on_inherit(os.fstat(mine.fd).st_mtime)
+                os.pwrite(mine.fd, _LET_GO, 0)
             mine.tenure = True
-            if since is not None:
-                on_inherit(since)
-                os.pwrite(mine.fd, _tenure(None), 0)
         except OSError:
             pass
 
@@ -138,7 +133,7 @@ class RepoLock:
                 self._on_error()
         finally:
             try:
-                if mine.tenure:
+                if mine.noted:
                     os.pwrite(mine.fd, _LET_GO, 0)  # let go alive: no tenure for the next
                 fcntl.flock(mine.fd, fcntl.LOCK_UN)
             finally:
@@ -177,21 +172,20 @@ class RepoLock:
             )
 
 
-def _tenure(since: float | None) -> bytes:
-    """This holder's tenure: held, its pid and a killed predecessor's time, in a record
-    of one size (written over the last in place: no block is allocated or freed)."""
-    return f"H {os.getpid()} {since or '-'}".ljust(_TENURE_SIZE).encode("ascii")
+def note_tenure() -> None:
+    """Before one of git's lock files is made: write the tenure of the clone lock this
+    thread holds, once per hold (see the module docstring)."""
+    for mine in _holds.held.values():
+        if mine.tenure and not mine.noted and mine.pid == os.getpid():
+            try:
+                os.pwrite(mine.fd, _HELD + f" {os.getpid()}".encode().ljust(_TENURE_SIZE), 0)
+                mine.noted = True
+            except OSError:
+                pass
 
 
-_TENURE_SIZE = 48
-_HELD, _LET_GO = b"H", b"-"  # the record's first byte
-
-
-def _seconds(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
+_TENURE_SIZE = 24  # the record's size: written over in place (no block allocated or freed)
+_HELD, _LET_GO = b"H", b"-"  # its first byte
 
 
 def _owner(path: Path) -> str:

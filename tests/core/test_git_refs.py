@@ -3,7 +3,9 @@ remote held): one left empty or locked by a crash is read as absent and written 
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,12 @@ def test_an_unreadable_or_locked_tracking_ref_is_repaired_by_the_next_push(
     ref = tmp_path / "a" / ".git" / "refs" / "remotes" / "origin" / "main"
     assert ref.read_bytes() == f"{first}\n".encode()
     ref.write_bytes(b"")  # what a power cut may leave of an unsynced file
-    (ref.parent / "main.lock").write_bytes(b"")  # and a killed writer's lock
+    tenure = tmp_path / "a" / ".git" / "datom.lock"  # and a killed writer's lock: its
+    tenure.write_bytes(b"H 1")  # tenure, written before the lock it made
+    (ref.parent / "main.lock").write_bytes(b"")
+    now = time.time()
+    os.utime(tenure, (now - 5, now - 5))
+    os.utime(ref.parent / "main.lock", (now - 3, now - 3))
     assert repo.has_unpushed_commits() is True  # unknown: judged as not pushed, no crash
     synced = record_fsyncs(monkeypatch)
     second = repo.commit_and_push(put({"t/m.json": b"2"}), "two", ME)

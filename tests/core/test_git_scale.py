@@ -267,6 +267,7 @@ def _hold_and_die(clone: str, lock: str) -> None:
     """Take the clone's lock, make one of git's lock files as a write does, and be killed."""
     repo = MetadataRepo(clone)
     with repo.lock():
+        _lock.note_tenure()  # what a write does before its first git lock
         (Path(clone) / ".git" / lock).write_bytes(b"0" * 40 + b"\n")
         os.kill(os.getpid(), 9)
 
