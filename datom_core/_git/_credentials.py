@@ -14,7 +14,6 @@ no helpers to ask.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -23,6 +22,7 @@ from dulwich.config import Config, apply_instead_of
 
 from .._errors import GitError
 from ._remote import GitCredentials, check_supported, normalize_remote, scrub
+from ._types import repository_env
 
 __all__ = ["CredentialHelpers", "effective_url"]
 
@@ -72,7 +72,7 @@ class CredentialHelpers:
         git = shutil.which("git")
         if git is None:
             return None
-        env = dict(os.environ, GIT_TERMINAL_PROMPT="0")
+        env = repository_env(GIT_TERMINAL_PROMPT="0")  # the clone's git, not another's
         try:
             done = subprocess.run(
                 [git, "credential", action],

@@ -28,7 +28,7 @@ from dulwich.repo import Repo
 
 from .._errors import GitError
 from ._settings import config_stamp
-from ._types import config_stack
+from ._types import config_stack, repository_env
 
 __all__ = ["check_current_branch", "hooks_of", "post_receive", "pre_receive"]
 
@@ -72,7 +72,7 @@ def _failed(
             continue
         stdin = b"" if args else b"%s %s %s\n" % (was, new, ref)
         try:
-            env = dict(os.environ, GIT_DIR=".")
+            env = repository_env(config=True, GIT_DIR=".")  # as git enters the remote
             done = subprocess.run([str(path), *args], input=stdin, cwd=gitdir, env=env,
                                   capture_output=True, timeout=_HOOK_TIMEOUT)  # fmt: skip
             status, said = done.returncode, done.stderr + done.stdout

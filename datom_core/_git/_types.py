@@ -24,6 +24,7 @@ __all__ = [
     "command_config",
     "command_settings",
     "config_stack",
+    "repository_env",
     "user_config",
     "user_config_paths",
 ]
@@ -69,6 +70,33 @@ def command_settings() -> tuple[tuple[str | None, str | None], ...]:
         (os.environ.get(f"GIT_CONFIG_KEY_{n}"), os.environ.get(f"GIT_CONFIG_VALUE_{n}"))
         for n in range(int(count) if count.isdigit() else 0)
     )
+
+
+# What git clears before it runs a command in another repository (its ``local_repo_env``:
+# receive-pack in a local remote, a command in a submodule): what says where a repository,
+# its index, objects and work tree are, and with ``config``, the command's settings.
+_REPOSITORY_ENV = (
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE", "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_SHALLOW_FILE", "GIT_COMMON_DIR",
+)  # fmt: skip
+_CONFIG_ENV = ("GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT")
+
+
+def repository_env(config: bool = False, **given: str) -> dict[str, str]:
+    """The environment for a git program run in a repository datom names (a clone's
+    credential helper, a local remote's hooks): this process's, without what would point
+    it at another repository (datom may run inside another's git hook, which sets
+    ``GIT_DIR`` and ``GIT_INDEX_FILE``); ``config``: without the command's settings too,
+    as git enters a local remote; ``given`` set over it."""
+
+    def kept(name: str) -> bool:
+        if name in _REPOSITORY_ENV:
+            return False
+        settings = name in _CONFIG_ENV or name.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))
+        return not (config and settings)
+
+    return {**{k: v for k, v in os.environ.items() if kept(k)}, **given}
 
 
 def command_config() -> list[ConfigFile]:

@@ -229,6 +229,33 @@ def test_a_local_remotes_hooks_run_as_receive_pack_runs_them(tmp_path: Path) -> 
     git_accepts(remote, tmp_path)
 
 
+def test_a_local_remotes_hooks_run_in_the_remote_when_datom_runs_inside_another_repos_hook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """datom run from another repository's git hook (a post-merge hook syncing the inbox,
+    a pre-commit hook) inherits that repository's ``GIT_DIR``, ``GIT_INDEX_FILE`` and
+    object directory; git clears them before it enters a local remote, so the remote's
+    hooks see the remote: a policy hook that reads the pushed commit refused every push."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    log = tmp_path / "hooks.log"
+    _hook(remote, "pre-receive", f"while read o n r; do git cat-file -e $n || exit 1; "
+          f'echo "$GIT_DIR $(git rev-parse --is-bare-repository) ${{GIT_INDEX_FILE-none}}" >> {log}; done\n')  # fmt: skip
+    repo = MetadataRepo.init(tmp_path / "a", remote)
+    elsewhere = tmp_path / "analysis"
+    git(tmp_path, "init", "-q", str(elsewhere))
+    for name, value in (("GIT_DIR", elsewhere / ".git"), ("GIT_WORK_TREE", elsewhere),
+                        ("GIT_INDEX_FILE", elsewhere / ".git" / "index"),
+                        ("GIT_OBJECT_DIRECTORY", elsewhere / ".git" / "objects")):  # fmt: skip
+        monkeypatch.setenv(name, str(value))
+    first = repo.commit_and_push(put({"x": b"1"}), "first", ME)
+    assert first is not None
+    assert log.read_text().splitlines() == [". true none"]
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
+        monkeypatch.delenv(name)
+    assert git(remote, "rev-parse", "main").strip() == first
+
+
 def test_a_non_bare_remotes_checked_out_branch_is_refused(tmp_path: Path) -> None:
     remote = tmp_path / "work"
     git(tmp_path, "init", "-q", "-b", "main", str(remote))
