@@ -46,6 +46,24 @@ def _git_accepts(repository: Path) -> bool:
     return done.returncode == 0
 
 
+def _refused_as_by_git(clone: Path, seed: int) -> None:
+    """git will not work in ``clone``, and a datom write there is refused in git's words."""
+    assert not _git_accepts(clone)
+    with pytest.raises(dc.GitError, match="dubious ownership"):
+        dc.connect(clone).write("dm", frame(seed))
+
+
+def _accepted_as_by_git(clone: Path, seed: int) -> None:
+    assert _git_accepts(clone)
+    assert dc.connect(clone).write("dm", frame(seed)).change == "full"
+
+
+def _command_trusts(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+    """``git -c safe.directory=<path>``, as git passes it on (``GIT_CONFIG_COUNT``)."""
+    for key, value in (("COUNT", "1"), ("KEY_0", "safe.directory"), ("VALUE_0", str(path))):
+        monkeypatch.setenv(f"GIT_CONFIG_{key}", value)
+
+
 def _git_pushes(clone: Path) -> bool:
     done = subprocess.run(
         [GIT or "git", "-C", str(clone), "push", "--dry-run", "origin", "HEAD:main"],
@@ -110,11 +128,10 @@ def test_safe_directory_in_the_users_configuration_decides_as_git_decides(
     _give(clone)
     trusted = _git_accepts(clone)
     if trusted:
-        assert dc.connect(clone).write("dm", frame(3)).change == "full"
+        _accepted_as_by_git(clone, 3)
         assert dc.connect(clone).validate().ok
     else:
-        with pytest.raises(dc.GitError, match="dubious ownership"):
-            dc.connect(clone).write("dm", frame(3))
+        _refused_as_by_git(clone, 3)
     assert trusted == (values in ([str(clone)], ["*"], ["", str(clone)]))
 
 
@@ -126,9 +143,7 @@ def test_the_repositorys_own_configuration_cannot_make_it_safe(
     with open(clone / ".git" / "config", "a", encoding="utf-8") as f:
         f.write("[safe]\n\tdirectory = *\n")
     _give(clone)
-    assert not _git_accepts(clone)
-    with pytest.raises(dc.GitError, match="dubious ownership"):
-        dc.connect(clone).write("dm", frame(4))
+    _refused_as_by_git(clone, 4)
 
 
 def test_the_commands_settings_trust_a_clone(
@@ -138,10 +153,8 @@ def test_the_commands_settings_trust_a_clone(
     conn, _ = project
     clone = conn.repo.path
     _give(clone)
-    for key, value in (("COUNT", "1"), ("KEY_0", "safe.directory"), ("VALUE_0", str(clone))):
-        monkeypatch.setenv(f"GIT_CONFIG_{key}", value)
-    assert _git_accepts(clone)
-    assert dc.connect(clone).write("dm", frame(5)).change == "full"
+    _command_trusts(monkeypatch, clone)
+    _accepted_as_by_git(clone, 5)
 
 
 def test_root_run_through_sudo_owns_the_sudo_users_clone_and_its_own(
@@ -150,15 +163,11 @@ def test_root_run_through_sudo_owns_the_sudo_users_clone_and_its_own(
     conn, _ = project
     clone = conn.repo.path
     monkeypatch.setenv("SUDO_UID", str(OTHER))
-    assert _git_accepts(clone)  # root's own
-    assert dc.connect(clone).write("dm", frame(6)).change == "full"
+    _accepted_as_by_git(clone, 6)  # root's own
     _give(clone)
-    assert _git_accepts(clone)  # the user sudo ran it for
-    assert dc.connect(clone).write("dm", frame(7)).change == "full"
+    _accepted_as_by_git(clone, 7)  # the user sudo ran it for
     monkeypatch.setenv("SUDO_UID", str(OTHER + 1))
-    assert not _git_accepts(clone)
-    with pytest.raises(dc.GitError, match="dubious ownership"):
-        dc.connect(clone).write("dm", frame(8))
+    _refused_as_by_git(clone, 8)
 
 
 def test_a_local_remote_another_user_owns_is_refused_as_gits_receive_pack_refuses_it(
@@ -176,8 +185,7 @@ def test_a_local_remote_another_user_owns_is_refused_as_gits_receive_pack_refuse
     hook.chmod(0o755)
     before = fingerprint(conn)
     _give(remote)
-    for key, value in (("COUNT", "1"), ("KEY_0", "safe.directory"), ("VALUE_0", str(remote))):
-        monkeypatch.setenv(f"GIT_CONFIG_{key}", value)
+    _command_trusts(monkeypatch, remote)
     assert not _git_pushes(clone)
     with pytest.raises(dc.GitError) as refused:
         dc.connect(clone).write("dm", frame(9))
