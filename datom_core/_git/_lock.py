@@ -100,7 +100,11 @@ class RepoLock:
             raise
         held[self._key] = _Held(pid=os.getpid(), fd=fd, depth=1)
         if self._on_inherit is not None:
-            self._begin_tenure(held[self._key], self._on_inherit)
+            try:
+                self._begin_tenure(held[self._key], self._on_inherit)
+            except BaseException:  # an interrupt in the sweep: the lock is let go
+                self.__exit__(None, None, None)
+                raise
         return self
 
     def _begin_tenure(self, mine: _Held, on_inherit: Callable[[float], None]) -> None:
