@@ -19,11 +19,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dulwich.config import ConfigFile
 from dulwich.repo import Repo
 
 from .._errors import GitError
-from ._types import command_settings, user_config_paths
+from ._types import command_settings, user_config
 
 __all__ = ["check_owned"]
 
@@ -74,11 +73,7 @@ def _safe_directories(remote: bool) -> list[str]:
     """``safe.directory``'s values in the order git reads them: the system's file, the
     global ones, then the command's (not for a local ``remote``)."""
     values: list[str] = []
-    for path in reversed(user_config_paths()):  # listed as git gives them precedence
-        try:
-            config = ConfigFile.from_path(path)
-        except (OSError, ValueError):
-            continue
+    for config in reversed(user_config().backends):  # listed as git gives them precedence
         try:
             found = config.get_multivar((b"safe",), b"directory")
         except KeyError:  # no [safe] section

@@ -9,8 +9,9 @@ One dulwich repository (and one remote) is kept open per handle, re-opened after
 
 The working tree mirrors HEAD for the paths datom writes. A crash while it is updated is
 repaired by the next operation (a journal in ``.git``, ``_worktree``; git's lock files,
-``_gitlocks``). Hand edits to tracked files are not looked for each time (the scan this design avoids): :meth:`MetadataRepo.commit_and_push` builds on the remote tip's
-tree, never on the working tree, and :meth:`pull` refuses a clone with such edits.
+``_gitlocks``). Hand edits to tracked files are not looked for each time (the scan this
+design avoids): :meth:`MetadataRepo.commit_and_push` builds on the remote tip's tree,
+never on the working tree, and :meth:`pull` refuses a clone with such edits.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import cast
 
@@ -159,13 +161,11 @@ class RepoCore:
         return self._config
 
     def lock(self, timeout: float | None = 600) -> RepoLock:
-        """An exclusive cross-process lock on this clone, for ``with repo.lock(): ...``.
-
-        Re-entrant per thread; ``timeout`` in seconds (``None``: for ever); :class:`GitError`
-        on timeout. Every changing method takes it. An error leaving it closes the handle
-        (a traceback kept in a cycle holds no open pack); the holder after one killed
-        holding it removes the git locks that one left."""
-        sweep = lambda since: sweep_killed(self.controldir, since)  # noqa: E731
+        """An exclusive cross-process lock on this clone (``with repo.lock(): ...``), taken
+        by every changing method; re-entrant per thread; ``timeout`` in seconds (``None``:
+        for ever), then :class:`GitError`. An error leaving it closes the handle (a kept
+        traceback holds no open pack); a holder after a killed one sweeps its git locks."""
+        sweep = partial(sweep_killed, self.controldir)
         return RepoLock(self._lock_path, timeout, on_error=self.close, on_inherit=sweep)
 
     # -- keeping the working tree and the index in step with HEAD ----------------------
