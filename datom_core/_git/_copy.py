@@ -6,14 +6,17 @@ a killed writer left, and keeping a pack a clone gains until a ref reaches it.
 
 dulwich writes a loose object through ``<object>.lock`` (``O_EXCL``): a writer killed
 mid-write leaves that file behind, and every later write of the same object would fail
-with ``FileLocked``. Objects are content-addressed, so any writer's bytes are the right
-ones: a lock older than :data:`LOCK_STALE` seconds is removed (see
-:func:`._remoterefs.unstale_remote`).
+with ``FileLocked``. git never makes such a file (it writes a temporary file and links
+it), and objects are content-addressed, so any writer's bytes are the right ones: a lock
+older than :data:`LOCK_STALE` seconds (by its file system's clock) is a killed dulwich
+writer's, removed; a younger one is waited for.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,7 +33,7 @@ from ._fast._packs import write_objects
 from ._internals import set_fetched
 from ._objects import commit_of
 from ._read import keeping, load
-from ._remoterefs import unstale_remote
+from ._remoterefs import lock_age
 
 __all__ = [
     "LOCK_STALE",
@@ -40,6 +43,8 @@ __all__ = [
     "kept_till_fetched",
     "receive_objects",
 ]
+
+log = logging.getLogger("datom_core.git")
 
 LOCK_STALE = 2.0  # seconds after which an object's lock file is a killed writer's
 # More objects than this in one transfer arrive as a pack (git's transfer.unpackLimit is
@@ -62,14 +67,24 @@ def add_object(store: BaseObjectStore, obj: ShaFile) -> None:
                 if tries == _TRIES:
                     raise
 
-    def held(e: FileLocked) -> GitError:
-        return GitError(
-            f"Could not write the git object {obj.id.decode()}: its lock file "
-            f"{os.fsdecode(e.lockfilename)} stays held. Remove it if no git process is "
-            "running on this repository, then try again."
-        )
-
-    unstale_remote(write, LOCK_STALE, 2 * LOCK_STALE, held)
+    deadline = time.monotonic() + 2 * LOCK_STALE
+    while True:
+        try:
+            return write()
+        except FileLocked as e:
+            lock = Path(os.fsdecode(e.lockfilename))
+            if time.monotonic() > deadline:
+                raise GitError(
+                    f"Could not write the git object {obj.id.decode()}: its lock file {lock} "
+                    "stays held. Remove it if no git process is running on this "
+                    "repository, then try again."
+                ) from e
+            age = lock_age(lock)
+            if age is not None and age < LOCK_STALE:
+                time.sleep(min(LOCK_STALE - age, 0.05) + 0.001)
+            elif age is not None:
+                log.warning("removing the stale lock %s (left by a killed writer)", lock)
+                lock.unlink(missing_ok=True)
 
 
 def add_objects(r: Repo, objects: Sequence[ShaFile]) -> int:

@@ -1,4 +1,4 @@
-"""git's own lock files in a clone (private to the git layer).
+"""git's own lock files in a clone or a local remote (private to the git layer).
 
 git changes a ref, the index or the configuration by creating ``<file>.lock``
 exclusively, writing it and renaming it over the file; dulwich and datom do the same.
@@ -8,12 +8,15 @@ gc``. Their locks live for milliseconds (``git commit`` keeps the index's while 
 message is edited), and git never removes another process's lock: removing one lets two
 writers rename over each other's file. So a lock in datom's way is git's: waited for, up
 to :data:`GIT_LOCK_WAIT` seconds (:func:`unstale`), then refused in git's words, naming
-the file to remove if no git process runs there.
+the file to remove if no git process runs there. A local remote is the same: a
+colleague's ``git push`` into it holds the branch's lock while its ``reference-transaction``
+hook runs, ``git pack-refs`` holds ``packed-refs.lock``.
 
-The locks a datom writer killed holding the clone's lock left are known by its tenure
-(``_lock``, written before its first git lock): the next holder removes those made since
-the killed writer's tenure began (:func:`sweep_killed`), once they are older than
-:data:`_GRACE` (a git process's lock goes away before that).
+The locks a datom writer killed holding the clone's lock (a local remote's: the writers'
+turn) left are known by its tenure (``_lock``, written before its first git lock): the
+next holder removes those made since the killed writer's tenure began
+(:func:`sweep_killed`), once they are older than :data:`_GRACE` (a git process's lock
+goes away before that).
 """
 
 from __future__ import annotations
@@ -42,9 +45,10 @@ _SLACK = 2.0  # seconds of a filesystem's timestamp resolution (FAT, SMB: 2 s)
 _POLL = 0.01
 
 
-def unstale(fn: Callable[[], T]) -> T:
+def unstale(fn: Callable[[], T], refuse: Callable[[Path], GitError] | None = None) -> T:
     """Run a ref or index update of a clone past git's lock files: each is waited for
-    (see the module docstring); :class:`GitError` when one stays in the way."""
+    (see the module docstring); ``refuse(lock)`` (a clone's :class:`GitError` by default)
+    is raised when one stays in the way."""
     note_tenure()  # a killed writer's locks are known by it
     deadline = time.monotonic() + GIT_LOCK_WAIT
     while True:
@@ -53,7 +57,7 @@ def unstale(fn: Callable[[], T]) -> T:
         except FileLocked as e:
             lock = Path(os.fsdecode(e.lockfilename))
             if time.monotonic() >= deadline and lock.exists():
-                raise _in_the_way(lock) from None
+                raise (refuse or _in_the_way)(lock) from None
             time.sleep(_POLL)
 
 

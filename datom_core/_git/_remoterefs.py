@@ -1,5 +1,5 @@
-"""Reading a local remote's branches strictly, and updating a local repository past the
-lock files of killed writers (:func:`unstale_remote`) (private to the git layer).
+"""Reading a local remote's branches strictly, and the age of a lock file by its file
+system's clock (:func:`lock_age`) (private to the git layer).
 
 dulwich reads a ref file that cannot be opened (another user's, written with umask 077;
 an NFS read error) as a ref that does not exist. For a remote that would make a branch
@@ -10,23 +10,16 @@ parsed is a :class:`GitError` naming the file, its owner and mode, and the remed
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import secrets
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
-
-from dulwich.file import FileLocked
 
 from .._errors import GitError
 
-__all__ = ["read_branch", "read_branches", "unstale_remote"]
+__all__ = ["lock_age", "read_branch", "read_branches"]
 
-log = logging.getLogger("datom_core.git")
-T = TypeVar("T")
 
 _HEADS = b"refs/heads/"
 _SHA1 = re.compile(rb"[0-9a-f]{40}")
@@ -137,29 +130,3 @@ def lock_age(path: Path) -> float | None:
         os.close(fd)
         probe.unlink(missing_ok=True)
     return now - then
-
-
-def unstale_remote(
-    update: Callable[[], T], grace: float, wait: float, fail: Callable[[FileLocked], Exception]
-) -> T:
-    """Run an update of a local repository past the lock files of killed writers.
-
-    A lock in the way that outlives ``grace`` seconds was left by a killed process (every
-    datom pusher holds the writers' turn; any other git client, or a writer of an object,
-    holds a lock for milliseconds): it is removed and the update made again. A younger
-    one is waited for, up to ``wait`` seconds in all; then ``fail(e)`` is raised.
-    """
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            return update()
-        except FileLocked as e:
-            if time.monotonic() > deadline:
-                raise fail(e) from e
-            lock = Path(os.fsdecode(e.lockfilename))
-            age = lock_age(lock)
-            if age is not None and age < grace:
-                time.sleep(min(grace - age, 0.05) + 0.001)
-            elif age is not None:
-                log.warning("removing the stale lock %s (left by a killed writer)", lock)
-                lock.unlink(missing_ok=True)

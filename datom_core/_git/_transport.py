@@ -4,7 +4,9 @@ is in :mod:`._http`).
 
 A local remote is opened once per handle and written like git does (objects, then the ref
 under its ``.lock``; few loose objects and packs: :mod:`_maintenance`). Every datom push to it
-holds the writers' turn: a ref lock outliving a short grace is a killed pusher's, removed.
+holds the writers' turn, which keeps its holder's tenure: a ref lock in the way is a git
+process's (a colleague's push, ``git pack-refs``), waited for and never removed, unless a
+datom pusher killed under the turn left it (:mod:`._gitlocks`).
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from dulwich.errors import NotGitRepository
-from dulwich.file import FileLocked
 from dulwich.object_store import BaseObjectStore
 from dulwich.objects import ObjectID, ShaFile
 from dulwich.pack import PackFileDisappeared
@@ -29,23 +31,21 @@ from .._errors import GitError, PushRejectedError
 from . import _maintenance as maint
 from ._copy import add_objects, copy_commits, kept_till_fetched, receive_objects
 from ._fast._share import share_objects
+from ._gitlocks import GIT_LOCK_WAIT, sweep_killed, unstale
 from ._groupshare import LOCK_FILES, lock_mode, ref_paths, shared_perm, widen
 from ._lock import RepoLock
 from ._read import has
 from ._receive import check_current_branch, hooks_of, post_receive, pre_receive
 from ._remote import GitCredentials
-from ._remoterefs import read_branch, read_branches, unstale_remote
+from ._remoterefs import read_branch, read_branches
 from ._settings import check_object_format, open_repo, precious
 from ._tipview import TipView
 
 __all__ = ["FETCH_PATIENCE", "Heads", "LocalTransport", "Transport", "rejected"]
 
 log = logging.getLogger("datom_core.git")
-T = TypeVar("T")
 
 _HEADS = b"refs/heads/"
-_LOCK_GRACE = 2.0  # seconds after which a ref lock met under the writers' turn is stale
-_LOCK_WAIT = 10.0  # seconds a push waits for a live process's ref lock before it gives up
 _TURN_TIMEOUT = 600.0
 _UNKEEP_WAIT = 5.0  # seconds a compaction waits for the writers' turn to unkeep its packs
 FETCH_PATIENCE = 30.0  # seconds a fetch racing pushes or a server's 5xx is asked again
@@ -285,7 +285,7 @@ class LocalTransport(Transport):
         self, r: Repo, branch: bytes, old: bytes | None, new: bytes, objects: Sequence[ShaFile]
     ) -> None:
         """Under the writers' turn (re-entrant: ``commit_and_push`` already holds it), so
-        that a ref lock met here can be judged (see :func:`_unstale_remote`)."""
+        that the ref locks a killed pusher left are known (see the module docstring)."""
         with self.turn(_TURN_TIMEOUT), self._using("push to") as remote:
             current = self._read_ref(branch)
             if current != old:
@@ -308,14 +308,30 @@ class LocalTransport(Transport):
         refs: Any = remote.refs
         name, sha = Ref(branch), ObjectID(new)
         if old is None:
-            return bool(_unstale_remote(lambda: refs.add_if_new(name, sha)))
-        return bool(_unstale_remote(lambda: refs.set_if_equals(name, ObjectID(old), sha)))
+            return bool(unstale(lambda: refs.add_if_new(name, sha), self._in_the_way))
+        return bool(unstale(lambda: refs.set_if_equals(name, ObjectID(old), sha), self._in_the_way))
 
     def turn(self, timeout: float) -> AbstractContextManager[object]:
         """datom writers on this machine take turns (a ``flock`` in the remote) from fetch
         to push: under contention they queue instead of redoing work that a
-        compare-and-swap would reject. Other git clients still meet the swap."""
-        return RepoLock(self.path / _TURN_LOCK, timeout, lambda: lock_mode(self._open()))
+        compare-and-swap would reject. Other git clients still meet the swap. The turn
+        keeps its holder's tenure: the next holder after a killed one removes the ref
+        locks it left."""
+        return RepoLock(
+            self.path / _TURN_LOCK,
+            timeout,
+            lambda: lock_mode(self._open()),
+            on_inherit=partial(sweep_killed, self.path),
+        )
+
+    def _in_the_way(self, lock: Path) -> PushRejectedError:
+        return PushRejectedError(
+            f"Cannot push to {self.url}: git's lock file {lock} stayed in the way for "
+            f"{GIT_LOCK_WAIT:g} s. Another git process is updating the repository (a "
+            "colleague's push and its hooks, git gc or pack-refs), or one that crashed "
+            "left it; datom left the file alone. Write again once it is done; if no git "
+            f"process runs there, remove the file (rm {lock}) first."
+        )
 
     def maintain(self, made: bytes | None = None) -> None:
         """Every ``REMOTE_CHECK_EVERY`` pushes of this handle, and after a push whose commit
@@ -354,7 +370,7 @@ class LocalTransport(Transport):
             with self.turn(_TURN_TIMEOUT), self._using("push to") as remote:
                 if remote.refs.read_ref(Ref(b"HEAD")) != wanted:
                     refs: Any = remote.refs
-                    _unstale_remote(lambda: refs.set_symbolic_ref(b"HEAD", branch))
+                    unstale(lambda: refs.set_symbolic_ref(b"HEAD", branch), self._in_the_way)
                     widen([self.path / "HEAD"], shared_perm(remote))
         self._head_named = branch
 
@@ -366,15 +382,3 @@ class LocalTransport(Transport):
             self._repo.close()
         self._repo = None
         self._access.close()
-
-
-def _unstale_remote(update: Callable[[], T]) -> T:
-    """:func:`unstale_remote` with this module's grace and wait (tests shorten them)."""
-
-    def fail(e: FileLocked) -> PushRejectedError:
-        return PushRejectedError(
-            f"Cannot update {os.fsdecode(e.filename)}: it is being updated by a concurrent "
-            "push (another git process keeps locking it). Retry the write."
-        )
-
-    return unstale_remote(update, _LOCK_GRACE, _LOCK_WAIT, fail)

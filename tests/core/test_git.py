@@ -334,25 +334,6 @@ def _all_objects(clone: Path) -> list[object]:
         return [r.object_store[sha] for sha in r.object_store]
 
 
-def test_a_remote_ref_locked_by_a_live_process_is_a_retryable_rejection(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A lock younger than the grace is a live git process's: waited for, then a rejection.
-    monkeypatch.setattr(transport, "_LOCK_GRACE", 600.0)
-    monkeypatch.setattr(transport, "_LOCK_WAIT", 0.5)
-    repo = MetadataRepo.init(tmp_path / "a", None)
-    repo.commit({"x": b"1"}, "x", ME)
-    lockfile = tmp_path / "a.remote.git" / "refs" / "heads" / "main.lock"
-    lockfile.parent.mkdir(parents=True, exist_ok=True)
-    lockfile.write_bytes(b"")
-    with pytest.raises(PushRejectedError, match="concurrent push"):
-        repo.push()
-    assert lockfile.exists()  # never taken away from its holder
-    lockfile.unlink()
-    repo.push()
-    assert remote_head(tmp_path / "a.remote.git") == repo.head()
-
-
 def test_fetch_and_reset_on_an_empty_remote_empties_the_clone(tmp_path: Path) -> None:
     repo = MetadataRepo.init(tmp_path / "a", None)
     repo.commit({"dm/metadata.json": b"1"}, "never pushed", ME)

@@ -17,14 +17,12 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from datom_core._git import MetadataRepo
-from datom_core._git import _transport as transport
 from datom_core._git._types import Author
 from tests.core.test_gitcli_localwork import git_accepts
 from tests.gitcli import GIT, git, needs_git
@@ -268,25 +266,3 @@ for name, call in (("reset", repo.fetch_and_reset),
         assert "mode 0600" in message and "core.sharedRepository" in message, line
     assert (clone / user / "m.json").exists()
     assert (clone / ".git").is_dir()
-
-
-def test_a_stale_ref_lock_is_judged_by_the_file_systems_clock(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """This machine's clock an hour behind the file server's (simulated by moving this
-    process's clock back): a lock left a minute ago is still seen as stale."""
-    monkeypatch.setattr(transport, "_LOCK_WAIT", 5.0)
-    repo = MetadataRepo.init(tmp_path / "a", None)
-    repo.commit({"x": b"1"}, "x", ME)
-    lock = tmp_path / "a.remote.git" / "refs" / "heads" / "main.lock"
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    lock.write_bytes(b"")
-    minute_ago = time.time() - 60
-    os.utime(lock, (minute_ago, minute_ago))
-    real = time.time
-    monkeypatch.setattr(time, "time", lambda: real() - 3600)
-    start = time.monotonic()
-    repo.push()
-    assert time.monotonic() - start < 5
-    assert not lock.exists()
-    git_accepts(tmp_path / "a.remote.git", tmp_path)

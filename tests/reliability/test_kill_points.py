@@ -43,11 +43,27 @@ _DIE_HOLDING = textwrap.dedent(
     os.kill(os.getpid(), signal.SIGKILL)
     """
 )
+# A datom push: under the remote's writers' turn, its tenure noted before the first lock.
+_DIE_PUSHING = textwrap.dedent(
+    """
+    import os, signal, sys
+    from dulwich.file import GitFile
+    from datom_core._git import MetadataRepo, _lock
+    with MetadataRepo(sys.argv[3])._remote().turn(60):
+        _lock.note_tenure()
+        f = GitFile(sys.argv[1], "wb")
+        f.write(sys.argv[2].encode())
+        f.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+    """
+)
 
 
-def die_holding(path: Path, content: str) -> Path:
-    """Run a child that takes dulwich's lock on ``path``, writes ``content`` and is killed."""
-    child = subprocess.run([sys.executable, "-c", _DIE_HOLDING, str(path), content])
+def die_holding(path: Path, content: str, pushing_from: Path | None = None) -> Path:
+    """Run a child that takes dulwich's lock on ``path``, writes ``content`` and is killed
+    (``pushing_from``: as a datom push from that clone into its remote)."""
+    script, clone = (_DIE_HOLDING, []) if pushing_from is None else (_DIE_PUSHING, [pushing_from])
+    child = subprocess.run([sys.executable, "-c", script, str(path), content, *map(str, clone)])
     assert child.returncode == -signal.SIGKILL
     lock = path.with_name(path.name + ".lock")
     assert lock.exists()
@@ -77,13 +93,13 @@ def test_a_push_killed_holding_the_remote_ref_lock_does_not_block_the_next(
     bare = MetadataRepo.embedded_remote_path(tmp_path / "a")
     new = clone.commit({"x": b"2"}, "x2", ME)
     assert new is not None
-    lock = die_holding(bare / "refs" / "heads" / "main", new + "\n")
+    lock = die_holding(bare / "refs" / "heads" / "main", new + "\n", tmp_path / "a")
     assert clone.has_unpushed_commits()
-    clone.push()  # a second earlier, before a lock had to outlive 60s to count as dead
+    clone.push()
     assert remote_tip(bare) == new.encode() and not lock.exists()
     assert not clone.has_unpushed_commits()
     # commit_and_push (which holds the writers' turn itself) steps over one as well
-    die_holding(bare / "refs" / "heads" / "main", new + "\n")
+    die_holding(bare / "refs" / "heads" / "main", new + "\n", tmp_path / "a")
     third = clone.commit_and_push(lambda tree: {"x": b"3"}, "x3", ME)
     assert third is not None and remote_tip(bare) == third.encode()
 
@@ -94,7 +110,7 @@ def test_a_push_killed_holding_the_remote_head_lock_does_not_block_the_next(
     bare = MetadataRepo.embedded_remote_path(tmp_path / "a")
     with closing(Repo(str(bare))) as r:
         r.refs.set_symbolic_ref(Ref(b"HEAD"), Ref(b"refs/heads/other"))
-    lock = die_holding(bare / "HEAD", "ref: refs/heads/main\n")
+    lock = die_holding(bare / "HEAD", "ref: refs/heads/main\n", tmp_path / "a")
     fresh = MetadataRepo.open(tmp_path / "a")  # a new handle: it looks at the remote's HEAD
     assert fresh.commit_and_push(lambda tree: {"x": b"2"}, "x2", ME) is not None
     assert not lock.exists()
