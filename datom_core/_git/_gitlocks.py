@@ -14,9 +14,10 @@ hook runs, ``git pack-refs`` holds ``packed-refs.lock``.
 
 The locks a datom writer killed holding the clone's lock (a local remote's: the writers'
 turn) left are known by its tenure (``_lock``, written before its first git lock): the
-next holder removes those made since the killed writer's tenure began
-(:func:`sweep_killed`), once they are older than :data:`_GRACE` (a git process's lock
-goes away before that).
+next holder removes those made as the killed writer's last git lock began
+(:func:`sweep_killed`: within :data:`_SPAN` seconds of it), once they are older than
+:data:`_GRACE` (a git process's lock goes away before that). A git process's lock made
+later (an interactive ``git commit`` in the clone before the next datom write) is left.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ T = TypeVar("T")
 GIT_LOCK_WAIT = 10.0  # seconds a git process's lock in the way is waited for
 _GRACE = 1.0  # seconds a lock has lived before a killed writer's is removed
 _SLACK = 2.0  # seconds of a filesystem's timestamp resolution (FAT, SMB: 2 s)
+_SPAN = 60.0  # seconds after a note within which the lock it announced is written
 _POLL = 0.01
 
 
@@ -62,8 +64,9 @@ def unstale(fn: Callable[[], T], refuse: Callable[[Path], GitError] | None = Non
 
 
 def sweep_killed(controldir: Path, since: float) -> None:
-    """Remove the git lock files of ``controldir`` (and its common folder) made since
-    ``since`` (a killed datom writer's tenure began), each once older than :data:`_GRACE`."""
+    """Remove the git lock files of ``controldir`` (and its common folder) made as a killed
+    datom writer's last git lock began (``since``, its tenure's time), each once older
+    than :data:`_GRACE`."""
     for lock in _git_locks(controldir):
         while True:
             try:
@@ -71,7 +74,7 @@ def sweep_killed(controldir: Path, since: float) -> None:
             except FileNotFoundError:
                 break
             age = lock_age(lock)
-            if made < since - _SLACK or age is None:
+            if not since - _SLACK <= made <= since + _SPAN or age is None:
                 break
             if age >= _GRACE:
                 log.warning("removed the git lock %s, left by a datom writer killed there", lock)

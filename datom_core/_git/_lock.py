@@ -15,10 +15,10 @@ holding process dies, so a crash never leaves a stale lock behind.
   never unlocks it; it simply opens a fresh descriptor and waits like anyone else.
 
 A clone's lock also keeps its holder's *tenure* (``on_inherit``): before a holder makes
-the first of git's lock files (:func:`note_tenure`) it writes its pid into the file, and
-it marks the file let go as it lets go, so the next holder that finds it written knows
-its predecessor was killed while it could hold git's locks, and since when (the file's
-modification time). That holder is handed the time (``on_inherit``: the clone removes
+each of git's lock files (:func:`note_tenure`) it writes its pid into the file, and it
+marks the file let go as it lets go, so the next holder that finds it written knows its
+predecessor was killed while it could hold git's locks, and when it began the last one
+(the file's modification time). That holder is handed the time (``on_inherit``: the clone removes
 the git lock files the killed writer left, ``_gitlocks.sweep_killed``) before it does
 anything else; killed in turn before that is done, it leaves the record as it found it.
 A holder that makes no git lock (a write that records nothing) leaves the file alone.
@@ -178,9 +178,9 @@ class RepoLock:
 
 def note_tenure() -> None:
     """Before one of git's lock files is made: write the tenure of the clone lock this
-    thread holds, once per hold (see the module docstring)."""
+    thread holds (see the module docstring)."""
     for mine in _holds.held.values():
-        if mine.tenure and not mine.noted and mine.pid == os.getpid():
+        if mine.tenure and mine.pid == os.getpid():
             try:
                 os.pwrite(mine.fd, _HELD + f" {os.getpid()}".encode().ljust(_TENURE_SIZE), 0)
                 mine.noted = True

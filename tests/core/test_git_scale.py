@@ -8,6 +8,7 @@ import multiprocessing
 import os
 import re
 import threading
+import time
 from collections.abc import Mapping
 from contextlib import closing
 from pathlib import Path
@@ -318,6 +319,32 @@ def test_a_git_lock_no_datom_writer_left_is_never_removed(
     assert repo.commit_and_push(lambda tree: {"x": b"3"}, "x3", ME) is not None
     assert repo.read("x") == b"3"
     git(tmp_path / "a", "fsck", "--strict")
+
+
+def test_a_git_lock_made_long_after_a_killed_writer_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A datom writer killed ten minutes ago; since then a colleague's ``git commit`` waits
+    on its editor, holding ``index.lock``: the next write does not take it for the killed
+    writer's (it removed it, as made since that writer's tenure began)."""
+    monkeypatch.setattr(_gitlocks, "GIT_LOCK_WAIT", 0.3)
+    repo = MetadataRepo.init(tmp_path / "a", None)
+    repo.commit_and_push(lambda tree: {"x": b"1"}, "x", ME)
+    tenure = tmp_path / "a" / ".git" / "datom.lock"
+    tenure.write_bytes(b"H 4242".ljust(24))
+    planted = tmp_path / "a" / ".git" / "index.lock"
+    planted.write_bytes(b"git's\n")
+    now = time.time()
+    os.utime(tenure, (now - 600, now - 600))
+    os.utime(planted, (now - 60, now - 60))
+    try:
+        repo.commit_and_push(lambda tree: {"x": b"2"}, "x2", ME)
+    except GitError as e:
+        assert f"rm {planted}" in str(e), e
+    assert planted.read_bytes() == b"git's\n"
+    assert tenure.read_bytes()[:1] == b"-"  # the killed writer's record is dealt with
+    planted.unlink()
+    assert repo.commit_and_push(lambda tree: {"x": b"3"}, "x3", ME) is not None
 
 
 @needs_git
