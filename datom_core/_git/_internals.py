@@ -192,12 +192,34 @@ def remote_url(r: Repo) -> str:
 
 
 def branch_ref(r: Repo) -> bytes:
-    """The ref HEAD points at, e.g. ``refs/heads/main``."""
+    """The ref HEAD points at, e.g. ``refs/heads/main``; :class:`GitError` naming the
+    branch to check out when HEAD is detached: datom reads and writes the project on its
+    branch, so a clone whose HEAD is not on one is refused before anything is read."""
     raw = r.refs.read_ref(Ref(b"HEAD")) or b""
     target = raw[len(b"ref: ") :].strip() if raw.startswith(b"ref: ") else None
-    if target is None or not target.startswith(HEADS):
-        raise GitError(f"HEAD of {r.path} is not on a branch; check out the project branch.")
-    return target
+    if target is not None and target.startswith(HEADS):
+        return target
+    clone = os.path.normpath(r.path)
+    where = f"detached at {raw[:12].decode()}" if target is None else f"on {target.decode()}"
+    raise GitError(
+        f"HEAD of {clone} is {where} (a checkout of a commit or tag, git submodule update, "
+        "a CI job's checkout): datom works on the project's branch. Check it out first: "
+        f"git -C {clone} checkout {_branch_to_check_out(r)} (or read from the store alone: "
+        "connect(store=..., project_name=...))."
+    )
+
+
+def _branch_to_check_out(r: Repo) -> str:
+    """The project's branch as git would name it to ``checkout``: the clone's only local
+    branch, else the one ``origin`` names or holds alone."""
+    local = r.refs.keys(base=Ref(HEADS))
+    if len(local) == 1:
+        return next(iter(local)).decode()
+    named = r.refs.read_ref(Ref(TRACKING + b"HEAD")) or b""
+    if named.startswith(b"ref: " + TRACKING):
+        return named[len(b"ref: " + TRACKING) :].strip().decode()
+    remote = r.refs.keys(base=Ref(TRACKING)) - {b"HEAD"}
+    return next(iter(remote)).decode() if len(remote) == 1 else "<branch>"
 
 
 def tracking_ref(branch: bytes) -> bytes:
