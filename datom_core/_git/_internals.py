@@ -183,12 +183,18 @@ def init_bare(bare: Path, branch: str) -> None:
         config.write_to_path()
 
 
+def clone_folder(r: Repo) -> str:
+    """The folder of ``r``'s working tree as a person names it (a submodule's is reached
+    through ``core.worktree``, a path of ``..`` parts)."""
+    return os.path.normpath(r.path)
+
+
 def remote_url(r: Repo) -> str:
     """The stored ``origin`` URL."""
     try:
         return r.get_config().get((b"remote", b"origin"), b"url").decode()
     except KeyError:
-        raise GitError(f"{r.path} has no 'origin' remote configured.") from None
+        raise GitError(f"{clone_folder(r)} has no 'origin' remote configured.") from None
 
 
 def branch_ref(r: Repo) -> bytes:
@@ -199,7 +205,7 @@ def branch_ref(r: Repo) -> bytes:
     target = raw[len(b"ref: ") :].strip() if raw.startswith(b"ref: ") else None
     if target is not None and target.startswith(HEADS):
         return target
-    clone = os.path.normpath(r.path)
+    clone = clone_folder(r)
     where = f"detached at {raw[:12].decode()}" if target is None else f"on {target.decode()}"
     raise GitError(
         f"HEAD of {clone} is {where} (a checkout of a commit or tag, git submodule update, "
@@ -371,6 +377,6 @@ def require_clean(r: Repo) -> None:
     if dirty:
         names = ", ".join(sorted({os.fsdecode(p) for p in dirty})[:5])
         raise GitError(
-            f"{r.path} has uncommitted changes to tracked files ({names}): commit them, or "
-            "drop them with fetch_and_reset(), before pulling."
+            f"{clone_folder(r)} has uncommitted changes to tracked files ({names}): commit "
+            "them, or drop them with fetch_and_reset(), before pulling."
         )

@@ -26,7 +26,7 @@ from .._plain import plain
 from ._fast import _memo
 from ._fast._index import FILE_MODE
 from ._fast._tree import patched, remember_made
-from ._internals import check_relpath
+from ._internals import check_relpath, clone_folder
 from ._read import has, load
 from ._signing import Sign
 
@@ -73,7 +73,7 @@ def commit_object(r: Repo, commit: str) -> Commit:
         with suppress(KeyError):
             found = commit_of(r.object_store, sha)
     if found is None:
-        raise GitError(f"No commit {commit!r} in {r.path}: pass a full 40-hex commit id.")
+        raise GitError(f"No commit {commit!r} in {clone_folder(r)}: pass a full 40-hex commit id.")
     return found
 
 

@@ -107,9 +107,17 @@ def test_a_detached_head_is_refused_before_anything_changes_naming_the_checkout(
 
 
 def test_the_clone_a_message_names_is_the_submodules_folder(tmp_path: Path) -> None:
-    _conn, remote = _project(tmp_path)
+    """A submodule's working tree is reached through ``core.worktree``
+    (``md/../.git/modules/md/../../../md``): messages name ``md``."""
+    conn, remote = _project(tmp_path)
     clone = _submodule(tmp_path, remote)
     with pytest.raises(GitError) as e:
         dc.connect(clone).write("dm", frame(9))
     assert f"HEAD of {clone} is detached" in str(e.value)
     assert ".git/modules" not in str(e.value) and "/../" not in str(e.value)
+    git(clone, "checkout", "-q", "main")
+    (clone / "dm" / "metadata.json").write_text("edited by hand\n")
+    conn.write("dm", frame(5), message="third")  # something to pull
+    with pytest.raises(GitError) as e:
+        dc.connect(clone).repo.pull()
+    assert str(e.value).startswith(f"{clone} has uncommitted changes"), e.value
