@@ -206,6 +206,12 @@ def branch_ref(r: Repo) -> bytes:
     if target is not None and target.startswith(HEADS):
         return target
     clone = clone_folder(r)
+    for marker, doing, remedy in _IN_PROGRESS:
+        if os.path.exists(os.path.join(r.controldir(), marker)):
+            raise GitError(
+                f"A {doing} is in progress in {clone} (its HEAD is not on a branch): datom "
+                f"works on the project's branch. Finish it or stop it ({remedy}), then retry."
+            )
     where = f"detached at {raw[:12].decode()}" if target is None else f"on {target.decode()}"
     raise GitError(
         f"HEAD of {clone} is {where} (a checkout of a commit or tag, git submodule update, "
@@ -213,6 +219,14 @@ def branch_ref(r: Repo) -> bytes:
         f"git -C {clone} checkout {_branch_to_check_out(r)} (or read from the store alone: "
         "connect(store=..., project_name=...))."
     )
+
+
+# git's operations that leave HEAD off the branch until they end: git status's words.
+_IN_PROGRESS = (
+    ("rebase-merge", "rebase", "git rebase --continue, or git rebase --abort"),
+    ("rebase-apply", "rebase", "git rebase --continue, or git rebase --abort"),
+    ("BISECT_LOG", "bisect", "git bisect reset"),
+)
 
 
 def _branch_to_check_out(r: Repo) -> str:

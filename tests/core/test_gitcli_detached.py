@@ -121,3 +121,32 @@ def test_the_clone_a_message_names_is_the_submodules_folder(tmp_path: Path) -> N
     with pytest.raises(GitError) as e:
         dc.connect(clone).repo.pull()
     assert str(e.value).startswith(f"{clone} has uncommitted changes"), e.value
+
+
+@pytest.mark.parametrize(
+    ("start", "said", "stop"),
+    [
+        (
+            ("-c", "sequence.editor=sed -i 1s/^pick/edit/", "rebase", "-q", "-i", "HEAD~1"),
+            "A rebase is in progress",
+            ("rebase", "--abort"),
+        ),
+        (("bisect", "start", "HEAD", "HEAD~2"), "A bisect is in progress", ("bisect", "reset")),
+    ],
+    ids=["rebase", "bisect"],
+)
+def test_an_operation_git_has_in_progress_is_named_with_its_own_remedy(
+    tmp_path: Path, start: tuple[str, ...], said: str, stop: tuple[str, ...]
+) -> None:
+    """Not "check out main": that would leave the rebase or the bisect half done."""
+    _project(tmp_path)
+    clone = tmp_path / "proj"
+    git(clone, *_WHO, *start)
+    before = _state(clone, tmp_path / "store")
+    with pytest.raises(GitError) as e:
+        dc.connect(clone).write("dm", frame(9))
+    assert str(e.value).startswith(f"{said} in {clone}"), e.value
+    assert f"git {' '.join(stop)}" in str(e.value) and "checkout" not in str(e.value)
+    assert _state(clone, tmp_path / "store") == before
+    git(clone, *stop)
+    assert dc.connect(clone).write("dm", frame(9)).change == "full"
