@@ -324,8 +324,9 @@ class LocalTransport(Transport):
             on_inherit=partial(sweep_killed, self.path),
         )
 
-    def _in_the_way(self, lock: Path) -> PushRejectedError:
-        return PushRejectedError(
+    def _in_the_way(self, lock: Path) -> GitError:
+        # Not a lost race (retried for minutes): git itself gives up on a lock that stays.
+        return GitError(
             f"Cannot push to {self.url}: git's lock file {lock} stayed in the way for "
             f"{GIT_LOCK_WAIT:g} s. Another git process is updating the repository (a "
             "colleague's push and its hooks, git gc or pack-refs), or one that crashed "

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from datom_core._errors import PushRejectedError
+from datom_core._errors import GitError
 from datom_core._git import Author, MetadataRepo, _gitlocks, _lock
 from tests.gitcli import GIT, git, needs_git
 
@@ -109,23 +109,25 @@ def test_a_remote_lock_no_datom_pusher_left_is_never_removed(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """However old: a git that crashed left it, or one still runs. Named with the file to
-    remove; once it is gone, the write goes through."""
+    remove once the wait is over (not retried as a lost race for minutes), the write not
+    recorded; once the file is gone, the write goes through."""
     monkeypatch.setattr(_gitlocks, "GIT_LOCK_WAIT", 0.3)
-    repo = MetadataRepo.init(tmp_path / "a", None)
-    bare = MetadataRepo.embedded_remote_path(tmp_path / "a")
-    repo.commit({"x": b"1"}, "x", ME)
+    repo, bare = _project(tmp_path)
     planted = bare / "refs" / "heads" / "main.lock"
-    planted.parent.mkdir(parents=True, exist_ok=True)
     planted.write_bytes(b"git's\n")
     hour_ago = time.time() - 3600
     os.utime(planted, (hour_ago, hour_ago))
-    with pytest.raises(PushRejectedError, match=f"lock file {planted} stayed in the way") as e:
-        repo.push()
+    tip = git(bare, "rev-parse", "main")
+    started = time.monotonic()
+    with pytest.raises(GitError, match=f"lock file {planted} stayed in the way") as e:
+        repo.commit_and_push(lambda tree: {"x": b"2"}, "x2", ME)
+    assert time.monotonic() - started < 10
     assert f"rm {planted}" in str(e.value)
     assert planted.read_bytes() == b"git's\n"
+    assert git(bare, "rev-parse", "main") == tip
     assert _removals(caplog) == []
     planted.unlink()
-    repo.push()
+    assert repo.commit_and_push(lambda tree: {"x": b"3"}, "x3", ME) is not None
     assert git(bare, "rev-parse", "main").strip() == repo.head()
 
 
