@@ -66,8 +66,9 @@ def git_env(token: str | None) -> dict[str, str]:
 class Colleague:
     """A ``git push`` loop on ``url`` from a clone at ``work`` (see the module docstring)."""
 
-    def __init__(self, url: str, token: str | None, work: Path) -> None:
+    def __init__(self, url: str, token: str | None, work: Path, pause: float = 0.0) -> None:
         self.env = git_env(token)
+        self.pause = pause
         self.work = work
         self.pushes = 0
         self.failures: list[str] = []
@@ -94,6 +95,7 @@ class Colleague:
                 done = self._git("push", "-q", "origin", "HEAD:main")
                 if done.returncode == 0:
                     self.pushes += 1
+                    self._stop.wait(self.pause)
                     break
                 self._git("pull", "-q", "--rebase", "origin", "main")
             else:

@@ -34,12 +34,14 @@ from dulwich.repo import Repo
 from .._plain import plain
 from ._access import RemoteAccess
 from ._fast import _compact
+from ._settings import precious
 
 __all__ = [
     "CLONE_CHECK_EVERY",
     "REMOTE_CHECK_EVERY",
     "RemoteAccess",
     "compact",
+    "compact_if_over",
     "compact_remote",
     "due",
     "may_need_compaction",
@@ -85,6 +87,16 @@ def due(made: bytes, every: int) -> bool:
     repository for compaction: one operation in ``every``, told by the id (uniform), not by
     a count one process keeps."""
     return int(made[-6:], 16) % every == 0
+
+
+def compact_if_over(r: Repo, loose_added: int) -> int:
+    """:func:`compact` ``r`` if :func:`may_need_compaction` says so, unless
+    ``extensions.preciousObjects`` forbids deleting objects; the loose objects still
+    counted (0 once compacted)."""
+    if precious(r) or not may_need_compaction(r, loose_added):
+        return loose_added
+    compact(r)
+    return 0
 
 
 def may_need_compaction(r: Repo, loose_added: int = 0) -> bool:

@@ -43,7 +43,7 @@ from ._localwork import forget_made, local_commits, refuse_local_work
 from ._lock import RepoLock
 from ._objects import Answer, Build, ChainItem, NewCommit, TreeReader, build_chain, commit_object
 from ._remote import DEFAULT_TOKEN_ENV, GitCredentials, is_http_url, resolve_credentials
-from ._settings import check_index, config_stamp, open_repo, precious, sparse_filter
+from ._settings import check_index, config_stamp, open_repo, sparse_filter
 from ._shared import missing_object
 from ._signing import signer
 from ._tipview import TipView
@@ -188,9 +188,7 @@ class RepoCore:
         self._loose += loose
         self._added += 1
         if self._added % maint.CLONE_CHECK_EVERY == 0 or maint.due(made, maint.CLONE_CHECK_EVERY):
-            if not precious(r) and maint.may_need_compaction(r, self._loose):
-                maint.compact(r)
-                self._loose = 0
+            self._loose = maint.compact_if_over(r, self._loose)
 
     # -- the remote's branch --------------------------------------------------------------
 
@@ -292,7 +290,8 @@ class RepoCore:
                             if not isinstance(e, PushRejectedError):
                                 mark_push_sent(e)  # the remote may have applied it
                             raise
-            except PushRejectedError:
+            except PushRejectedError:  # its look fetched a pack: they pile up race after race
+                self._loose = maint.compact_if_over(r, self._loose)
                 delay = backoff.next()
                 if time.monotonic() + delay > end:
                     raise PushRejectedError(

@@ -390,6 +390,37 @@ def test_compaction_keeps_every_commit_readable(tmp_path: Path) -> None:
     assert [c.id for c in fresh.log()] == list(reversed(shas))
 
 
+def test_a_writer_losing_race_after_race_keeps_its_clone_compacted(
+    any_git_http_server: GitHTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each try's look fetches what a colleague pushed meanwhile, a pack: compacted between
+    tries, not only after a push (a writer losing beside a push loop gathered 670, each
+    fetch slower than the last, so it lost the more)."""
+    server = any_git_http_server
+    server.create_bare("proj")
+    url, creds = server.url_for("proj"), GitCredentials(server.token)
+    seed = MetadataRepo.clone(url, tmp_path / "seed", credentials=creds)
+    seed.commit_and_push(lambda tree: {"x": b"0"}, "seed", ME)
+    colleague = MetadataRepo.clone(url, tmp_path / "colleague", credentials=creds)
+    mine = MetadataRepo.clone(url, tmp_path / "mine", credentials=creds)
+    remote = mine._remote()  # type: ignore[attr-defined]
+    real_push, lost = remote.push, [0]
+
+    def push_after_a_colleague(*args: Any, **kwargs: Any) -> None:
+        if lost[0] < 3 * maint.PACK_BUDGET:  # the colleague's push lands first
+            lost[0] += 1
+            colleague.commit_and_push(lambda tree: {f"c{lost[0]}": b"1"}, "theirs", ME)
+        real_push(*args, **kwargs)
+
+    monkeypatch.setattr(remote, "push", push_after_a_colleague)
+    monkeypatch.setattr("datom_core._git._backoff._CAP", 0.001)
+    assert mine.commit_and_push(lambda tree: {"y": b"mine"}, "mine", ME) is not None
+    assert lost[0] == 3 * maint.PACK_BUDGET
+    packs = list((tmp_path / "mine" / ".git" / "objects" / "pack").glob("*.pack"))
+    assert len(packs) <= maint.PACK_BUDGET + 1
+    assert mine.read("y") == b"mine" and mine.read("c3") == b"1"
+
+
 def test_last_commit_touching_agrees_with_the_log(tmp_path: Path) -> None:
     repo = MetadataRepo.init(tmp_path / "a", None)
     for i in range(30):
