@@ -24,6 +24,7 @@ from datom_core._git import _maintenance as maint
 from datom_core._git._access import LOCK_NAME
 from datom_core._git._fast import _compact
 from datom_core._git._fast._packs import write_objects
+from tests.core import test_git_roundtrips
 from tests.gitcli import git, needs_git, write_beside_git
 from tests.gitserver import GitHTTPServer
 
@@ -390,19 +391,17 @@ def test_compaction_keeps_every_commit_readable(tmp_path: Path) -> None:
     assert [c.id for c in fresh.log()] == list(reversed(shas))
 
 
+two_clones = test_git_roundtrips.two_clones  # a seeded clone and a second one, over HTTP
+
+
 def test_a_writer_losing_race_after_race_keeps_its_clone_compacted(
-    any_git_http_server: GitHTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    two_clones: tuple[GitHTTPServer, MetadataRepo, MetadataRepo],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Each try's look fetches what a colleague pushed meanwhile, a pack: compacted between
     tries, not only after a push (a writer losing beside a push loop gathered 670, each
     fetch slower than the last, so it lost the more)."""
-    server = any_git_http_server
-    server.create_bare("proj")
-    url, creds = server.url_for("proj"), GitCredentials(server.token)
-    seed = MetadataRepo.clone(url, tmp_path / "seed", credentials=creds)
-    seed.commit_and_push(lambda tree: {"x": b"0"}, "seed", ME)
-    colleague = MetadataRepo.clone(url, tmp_path / "colleague", credentials=creds)
-    mine = MetadataRepo.clone(url, tmp_path / "mine", credentials=creds)
+    _server, colleague, mine = two_clones
     remote = mine._remote()  # type: ignore[attr-defined]
     real_push, lost = remote.push, [0]
 
@@ -416,7 +415,7 @@ def test_a_writer_losing_race_after_race_keeps_its_clone_compacted(
     monkeypatch.setattr("datom_core._git._backoff._CAP", 0.001)
     assert mine.commit_and_push(lambda tree: {"y": b"mine"}, "mine", ME) is not None
     assert lost[0] == 3 * maint.PACK_BUDGET
-    packs = list((tmp_path / "mine" / ".git" / "objects" / "pack").glob("*.pack"))
+    packs = list((mine.path / ".git" / "objects" / "pack").glob("*.pack"))
     assert len(packs) <= maint.PACK_BUDGET + 1
     assert mine.read("y") == b"mine" and mine.read("c3") == b"1"
 
