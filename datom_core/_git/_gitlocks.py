@@ -48,9 +48,9 @@ _POLL = 0.01
 
 
 def unstale(fn: Callable[[], T], refuse: Callable[[Path], GitError] | None = None) -> T:
-    """Run a ref or index update of a clone past git's lock files: each is waited for
-    (see the module docstring); ``refuse(lock)`` (a clone's :class:`GitError` by default)
-    is raised when one stays in the way."""
+    """Run a ref or index update of a clone or a local remote past git's lock files: each
+    is waited for (see the module docstring); ``refuse(lock)`` (a clone's
+    :class:`GitError` by default) is raised when one stays in the way."""
     note_tenure()  # a killed writer's locks are known by it
     deadline = time.monotonic() + GIT_LOCK_WAIT
     while True:

@@ -14,13 +14,14 @@ holding process dies, so a crash never leaves a stale lock behind.
   The holder's pid is recorded, so a child never counts the parent's lock as its own and
   never unlocks it; it simply opens a fresh descriptor and waits like anyone else.
 
-A clone's lock also keeps its holder's *tenure* (``on_inherit``): before a holder makes
-each of git's lock files (:func:`note_tenure`) it writes its pid into the file, and it
-marks the file let go as it lets go, so the next holder that finds it written knows its
-predecessor was killed while it could hold git's locks, and when it began the last one
-(the file's modification time). That holder is handed the time (``on_inherit``: the clone removes
-the git lock files the killed writer left, ``_gitlocks.sweep_killed``) before it does
-anything else; killed in turn before that is done, it leaves the record as it found it.
+A clone's lock (and a local remote's writers' turn) also keeps its holder's *tenure*
+(``on_inherit``): before a holder makes each of git's lock files (:func:`note_tenure`)
+it writes its pid into the file, and it marks the file let go as it lets go, so the next
+holder that finds it written knows its predecessor was killed while it could hold git's
+locks, and when it began the last one (the file's modification time). That holder is
+handed the time (``on_inherit``: the git lock files the killed writer left are removed,
+``_gitlocks.sweep_killed``) before it does anything else; killed in turn before that is
+done, it leaves the record as it found it.
 A holder that makes no git lock (a write that records nothing) leaves the file alone.
 
 A waiter blocks in ``flock`` itself, so the kernel hands it the lock the moment the holder

@@ -92,7 +92,7 @@ def due(made: bytes, every: int) -> bool:
 def compact_if_over(r: Repo, loose_added: int) -> int:
     """:func:`compact` ``r`` if :func:`may_need_compaction` says so, unless
     ``extensions.preciousObjects`` forbids deleting objects; the loose objects still
-    counted (0 once compacted)."""
+    counted (0 once compacted; a compaction that fails is logged, never raised)."""
     if precious(r) or not may_need_compaction(r, loose_added):
         return loose_added
     compact(r)
