@@ -402,6 +402,7 @@ def test_a_writer_losing_race_after_race_keeps_its_clone_compacted(
     tries, not only after a push (a writer losing beside a push loop gathered 670, each
     fetch slower than the last, so it lost the more)."""
     _server, colleague, mine = two_clones
+    monkeypatch.setenv("DATOM_PLAIN", "0")  # the plain path merges no packs (_maintenance)
     remote = mine._remote()  # type: ignore[attr-defined]
     real_push, lost = remote.push, [0]
 
