@@ -30,10 +30,10 @@ from .._errors import GitError
 from ._access import PUSH_KEEP
 from ._diff import commit_object_ids
 from ._fast._packs import write_objects
+from ._gitlocks import lock_age
 from ._internals import set_fetched
 from ._objects import commit_of
 from ._read import keeping, load
-from ._remoterefs import lock_age
 
 __all__ = [
     "LOCK_STALE",

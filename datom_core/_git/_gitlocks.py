@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,9 +34,8 @@ from dulwich.file import FileLocked
 
 from .._errors import GitError
 from ._lock import note_tenure
-from ._remoterefs import lock_age
 
-__all__ = ["GIT_LOCK_WAIT", "sweep_killed", "unstale"]
+__all__ = ["GIT_LOCK_WAIT", "lock_age", "sweep_killed", "unstale"]
 
 log = logging.getLogger("datom_core.git")
 T = TypeVar("T")
@@ -47,10 +47,10 @@ _SPAN = 60.0  # seconds after a note within which the lock it announced is writt
 _POLL = 0.01
 
 
-def unstale(fn: Callable[[], T], refuse: Callable[[Path], GitError] | None = None) -> T:
-    """Run a ref or index update of a clone or a local remote past git's lock files: each
-    is waited for (see the module docstring); ``refuse(lock)`` (a clone's
-    :class:`GitError` by default) is raised when one stays in the way."""
+def unstale(fn: Callable[[], T], remote: str | None = None) -> T:
+    """Run a ref or index update of a clone (or of the local ``remote``, its URL) past
+    git's lock files: each is waited for (see the module docstring); :class:`GitError`
+    when one stays in the way."""
     note_tenure()  # a killed writer's locks are known by it
     deadline = time.monotonic() + GIT_LOCK_WAIT
     while True:
@@ -59,8 +59,29 @@ def unstale(fn: Callable[[], T], refuse: Callable[[Path], GitError] | None = Non
         except FileLocked as e:
             lock = Path(os.fsdecode(e.lockfilename))
             if time.monotonic() >= deadline and lock.exists():
-                raise (refuse or _in_the_way)(lock) from None
+                raise _in_the_way(lock, remote) from None
             time.sleep(_POLL)
+
+
+def lock_age(path: Path) -> float | None:
+    """Seconds since ``path`` was last modified, by the clock of the filesystem holding it
+    (a file server's clock may differ from this machine's: the lock's time is compared
+    with that of a file made there now); None if it is gone."""
+    try:
+        then = path.stat().st_mtime
+    except FileNotFoundError:
+        return None
+    probe = path.with_name(f".datom-clock-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except OSError:  # not writable here: this machine's clock is all there is
+        return time.time() - then
+    try:
+        now = os.fstat(fd).st_mtime
+    finally:
+        os.close(fd)
+        probe.unlink(missing_ok=True)
+    return now - then
 
 
 def sweep_killed(controldir: Path, since: float) -> None:
@@ -97,12 +118,18 @@ def _git_locks(controldir: Path) -> Iterator[Path]:
         yield from (folder / "refs").rglob("*.lock")
 
 
-def _in_the_way(lock: Path) -> GitError:
-    clone = next((p.parent for p in lock.parents if p.name == ".git"), lock.parent)
+def _in_the_way(lock: Path, remote: str | None) -> GitError:
+    if remote is None:
+        clone = next((p.parent for p in lock.parents if p.name == ".git"), lock.parent)
+        where = (
+            f"the clone {clone} (git status or fetch, an editor's git integration, a "
+            "commit whose message is being edited)"
+        )
+    else:
+        where = f"{remote} (a colleague's push and its hooks, git gc or pack-refs)"
     return GitError(
         f"git's lock file {lock} stayed in the way for {GIT_LOCK_WAIT:g} s: another git "
-        f"process is working in the clone {clone} (git status or fetch, an editor's git "
-        "integration, a commit whose message is being edited), or one that crashed left "
-        "it; datom left the file alone. Let it finish and write again; if no git process "
-        f"runs there, remove the file (rm {lock}) first."
+        f"process is working in {where}, or one that crashed left it; datom left the file "
+        "alone. Let it finish and write again; if no git process runs there, remove the "
+        f"file (rm {lock}) first."
     )

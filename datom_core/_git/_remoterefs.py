@@ -1,5 +1,4 @@
-"""Reading a local remote's branches strictly, and the age of a lock file by its file
-system's clock (:func:`lock_age`) (private to the git layer).
+"""Reading a local remote's branches strictly (private to the git layer).
 
 dulwich reads a ref file that cannot be opened (another user's, written with umask 077;
 an NFS read error) as a ref that does not exist. For a remote that would make a branch
@@ -12,13 +11,11 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
-import time
 from pathlib import Path
 
 from .._errors import GitError
 
-__all__ = ["lock_age", "read_branch", "read_branches"]
+__all__ = ["read_branch", "read_branches"]
 
 
 _HEADS = b"refs/heads/"
@@ -109,24 +106,3 @@ def read_branches(root: Path, url: str) -> dict[bytes, bytes]:
             if sha is not None:
                 found[rel] = sha
     return found
-
-
-def lock_age(path: Path) -> float | None:
-    """Seconds since ``path`` was last modified, by the clock of the filesystem holding it
-    (a file server's clock may differ from this machine's: the lock's time is compared
-    with that of a file made there now); None if it is gone."""
-    try:
-        then = path.stat().st_mtime
-    except FileNotFoundError:
-        return None
-    probe = path.with_name(f".datom-clock-{os.getpid()}-{secrets.token_hex(4)}")
-    try:
-        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    except OSError:  # not writable here: this machine's clock is all there is
-        return time.time() - then
-    try:
-        now = os.fstat(fd).st_mtime
-    finally:
-        os.close(fd)
-        probe.unlink(missing_ok=True)
-    return now - then

@@ -31,7 +31,7 @@ from .._errors import GitError, PushRejectedError
 from . import _maintenance as maint
 from ._copy import add_objects, copy_commits, kept_till_fetched, receive_objects
 from ._fast._share import share_objects
-from ._gitlocks import GIT_LOCK_WAIT, sweep_killed, unstale
+from ._gitlocks import sweep_killed, unstale
 from ._groupshare import LOCK_FILES, lock_mode, ref_paths, shared_perm, widen
 from ._lock import RepoLock
 from ._read import has
@@ -308,8 +308,8 @@ class LocalTransport(Transport):
         refs: Any = remote.refs
         name, sha = Ref(branch), ObjectID(new)
         if old is None:
-            return bool(unstale(lambda: refs.add_if_new(name, sha), self._in_the_way))
-        return bool(unstale(lambda: refs.set_if_equals(name, ObjectID(old), sha), self._in_the_way))
+            return bool(unstale(lambda: refs.add_if_new(name, sha), self.url))
+        return bool(unstale(lambda: refs.set_if_equals(name, ObjectID(old), sha), self.url))
 
     def turn(self, timeout: float) -> AbstractContextManager[object]:
         """datom writers on this machine take turns (a ``flock`` in the remote) from fetch
@@ -322,16 +322,6 @@ class LocalTransport(Transport):
             timeout,
             lambda: lock_mode(self._open()),
             on_inherit=partial(sweep_killed, self.path),
-        )
-
-    def _in_the_way(self, lock: Path) -> GitError:
-        # Not a lost race (retried for minutes): git itself gives up on a lock that stays.
-        return GitError(
-            f"Cannot push to {self.url}: git's lock file {lock} stayed in the way for "
-            f"{GIT_LOCK_WAIT:g} s. Another git process is updating the repository (a "
-            "colleague's push and its hooks, git gc or pack-refs), or one that crashed "
-            "left it; datom left the file alone. Write again once it is done; if no git "
-            f"process runs there, remove the file (rm {lock}) first."
         )
 
     def maintain(self, made: bytes | None = None) -> None:
@@ -371,7 +361,7 @@ class LocalTransport(Transport):
             with self.turn(_TURN_TIMEOUT), self._using("push to") as remote:
                 if remote.refs.read_ref(Ref(b"HEAD")) != wanted:
                     refs: Any = remote.refs
-                    unstale(lambda: refs.set_symbolic_ref(b"HEAD", branch), self._in_the_way)
+                    unstale(lambda: refs.set_symbolic_ref(b"HEAD", branch), self.url)
                     widen([self.path / "HEAD"], shared_perm(remote))
         self._head_named = branch
 

@@ -4,8 +4,8 @@ Two users of one group, each with umask 077, write one remote made by
 ``git init --bare --shared=group``: every file datom makes there gets the group's
 permissions (``_git/_groupshare``), the writers' lock file included (``_git/_lock``).
 A branch ref another user left unreadable is an error naming the file, never an empty
-remote (``_git/_remoterefs``), and a stale ref lock is judged by the file system's
-clock, not this machine's.
+remote (``_git/_remoterefs``). (A killed pusher's lock, judged by the file system's
+clock: ``test_gitcli_remote_locks``.)
 """
 
 from __future__ import annotations
